@@ -1,0 +1,3 @@
+from cfsim.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""``python -m cfsim``: a thin layer over the library. Each subcommand lives in
+:mod:`cfsim.commands` and exposes ``add_parser(subparsers)`` and ``run(args) -> int``."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from cfsim.scenario import ScenarioError
+
+# subcommand name -> module under cfsim.commands (imported lazily so one broken or optional
+# part never stops the others)
+COMMANDS = {
+    "run": "run",
+    "sweep": "sweep",
+    "trap": "trap",
+    "vpa": "vpa",
+    "lab": "lab",
+    "validate": "validate",
+    "calibrate": "calibrate",
+    "scenarios": "scenarios",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m cfsim", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        try:
+            mod = importlib.import_module(f"cfsim.commands.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("cfsim.commands"):
+                continue  # not built yet
+            raise
+        mod.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except ScenarioError as exc:
+        print(f"error: invalid scenario: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

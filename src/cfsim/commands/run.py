@@ -1,0 +1,34 @@
+"""``python -m cfsim run SCENARIO [--set section.key=value] [--json] [--out DIR]``."""
+from __future__ import annotations
+
+import json
+import sys
+
+from cfsim.scenario import load_scenario
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("run", help="simulate one scenario")
+    p.add_argument("scenario", help="a scenario TOML file or a built-in name (see `scenarios`)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override any scenario key, e.g. --set cgroup.cpu_limit=1.94")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--out", metavar="DIR", help="write tables (Parquet) and the resolved scenario here")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from cfsim.simulation import simulate, write_result
+
+    scenario = load_scenario(args.scenario, args.set)
+    result = simulate(scenario)
+    if args.out:
+        write_result(result, args.out)
+    if args.json:
+        json.dump(result.summary, sys.stdout, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        width = max(len(k) for k in result.summary)
+        for key, value in result.summary.items():
+            print(f"{key:<{width}}  {value}")
+    return 0

@@ -1,0 +1,1 @@
+"""Pure Linux kernel rules: CFS bandwidth control (``kernel/sched/fair.c``, ``core.c``)."""
