@@ -29,6 +29,18 @@ def quota_us_from_cores(cpu_limit_cores: float, period_us: int = DEFAULT_PERIOD_
     return max(K8S_MIN_QUOTA_US, milli * period_us // 1000)
 
 
+def quota_us_exact(cpu_limit_cores: float, period_us: int = DEFAULT_PERIOD_US) -> int:
+    """CFS quota [us] written directly (cgroup ``cpu.max``), rounded to the microsecond.
+
+    Unlike the kubelet conversion this does not clamp, so a too-small limit is reported as the
+    kernel would reject it.
+
+    >>> quota_us_exact(0.005)
+    500
+    """
+    return int(round(cpu_limit_cores * period_us))
+
+
 def check_bandwidth(quota_us: int | None, period_us: int, burst_us: int) -> list[tuple[str, str]]:
     """Return ``(key, message)`` for every kernel limit the configuration breaks (``-EINVAL``)."""
     errors: list[tuple[str, str]] = []

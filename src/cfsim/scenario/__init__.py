@@ -148,9 +148,9 @@ class Scenario:
     # Derived quantities used everywhere -------------------------------------------------
     @property
     def quota_us(self) -> int | None:
-        """CFS quota [us] from ``cgroup.cpu_limit`` (kubelet conversion), None when unlimited."""
+        """CFS quota [us] = ``cgroup.cpu_limit`` x period, None when unlimited."""
         lim = self["cgroup.cpu_limit"]
-        return None if lim is None else limits.quota_us_from_cores(lim, self["cgroup.period_us"])
+        return None if lim is None else limits.quota_us_exact(lim, self["cgroup.period_us"])
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Plain nested dict; absent optional keys are dropped (TOML has no null)."""
@@ -191,7 +191,7 @@ def _cross_checks(sc: Scenario) -> None:
         for i, (t, lim) in enumerate(sched):
             if lim is None:
                 continue
-            q = limits.quota_us_from_cores(lim, sc["cgroup.period_us"])
+            q = limits.quota_us_exact(lim, sc["cgroup.period_us"])
             for key, msg in limits.check_bandwidth(q, sc["cgroup.period_us"], sc["cgroup.burst_us"]):
                 raise ScenarioError(f"cgroup.limit_schedule[{i}]", msg)
     if sc["run.warmup_s"] >= sc["run.duration_s"]:

@@ -129,6 +129,23 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "burn_ms": Key(10.0, "float", "CPU per burn [ms] (kind=threads)", _gt(0)),
         "sleep_ms": Key(0.0, "float", "sleep between burns [ms]; 0 = CPU-bound", _ge(0)),
         "jitter_ms": Key(0.0, "float", "uniform random phase jitter of each thread's start [ms]", _ge(0)),
+        # stream / single-thread (records) and open (requests): arrivals
+        "rate_per_s": Key(1000.0, "any", "arrival rate [1/s]: a number, [[t_s, rate], ...] steps, "
+                                         "'diurnal:<mean>:<amplitude>:<period_s>' or a CSV path (t_s,rate_per_s)",
+                          _rate),
+        "arrivals": Key("poisson", "str", "arrival process (kind=open)", choices=("poisson", "fixed")),
+        # stream / single-thread: per-record work
+        "workers": Key(8, "int", "worker goroutines taking records (kind=stream)", _between(1, 100_000)),
+        "cpu_ms_per_item": Key(0.3, "float", "CPU per record [ms]", _gt(0)),
+        "alloc_kb_per_item": Key(4.0, "float", "heap allocation per record [KiB]", _ge(0)),
+        "initial_backlog": Key(0, "int", "records waiting at t=0", _ge(0)),
+        # closed / open: requests
+        "clients": Key(2, "int", "closed-loop virtual users (kind=closed)", _between(1, 100_000)),
+        "fanout": Key(1, "int", "goroutines per request, each doing cpu_ms_per_request/fanout",
+                      _between(1, 10_000)),
+        "cpu_ms_per_request": Key(10.0, "float", "CPU per request [ms]", _gt(0)),
+        "alloc_kb_per_request": Key(16.0, "float", "heap allocation per request [KiB]", _ge(0)),
+        "think_ms": Key(0.0, "float", "client think time between requests [ms] (kind=closed)", _ge(0)),
     },
     "run": {
         "duration_s": Key(10.0, "float", "simulated time [s]", _between(0.001, 30 * 86400)),
