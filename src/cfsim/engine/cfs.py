@@ -1,0 +1,578 @@
+"""The host + CFS bandwidth engine: event-driven on simpy, time in integer nanoseconds.
+
+A group (one container's cgroup) owns threads. The host has ``cpus`` CPUs; each CPU shares its
+time equally among the group's runnable threads queued on it (processor sharing). Between events
+every running thread progresses analytically, so the cost grows with the number of state changes
+(wake-ups, completions, slice refills, throttles, period and slack timers), not with simulated
+time divided by a tick.
+
+Bandwidth follows ``kernel/sched/fair.c`` through the pure steps of
+:mod:`cfsim.kernel.bandwidth`: a per-group pool refilled at each period boundary (with burst);
+per-CPU runtime ("silo") taken in slices; exhaustion noticed at the next tick or scheduling event
+on that CPU, with the overrun repaid from the next take; per-CPU throttling queued FIFO;
+distribution at the period timer; return of all but 1 ms when a CPU's last thread leaves; the
+slack timer; a period timer that stops after an idle period, on a grid with a random phase.
+
+Thread placement mimics the wake-up path: the previous CPU if it looks idle, else the next idle
+CPU (a CPU whose group runqueue is throttled looks idle to the host, so wake-ups do land there),
+else the least loaded one; a CPU that goes idle pulls a waiting thread (new-idle balance).
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import simpy
+
+from cfsim.kernel import bandwidth as bwr
+from cfsim.kernel import limits
+
+OnDone = Callable[[int], "int | None"]
+_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class Bandwidth:
+    """A cgroup's CPU bandwidth: ``cpu.cfs_quota_us``/``cpu.max`` and friends."""
+
+    quota_us: int
+    period_us: int = limits.DEFAULT_PERIOD_US
+    burst_us: int = 0
+    slice_us: int = 5_000
+    kernel: str = "modern"  # or "legacy-expiry" (4.18-5.3 slice expiry)
+
+    def __post_init__(self) -> None:
+        errors = limits.check_bandwidth(self.quota_us, self.period_us, self.burst_us)
+        if errors:
+            key, msg = errors[0]
+            raise ValueError(f"{key}: {msg}")
+        if self.kernel not in ("modern", "legacy-expiry"):
+            raise ValueError(f"cgroup.kernel: must be 'modern' or 'legacy-expiry' (got {self.kernel!r})")
+        if self.kernel == "legacy-expiry" and self.burst_us:
+            raise ValueError("cgroup.burst_us: burst exists only on Linux >= 5.14, not with legacy-expiry")
+
+    @property
+    def cpu_limit_cores(self) -> float:
+        return self.quota_us / self.period_us
+
+
+@dataclass
+class CpuStat:
+    """``cpu.stat`` (v1 names, times in ns) plus group usage (``cpuacct.usage``)."""
+
+    nr_periods: int = 0
+    nr_throttled: int = 0
+    throttled_time_ns: int = 0
+    nr_bursts: int = 0
+    burst_time_ns: int = 0
+    usage_ns: int = 0
+
+
+@dataclass
+class _Timer:
+    """A cancellable callback on the simpy clock."""
+
+    fn: Callable[[], None] | None
+
+    def cancel(self) -> None:
+        self.fn = None
+
+
+@dataclass
+class _Period:
+    end_ns: int
+    usage_ns: int
+    throttled: bool
+    throttled_cpus: int
+    pool_after_refill_ns: int
+    burst_ns: int
+    quota_us: int
+
+
+class CfsEngine:
+    """Host CPUs plus one CFS-bandwidth cgroup. See the module docstring for the rules.
+
+    >>> eng = CfsEngine(cpus=4, hz=1000, bandwidth=Bandwidth(quota_us=100_000), seed=1)
+    >>> tids = [eng.new_thread() for _ in range(2)]
+    >>> for t in tids:
+    ...     eng.run(t, 10**12, lambda tid: None)      # CPU-bound: far more work than time
+    >>> eng.run_until(10 * 10**9)
+    >>> st = eng.cpu_stat()
+    >>> abs(st.usage_ns / 10e9 - 1.0) < 0.02, st.nr_throttled >= st.nr_periods - 1
+    (True, True)
+    """
+
+    def __init__(self, cpus: int, hz: int = 1000, bandwidth: Bandwidth | None = None,
+                 seed: int = 0, env: simpy.Environment | None = None):
+        if cpus < 1:
+            raise ValueError(f"host.cpus: must be >= 1 (got {cpus})")
+        self.env = env or simpy.Environment()
+        self.ncpus = cpus
+        self.tick_ns = 10**9 // hz
+        self.rng = np.random.default_rng(seed)
+        # per-CPU state (lists: faster than arrays for scalar access)
+        self._nq = [0] * cpus             # group threads queued (runnable, incl. while throttled)
+        self._heap: list[list[tuple[float, int, int]]] = [[] for _ in range(cpus)]
+        self._vt = [0.0] * cpus           # work delivered to each queued thread so far [ns]
+        self._rr = [0] * cpus             # cfs_rq->runtime_remaining [ns]
+        self._upd = [0] * cpus            # time rr/vt/usage were last brought up to date
+        self._thr = [False] * cpus
+        self._thr_clock = [-1] * cpus     # throttled_clock, -1 when not counting
+        self._ver = [0] * cpus            # invalidates stale CPU events
+        self._usage = [0] * cpus
+        self._n_overloaded = 0            # CPUs with >= 2 queued threads (balance candidates)
+        # per-thread state
+        self._t_cpu: list[int] = []       # -1 when blocked
+        self._t_last: list[int] = []
+        self._t_start_v: list[float] = []
+        self._t_end_v: list[float] = []
+        self._t_gen: list[int] = []
+        self._t_cb: list[OnDone | None] = []
+        self._t_base: list[float] = []    # CPU consumed in finished runs [ns]
+        self._t_name: list[str] = []
+        self._seq = 0
+        # group bandwidth state
+        self._fifo: deque[int] = deque()
+        self._stat = CpuStat()
+        self._periods: list[_Period] = []
+        self._timer_active = False
+        self._timer_ver = 0
+        self._next_fire = 0
+        self._idle = False
+        self._slack_pending = False
+        self._pool = 0
+        self._snap = 0
+        self._usage_at_period = 0
+        self._bw: Bandwidth | None = None
+        self._phase_ns = 0
+        if bandwidth is not None:
+            self._configure(bandwidth, initial=True)
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def now(self) -> int:
+        return int(self.env.now)
+
+    @property
+    def bandwidth(self) -> Bandwidth | None:
+        return self._bw
+
+    def new_thread(self, name: str = "") -> int:
+        tid = len(self._t_cpu)
+        self._t_cpu.append(-1)
+        self._t_last.append(-1)
+        self._t_start_v.append(0.0)
+        self._t_end_v.append(0.0)
+        self._t_gen.append(0)
+        self._t_cb.append(None)
+        self._t_base.append(0.0)
+        self._t_name.append(name or f"t{tid}")
+        return tid
+
+    def run(self, tid: int, work_ns: int, on_done: OnDone) -> None:
+        """Wake a blocked thread with ``work_ns`` of CPU to do; ``on_done(tid)`` when done.
+
+        ``on_done`` returns more work to keep running without blocking, or None/0 to block.
+        """
+        if self._t_cpu[tid] >= 0:
+            raise RuntimeError(f"thread {self._t_name[tid]} is already runnable")
+        if work_ns <= 0:
+            raise ValueError(f"work_ns must be > 0 (got {work_ns})")
+        self._t_cb[tid] = on_done
+        c = self._select_cpu(tid)
+        self._enqueue(c, tid, float(work_ns))
+
+    def stop(self, tid: int) -> int:
+        """Block a runnable thread now; return its unfinished work [ns]."""
+        c = self._t_cpu[tid]
+        if c < 0:
+            return 0
+        now = self.now
+        self._advance(c, now)
+        done_v = min(self._vt[c], self._t_end_v[tid])
+        left = self._t_end_v[tid] - done_v
+        self._t_base[tid] += done_v - self._t_start_v[tid]
+        self._dequeue(c, tid, now)
+        self._after_change(c, now)
+        return int(round(left))
+
+    def is_runnable(self, tid: int) -> bool:
+        return self._t_cpu[tid] >= 0
+
+    def is_throttled(self, tid: int) -> bool:
+        c = self._t_cpu[tid]
+        return c >= 0 and self._thr[c]
+
+    def thread_cpu_ns(self, tid: int) -> int:
+        c = self._t_cpu[tid]
+        done = self._t_base[tid]
+        if c >= 0:
+            self._advance(c, self.now)
+            done += min(self._vt[c], self._t_end_v[tid]) - self._t_start_v[tid]
+        return int(round(done))
+
+    def call_at(self, t_ns: int, fn: Callable[[], None]) -> _Timer:
+        timer = _Timer(fn)
+        delay = max(0, int(t_ns) - self.now)
+
+        def fire(_ev, timer=timer):
+            if timer.fn is not None:
+                timer.fn()
+        self.env.timeout(delay).callbacks.append(fire)
+        return timer
+
+    def call_later(self, delay_ns: int, fn: Callable[[], None]) -> _Timer:
+        return self.call_at(self.now + int(delay_ns), fn)
+
+    def run_until(self, t_ns: int) -> None:
+        self.env.run(until=int(t_ns))
+        self._sync_all(self.now)
+
+    def cpu_stat(self) -> CpuStat:
+        """Counters as ``cpu.stat`` would show them now (throttled time of CPUs still
+        throttled is not yet added, as in the kernel: it is added at unthrottle)."""
+        self._sync_all(self.now)
+        st = self._stat
+        return CpuStat(st.nr_periods, st.nr_throttled, st.throttled_time_ns, st.nr_bursts,
+                       st.burst_time_ns, sum(self._usage))
+
+    def periods_frame(self) -> pd.DataFrame:
+        """One row per period-timer firing: end time, usage in the period, throttled or not."""
+        if not self._periods:
+            return pd.DataFrame(columns=["end_s", "usage_s", "throttled", "throttled_cpus",
+                                         "pool_after_refill_s", "burst_s", "quota_us"])
+        rows = self._periods
+        return pd.DataFrame({
+            "end_s": np.array([p.end_ns for p in rows]) / 1e9,
+            "usage_s": np.array([p.usage_ns for p in rows]) / 1e9,
+            "throttled": np.array([p.throttled for p in rows]),
+            "throttled_cpus": np.array([p.throttled_cpus for p in rows]),
+            "pool_after_refill_s": np.array([p.pool_after_refill_ns for p in rows]) / 1e9,
+            "burst_s": np.array([p.burst_ns for p in rows]) / 1e9,
+            "quota_us": np.array([p.quota_us for p in rows]),
+        })
+
+    def set_bandwidth(self, bandwidth: Bandwidth | None) -> None:
+        """Change the limit live, as ``tg_set_cfs_bandwidth`` does: refill the pool, restart the
+        timer, zero every CPU's runtime and unthrottle every throttled CPU."""
+        now = self.now
+        self._sync_all(now)
+        if bandwidth is None:
+            self._bw = None
+            self._timer_active = False
+            self._timer_ver += 1
+            while self._fifo:
+                self._unthrottle(self._fifo.popleft(), now)
+            for c in range(self.ncpus):
+                self._rr[c] = 0
+                self._schedule_cpu(c)
+            return
+        self._configure(bandwidth, initial=False)
+        for c in range(self.ncpus):
+            self._rr[c] = 0
+        while self._fifo:
+            self._unthrottle(self._fifo.popleft(), now)
+        for c in range(self.ncpus):
+            self._schedule_cpu(c)
+
+    # ------------------------------------------------------------------ configuration
+    def _configure(self, bw: Bandwidth, initial: bool) -> None:
+        old = self._bw
+        self._bw = bw
+        self._quota = bw.quota_us * 1000
+        self._period = bw.period_us * 1000
+        self._burst = bw.burst_us * 1000
+        self._slice = bw.slice_us * 1000
+        self._legacy = bw.kernel == "legacy-expiry"
+        if initial or old is None:
+            # init_cfs_bandwidth: "Add a random offset so that timers interleave"
+            self._phase_ns = int(self.rng.integers(0, self._period))
+            self._pool = self._quota
+            self._snap = self._pool
+        else:
+            self._pool = min(self._pool + self._quota, self._quota + self._burst)
+            self._snap = self._pool
+            if old.period_us != bw.period_us and self._timer_active:
+                # the armed expiry stays; later firings follow the new period
+                self._phase_ns = self._next_fire % self._period
+        self._start_timer()
+
+    # ------------------------------------------------------------------ CPU bookkeeping
+    def _advance(self, c: int, t: int) -> None:
+        dt = t - self._upd[c]
+        if dt <= 0:
+            return
+        self._upd[c] = t
+        k = self._nq[c]
+        if k and not self._thr[c]:
+            self._vt[c] += dt / k
+            self._usage[c] += dt
+            if self._bw is not None:
+                self._rr[c] -= dt
+
+    def _sync_all(self, t: int) -> None:
+        for c in range(self.ncpus):
+            self._advance(c, t)
+
+    def _schedule_cpu(self, c: int) -> None:
+        """(Re)arm CPU c's single pending event: next completion or next runtime refill."""
+        self._ver[c] += 1
+        k = self._nq[c]
+        if not k or self._thr[c]:
+            return
+        heap = self._heap[c]
+        t_gen = self._t_gen
+        t_cpu = self._t_cpu
+        while heap and (heap[0][2] != t_gen[heap[0][1]] or t_cpu[heap[0][1]] != c):
+            heapq.heappop(heap)
+        t0 = self._upd[c]
+        t_next = t0 + math.ceil(max(0.0, heap[0][0] - self._vt[c]) * k)
+        if self._bw is not None:
+            rr = self._rr[c]
+            t_ref = bwr.tick_ceil(t0 + rr, self.tick_ns) if rr > 0 else t0
+            if t_ref < t_next:
+                t_next = t_ref
+        ver = self._ver[c]
+        self.env.timeout(t_next - self.now).callbacks.append(
+            lambda _ev, c=c, ver=ver: self._on_cpu_event(c, ver))
+
+    def _on_cpu_event(self, c: int, ver: int) -> None:
+        if ver != self._ver[c]:
+            return
+        now = self.now
+        self._advance(c, now)
+        heap = self._heap[c]
+        vt = self._vt[c]
+        t_gen = self._t_gen
+        t_cpu = self._t_cpu
+        while heap:
+            end_v, tid, gen = heap[0]
+            if gen != t_gen[tid] or t_cpu[tid] != c:
+                heapq.heappop(heap)
+                continue
+            if end_v - vt > _EPS:
+                break
+            heapq.heappop(heap)
+            self._complete(c, tid, now)
+            vt = self._vt[c]
+        self._after_change(c, now)
+
+    def _complete(self, c: int, tid: int, now: int) -> None:
+        self._t_base[tid] += self._t_end_v[tid] - self._t_start_v[tid]
+        cb = self._t_cb[tid]
+        more = cb(tid) if cb is not None else None
+        if self._t_cpu[tid] != c:
+            return  # the callback moved or stopped it
+        if more and more > 0:
+            self._t_gen[tid] += 1
+            start = self._vt[c]
+            self._t_start_v[tid] = start
+            self._t_end_v[tid] = start + float(more)
+            heapq.heappush(self._heap[c], (start + float(more), tid, self._t_gen[tid]))
+        else:
+            self._dequeue(c, tid, now)
+
+    def _after_change(self, c: int, now: int) -> None:
+        """Charge runtime at a scheduling event (``update_curr``) and re-arm the CPU."""
+        if self._bw is not None and self._nq[c] and not self._thr[c] and self._rr[c] <= 0:
+            self._account(c, now)
+        if self._nq[c] == 0 and self._n_overloaded:
+            self._idle_balance(c, now)
+        self._schedule_cpu(c)
+
+    def _account(self, c: int, now: int) -> None:
+        """Silo empty: take a slice, or throttle this CPU (``__account_cfs_rq_runtime``)."""
+        self._start_timer()
+        self._pool, self._rr[c], amount = bwr.assign(self._pool, self._rr[c], self._slice)
+        if amount > 0:
+            self._idle = False
+        if self._rr[c] <= 0:
+            self._throttle(c, now)
+
+    def _throttle(self, c: int, now: int) -> None:
+        self._thr[c] = True
+        self._fifo.append(c)
+        if self._nq[c]:
+            self._thr_clock[c] = now
+        if self._nq[c] >= 2:
+            self._n_overloaded -= 1
+
+    def _unthrottle(self, c: int, now: int) -> None:
+        self._upd[c] = max(self._upd[c], now)
+        self._thr[c] = False
+        if self._thr_clock[c] >= 0:
+            self._stat.throttled_time_ns += now - self._thr_clock[c]
+            self._thr_clock[c] = -1
+        if self._nq[c] >= 2:
+            self._n_overloaded += 1
+        self._schedule_cpu(c)
+
+    # ------------------------------------------------------------------ queueing and placement
+    def _enqueue(self, c: int, tid: int, work: float) -> None:
+        now = self.now
+        self._advance(c, now)
+        was_empty = self._nq[c] == 0
+        self._nq[c] += 1
+        if self._nq[c] == 2 and not self._thr[c]:
+            self._n_overloaded += 1
+        self._t_cpu[tid] = c
+        self._t_gen[tid] += 1
+        start = self._vt[c]
+        self._t_start_v[tid] = start
+        self._t_end_v[tid] = start + work
+        heapq.heappush(self._heap[c], (start + work, tid, self._t_gen[tid]))
+        if was_empty and self._bw is not None:
+            if self._thr[c]:
+                if self._thr_clock[c] < 0:
+                    self._thr_clock[c] = now  # enqueue into a throttled runqueue starts the clock
+            elif self._rr[c] <= 0:
+                self._account(c, now)  # check_enqueue_throttle: may throttle at once
+        self._schedule_cpu(c)
+
+    def _dequeue(self, c: int, tid: int, now: int) -> None:
+        if self._nq[c] == 2 and not self._thr[c]:
+            self._n_overloaded -= 1
+        self._nq[c] -= 1
+        self._t_cpu[tid] = -1
+        self._t_last[tid] = c
+        self._t_gen[tid] += 1
+        if self._nq[c] == 0 and self._bw is not None:
+            if self._thr[c]:
+                if self._thr_clock[c] >= 0:
+                    self._stat.throttled_time_ns += now - self._thr_clock[c]
+                    self._thr_clock[c] = -1
+            else:
+                if self._rr[c] <= 0:
+                    # update_curr at dequeue charges first and may take a slice...
+                    self._start_timer()
+                    self._pool, self._rr[c], amount = bwr.assign(self._pool, self._rr[c], self._slice)
+                    if amount > 0:
+                        self._idle = False
+                # ...then the last dequeue gives back all but 1 ms
+                self._return_slack(c, now)
+
+    def _select_cpu(self, tid: int) -> int:
+        nq, thr = self._nq, self._thr
+        prev = self._t_last[tid]
+        if prev >= 0 and (nq[prev] == 0 or thr[prev]):
+            return prev
+        n = self.ncpus
+        start = (prev + 1) % n if prev >= 0 else int(self.rng.integers(0, n))
+        best, best_load = start, None
+        for i in range(n):
+            c = (start + i) % n
+            if nq[c] == 0 or thr[c]:
+                return c
+            if best_load is None or nq[c] < best_load:
+                best, best_load = c, nq[c]
+        return best
+
+    def _idle_balance(self, c: int, now: int) -> None:
+        """New-idle balance: CPU c went idle; pull one thread from the busiest unthrottled CPU
+        (throttled hierarchies are not migrated: ``throttled_lb_pair``)."""
+        if self._thr[c]:
+            return
+        busiest, load = -1, 1
+        for d in range(self.ncpus):
+            if self._nq[d] > load and not self._thr[d]:
+                busiest, load = d, self._nq[d]
+        if busiest < 0:
+            return
+        self._advance(busiest, now)
+        heap = self._heap[busiest]
+        # migrate the queued thread with the most work left (least likely to finish soon)
+        live = [(e, t, g) for (e, t, g) in heap if g == self._t_gen[t] and self._t_cpu[t] == busiest]
+        end_v, tid, _ = max(live)
+        left = end_v - self._vt[busiest]
+        self._t_base[tid] += self._vt[busiest] - self._t_start_v[tid]
+        cb = self._t_cb[tid]
+        self._dequeue(busiest, tid, now)
+        self._t_cb[tid] = cb
+        self._schedule_cpu(busiest)
+        self._enqueue(c, tid, max(left, 1.0))
+
+    # ------------------------------------------------------------------ group timers
+    def _ns_to_refresh(self, now: int) -> int:
+        return self._next_fire - now if self._timer_active else 0
+
+    def _start_timer(self) -> None:
+        """``start_cfs_bandwidth``: arm the period timer on the fixed grid if it is idle."""
+        if self._timer_active or self._bw is None:
+            return
+        self._timer_active = True
+        self._arm_period(bwr.next_boundary(self.now, self._phase_ns, self._period))
+
+    def _arm_period(self, t_fire: int) -> None:
+        self._timer_ver += 1
+        self._next_fire = t_fire
+        ver = self._timer_ver
+        self.env.timeout(t_fire - self.now).callbacks.append(
+            lambda _ev, ver=ver: self._on_period(ver))
+
+    def _on_period(self, ver: int) -> None:
+        """``do_sched_cfs_period_timer``."""
+        if ver != self._timer_ver or self._bw is None:
+            return
+        now = self.now
+        self._sync_all(now)
+        st = self._stat
+        throttled = bool(self._fifo)
+        st.nr_periods += 1
+        self._pool, self._snap, burst_used = bwr.refill(self._pool, self._snap, self._quota, self._burst)
+        if burst_used > 0:
+            st.nr_bursts += 1
+            st.burst_time_ns += burst_used
+        if self._legacy:
+            for c in range(self.ncpus):
+                if self._rr[c] > 0:
+                    self._rr[c] = bwr.legacy_expire(self._rr[c])
+                    self._schedule_cpu(c)
+        usage = sum(self._usage)
+        self._periods.append(_Period(now, usage - self._usage_at_period, throttled, len(self._fifo),
+                                     self._pool, burst_used, self._bw.quota_us))
+        self._usage_at_period = usage
+        if self._idle and not throttled:
+            self._timer_active = False  # out_deactivate: nothing counted until the next request
+            self._timer_ver += 1
+            return
+        nxt = now + self._period
+        if not throttled:
+            self._idle = True
+            self._arm_period(nxt)
+            return
+        st.nr_throttled += 1
+        self._distribute(now)
+        self._idle = False
+        self._arm_period(nxt)
+
+    def _distribute(self, now: int) -> None:
+        fifo = self._fifo
+        if not fifo:
+            return
+        order = list(fifo)
+        self._pool, new_rr = bwr.distribute(self._pool, [self._rr[c] for c in order])
+        for c, rr in zip(order, new_rr):
+            self._rr[c] = rr
+            if rr > 0:
+                fifo.remove(c)
+                self._unthrottle(c, now)
+
+    def _return_slack(self, c: int, now: int) -> None:
+        self._pool, self._rr[c] = bwr.return_slack(self._pool, self._rr[c])
+        if bwr.should_arm_slack_timer(self._pool, self._slice, bool(self._fifo),
+                                      self._ns_to_refresh(now), self._slack_pending):
+            self._slack_pending = True
+            self.env.timeout(bwr.SLACK_PERIOD_NS).callbacks.append(lambda _ev: self._on_slack())
+
+    def _on_slack(self) -> None:
+        self._slack_pending = False
+        if self._bw is None:
+            return
+        now = self.now
+        if bwr.slack_timer_distributes(self._pool, self._slice, self._ns_to_refresh(now)):
+            self._distribute(now)

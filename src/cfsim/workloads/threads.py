@@ -1,0 +1,79 @@
+"""``kind = "threads"``: OS threads, each looping ``burn_ms`` of CPU then ``sleep_ms`` of sleep.
+
+The burn durations a user timing each burn would see (wall time from the start of a burn to its
+end, throttling and CPU sharing included) are the workload's output.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cfsim.engine.cfs import CfsEngine
+from cfsim.scenario import Scenario
+
+
+class ThreadsWorkload:
+    def __init__(self, engine: CfsEngine, threads: int, burn_ns: int, sleep_ns: int,
+                 jitter_ns: int, rng: np.random.Generator):
+        self.engine = engine
+        self.burn_ns = burn_ns
+        self.sleep_ns = sleep_ns
+        self.offsets = rng.uniform(0, jitter_ns, size=threads).astype(np.int64) if jitter_ns else \
+            np.zeros(threads, dtype=np.int64)
+        self.tids = [engine.new_thread(f"burner{i}") for i in range(threads)]
+        self._started: dict[int, int] = {}
+        self.burn_end_ns: list[int] = []
+        self.burn_wall_ns: list[int] = []
+
+    def start(self) -> None:
+        for tid, offset in zip(self.tids, self.offsets):
+            self.engine.call_at(int(offset), lambda tid=tid: self._begin(tid))
+
+    def _begin(self, tid: int) -> None:
+        self._started[tid] = self.engine.now
+        self.engine.run(tid, self.burn_ns, self._done)
+
+    def _done(self, tid: int) -> int | None:
+        now = self.engine.now
+        self.burn_end_ns.append(now)
+        self.burn_wall_ns.append(now - self._started[tid])
+        if self.sleep_ns == 0:
+            self._started[tid] = now
+            return self.burn_ns  # CPU-bound: keep burning without blocking
+        self.engine.call_later(self.sleep_ns, lambda tid=tid: self._begin(tid))
+        return None
+
+    def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
+        ends = np.asarray(self.burn_end_ns, dtype=np.int64)
+        walls = np.asarray(self.burn_wall_ns, dtype=np.int64)
+        sel = walls[(ends > t0_ns) & (ends <= t1_ns)] / 1e9
+        if sel.size == 0:
+            return {"burns": 0, "burn_p50_s": None, "burn_p99_s": None, "burn_max_s": None,
+                    "throughput_per_s": 0.0}
+        return {
+            "burns": int(sel.size),
+            "burn_p50_s": float(np.percentile(sel, 50)),
+            "burn_p99_s": float(np.percentile(sel, 99)),
+            "burn_max_s": float(sel.max()),
+            "throughput_per_s": float(sel.size / ((t1_ns - t0_ns) / 1e9)),
+        }
+
+    def series(self, step_ns: int) -> pd.DataFrame:
+        ends = np.asarray(self.burn_end_ns, dtype=np.int64)
+        if ends.size == 0:
+            return pd.DataFrame({"t_s": [], "burns_total": []})
+        edges = np.arange(step_ns, ends.max() + step_ns + 1, step_ns)
+        return pd.DataFrame({"t_s": edges / 1e9, "burns_total": np.searchsorted(np.sort(ends), edges, "right")})
+
+
+def build(engine: CfsEngine, scenario: Scenario, rng: np.random.Generator) -> ThreadsWorkload:
+    return ThreadsWorkload(
+        engine,
+        threads=scenario["workload.threads"],
+        burn_ns=int(round(scenario["workload.burn_ms"] * 1e6)),
+        sleep_ns=int(round(scenario["workload.sleep_ms"] * 1e6)),
+        jitter_ns=int(round(scenario["workload.jitter_ms"] * 1e6)),
+        rng=rng,
+    )
