@@ -91,13 +91,14 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
 
     samples: list[tuple] = []
 
-    def scrape() -> None:
+    def scrape(again: bool = True) -> None:
         st = engine.cpu_stat()
         bw = engine.bandwidth
         samples.append((engine.now / 1e9, st.usage_ns / 1e9, st.nr_periods, st.nr_throttled,
                         st.throttled_time_ns / 1e9, bw.quota_us if bw else -1,
                         bw.period_us if bw else scenario["cgroup.period_us"]))
-        engine.call_later(SCRAPE_INTERVAL_NS, scrape)
+        if again:
+            engine.call_later(SCRAPE_INTERVAL_NS, scrape)
 
     t1 = int(round(scenario["run.duration_s"] * 1e9))
     t0 = int(round(scenario["run.warmup_s"] * 1e9))
@@ -109,6 +110,8 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
     marks["start"] = engine.cpu_stat()
     engine.run_until(t1)
     marks["end"] = engine.cpu_stat()
+    if samples[-1][0] < t1 / 1e9:
+        scrape(again=False)  # the scrape due exactly at the end of the run
 
     summary = kernel_summary(scenario, marks["start"], marks["end"], t0, t1)
     summary.update(workload.summary(t0, t1))

@@ -40,6 +40,7 @@ def assign(pool_ns: int, runtime_remaining_ns: int, target_ns: int) -> tuple[int
     """Take runtime from the group pool to top a CPU's silo up to ``target_ns``
     (``__assign_cfs_rq_runtime``): the deficit is repaid first; the pool never goes negative.
 
+    Called only when the silo is empty (``runtime_remaining_ns <= 0 < target_ns``).
     Returns ``(pool_ns, runtime_remaining_ns, amount_ns)``.
 
     >>> assign(100, -3, 5)        # 3 ns overrun repaid, then a full 5 ns slice

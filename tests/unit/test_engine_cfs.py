@@ -1,0 +1,179 @@
+"""The CFS engine: kernel invariants on random scenarios, and the behaviours the kernel docs state."""
+import math
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from cfsim.engine.cfs import Bandwidth, CfsEngine
+from cfsim.simulation import simulate
+
+SEC = 10**9
+
+
+def _scenario(cpus, limit, period_us, burst_frac, threads, burn_ms, sleep_ms, hz, seed, kernel="modern"):
+    quota_us = int(round(limit * period_us))
+    return {
+        "host": {"cpus": cpus, "hz": hz},
+        "cgroup": {"cpu_limit": limit, "period_us": period_us,
+                   "burst_us": int(quota_us * burst_frac), "kernel": kernel},
+        "workload": {"kind": "threads", "threads": threads, "burn_ms": burn_ms,
+                     "sleep_ms": sleep_ms, "jitter_ms": 20.0},
+        "run": {"duration_s": 2.0, "seed": seed},
+    }
+
+
+scenarios = st.builds(
+    _scenario,
+    cpus=st.integers(1, 16),
+    limit=st.sampled_from([0.05, 0.1, 0.25, 0.5, 1.0, 1.5, 1.94, 2.0, 3.3]),
+    period_us=st.sampled_from([10_000, 50_000, 100_000, 250_000]),
+    burst_frac=st.sampled_from([0.0, 0.0, 0.5, 1.0]),
+    threads=st.integers(1, 24),
+    burn_ms=st.sampled_from([0.3, 1.0, 5.0, 30.0]),
+    sleep_ms=st.sampled_from([0.0, 1.0, 10.0, 50.0]),
+    hz=st.sampled_from([250, 1000]),
+    seed=st.integers(0, 1000),
+)
+
+
+@given(scenarios)
+def test_kernel_invariants_hold_on_random_scenarios(raw):
+    assume(raw["cgroup"]["cpu_limit"] * raw["cgroup"]["period_us"] >= 1000)  # kernel minimum quota
+    res = simulate(raw)
+    s, per = res.summary, res.periods
+    sc = res.scenario
+    quota_s = sc.quota_us / 1e6
+    period_s = sc["cgroup.period_us"] / 1e6
+    burst_s = sc["cgroup.burst_us"] / 1e6
+    cpus = sc["host.cpus"]
+    slice_s, tick_s = sc["cgroup.slice_us"] / 1e6, 1 / sc["host.hz"]
+    # counters
+    assert 0 <= s["nr_throttled"] <= s["nr_periods"]
+    assert s["throttled_time_s"] >= 0
+    # never more than the host can give
+    assert s["cpu_usage_cores"] <= min(cpus, sc["workload.threads"]) + 1e-9
+    # per period: quota + burst + what the rules allow per CPU (one slice plus a tick of overrun)
+    per_cpu_extra = slice_s + tick_s
+    if len(per):
+        assert (per["usage_s"] <= quota_s + burst_s + cpus * per_cpu_extra + 1e-9).all()
+    # long run: held to quota on average (one initial pool + per-CPU silos of slack)
+    duration = sc["run.duration_s"]
+    allowed = quota_s / period_s * duration + quota_s + burst_s + cpus * per_cpu_extra
+    assert s["cpu_usage_cores"] * duration <= allowed + 1e-9
+
+
+@given(st.integers(2, 12), st.sampled_from([0.5, 1.0, 1.5, 1.94]), st.integers(0, 99))
+def test_cpu_bound_group_above_quota_is_throttled_every_period(threads, limit, seed):
+    if threads <= limit:
+        return
+    res = simulate({"host": {"cpus": 16}, "cgroup": {"cpu_limit": limit},
+                    "workload": {"kind": "threads", "threads": threads, "burn_ms": 1000.0},
+                    "run": {"duration_s": 3.0, "warmup_s": 0.5, "seed": seed}})
+    s = res.summary
+    assert s["nr_throttled"] >= s["nr_periods"] - 1
+    assert s["cpu_usage_cores"] == pytest.approx(limit, rel=0.03)
+    per = res.periods.iloc[6:]
+    assert (per["usage_s"] - limit * 0.1).abs().max() < 0.1 * limit * 0.1 + 16 * 0.001
+
+
+def test_same_seed_same_output_and_seed_matters():
+    raw = _scenario(8, 0.7, 100_000, 0.0, 12, 3.0, 7.0, 1000, 42)
+    a, b = simulate(raw), simulate(raw)
+    assert a.summary == b.summary
+    assert a.periods.equals(b.periods)
+    raw["run"]["seed"] = 43
+    c = simulate(raw)
+    assert c.summary != a.summary
+
+
+def test_unlimited_group_is_never_throttled_and_shares_cpus_fairly():
+    res = simulate({"host": {"cpus": 2}, "workload": {"kind": "threads", "threads": 4, "burn_ms": 100.0},
+                    "run": {"duration_s": 2.0}})
+    s = res.summary
+    assert s["nr_periods"] == 0 and s["nr_throttled"] == 0
+    assert s["cpu_usage_cores"] == pytest.approx(2.0)
+    # four equal threads on two CPUs: each 100 ms burn takes about 200 ms of wall time
+    assert s["burn_p50_s"] == pytest.approx(0.2, rel=0.05)
+
+
+def test_conservation_thread_cpu_equals_group_usage():
+    eng = CfsEngine(cpus=4, bandwidth=Bandwidth(quota_us=150_000), seed=3)
+    tids = [eng.new_thread() for _ in range(6)]
+    left = {t: 5 for t in tids}
+
+    def again(t):
+        left[t] -= 1
+        return 7_000_000 if left[t] > 0 else None
+    for i, t in enumerate(tids):
+        eng.call_at(i * 3_000_000, lambda t=t: eng.run(t, 7_000_000, again))
+    eng.run_until(2 * SEC)
+    total = sum(eng.thread_cpu_ns(t) for t in tids)
+    assert total == pytest.approx(eng.cpu_stat().usage_ns, abs=10)
+    assert total == pytest.approx(6 * 5 * 7_000_000, abs=10)
+
+
+def test_stop_returns_unfinished_work():
+    eng = CfsEngine(cpus=1)
+    t = eng.new_thread()
+    eng.run(t, 10_000_000, lambda _: None)
+    eng.run_until(4_000_000)
+    assert eng.stop(t) == 6_000_000
+    assert not eng.is_runnable(t)
+    assert eng.thread_cpu_ns(t) == 4_000_000
+
+
+def test_nr_periods_counts_only_active_periods_plus_trailing_idle_one():
+    # a 5 ms burst once per second: about 2 periods per burst (3 if it crosses a boundary)
+    res = simulate({"host": {"cpus": 4}, "cgroup": {"cpu_limit": 1.0},
+                    "workload": {"kind": "threads", "threads": 1, "burn_ms": 5.0, "sleep_ms": 995.0},
+                    "run": {"duration_s": 10.0, "seed": 5}})
+    assert 18 <= res.summary["nr_periods"] <= 31
+    assert res.summary["nr_throttled"] == 0
+
+
+def test_burst_lets_a_bursty_group_exceed_quota_and_counts_bursts():
+    base = {"host": {"cpus": 4}, "cgroup": {"cpu_limit": 0.5},
+            "workload": {"kind": "threads", "threads": 4, "burn_ms": 20.0, "sleep_ms": 333.0},
+            "run": {"duration_s": 10.0, "seed": 2}}
+    no_burst = simulate(base).summary
+    base["cgroup"]["burst_us"] = 50_000
+    with_burst = simulate(base).summary
+    assert no_burst["nr_bursts"] == 0
+    assert with_burst["nr_bursts"] > 0 and with_burst["burst_time_s"] > 0
+    assert with_burst["throttled_ratio"] < no_burst["throttled_ratio"]
+    assert with_burst["burn_p99_s"] < no_burst["burn_p99_s"]
+
+
+def test_legacy_expiry_throttles_a_threaded_lightly_loaded_group_and_modern_does_not():
+    """de53fd7 (CVE-2019-19922): on 4.18-5.3 a highly threaded group on many CPUs was throttled
+    while using well under its quota; Linux >= 5.4 fixed it."""
+    modern = simulate("fibtest-80cpu", ["workload.sleep_ms=400"]).summary
+    legacy = simulate("fibtest-80cpu", ["workload.sleep_ms=400", 'cgroup.kernel="legacy-expiry"']).summary
+    demand = 40 * 0.5 / 400.5  # cores
+    assert modern["cpu_usage_cores"] == pytest.approx(demand, rel=0.1)
+    assert modern["throttled_ratio"] < 0.1
+    assert legacy["cpu_usage_cores"] < 0.75 * demand           # well under quota (0.1)...
+    assert legacy["throttled_ratio"] > 0.5                      # ...yet throttled most periods
+    assert legacy["burn_p99_s"] > 5 * modern["burn_p99_s"]
+
+
+def test_set_bandwidth_live_resize_unthrottles_and_changes_usage():
+    res = simulate({"host": {"cpus": 8}, "cgroup": {"cpu_limit": 2.0, "limit_schedule": [[2.0, 1.0], [4.0, 3.0]]},
+                    "workload": {"kind": "threads", "threads": 4, "burn_ms": 1000.0},
+                    "run": {"duration_s": 6.0, "seed": 1}})
+    ser = res.series.set_index("t_s")
+    usage = ser["container_cpu_usage_seconds_total"].diff()
+    assert usage.loc[2.0] == pytest.approx(2.0, rel=0.05)
+    assert usage.loc[4.0] == pytest.approx(1.0, rel=0.05)
+    assert usage.loc[6.0] == pytest.approx(3.0, rel=0.05)
+    assert ser["container_spec_cpu_quota"].loc[3.0] == 100_000
+
+
+def test_bandwidth_rejects_kernel_invalid_values():
+    with pytest.raises(ValueError, match="cgroup.period_us"):
+        Bandwidth(quota_us=10_000, period_us=500)
+    with pytest.raises(ValueError, match="cgroup.burst_us"):
+        Bandwidth(quota_us=10_000, burst_us=20_000)
+    with pytest.raises(ValueError, match="legacy"):
+        Bandwidth(quota_us=10_000, burst_us=5_000, kernel="legacy-expiry")
