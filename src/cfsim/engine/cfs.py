@@ -73,6 +73,24 @@ class CpuStat:
     usage_ns: int = 0
 
 
+class _CpuEvent(simpy.events.Timeout):
+    """A CPU's next completion or refill; stale once the CPU's version moved on."""
+
+    __slots__ = ("cpu", "ver")
+
+    def __init__(self, env: simpy.Environment, delay: int, cpu: int, ver: int):
+        # Not Timeout.__init__: CPU events at the same instant run in CPU order (after other
+        # events), so ties between CPUs racing for the pool resolve the same way every time.
+        self.env = env
+        self.callbacks = []
+        self._value = None
+        self._delay = delay
+        self._ok = True
+        self.cpu = cpu
+        self.ver = ver
+        env.schedule(self, 2 + cpu, delay)
+
+
 @dataclass
 class _Timer:
     """A cancellable callback on the simpy clock."""
@@ -108,7 +126,7 @@ class CfsEngine:
     """
 
     def __init__(self, cpus: int, hz: int = 1000, bandwidth: Bandwidth | None = None,
-                 seed: int = 0, env: simpy.Environment | None = None):
+                 seed: int = 0, env: simpy.Environment | None = None, prefetch: bool = True):
         if cpus < 1:
             raise ValueError(f"host.cpus: must be >= 1 (got {cpus})")
         self.env = env or simpy.Environment()
@@ -124,7 +142,13 @@ class CfsEngine:
         self._thr = [False] * cpus
         self._thr_clock = [-1] * cpus     # throttled_clock, -1 when not counting
         self._ver = [0] * cpus            # invalidates stale CPU events
+        self._ev_t = [-1] * cpus           # time of the pending valid CPU event, -1 if none
         self._usage = [0] * cpus
+        self._pf_t1 = [0] * cpus          # prefetch bookkeeping (see _prefetch)
+        self._pf_t2 = [0] * cpus
+        self._pf_tk = [0] * cpus
+        self._epoch_end = 0
+        self._prefetch_on = prefetch      # False: take every slice one by one (for checking)
         self._n_overloaded = 0            # CPUs with >= 2 queued threads (balance candidates)
         # per-thread state
         self._t_cpu: list[int] = []       # -1 when blocked
@@ -156,13 +180,15 @@ class CfsEngine:
     # ------------------------------------------------------------------ public API
     @property
     def now(self) -> int:
-        return int(self.env.now)
+        return self.env._now  # simpy's clock; always an int here (all delays are int ns)
 
     @property
     def bandwidth(self) -> Bandwidth | None:
         return self._bw
 
     def new_thread(self, name: str = "") -> int:
+        if self._bw is not None:
+            self._end_epoch(self.env._now)  # one more thread could draw from the pool
         tid = len(self._t_cpu)
         self._t_cpu.append(-1)
         self._t_last.append(-1)
@@ -192,7 +218,7 @@ class CfsEngine:
         c = self._t_cpu[tid]
         if c < 0:
             return 0
-        now = self.now
+        now = self.env._now
         self._advance(c, now)
         done_v = min(self._vt[c], self._t_end_v[tid])
         left = self._t_end_v[tid] - done_v
@@ -212,13 +238,13 @@ class CfsEngine:
         c = self._t_cpu[tid]
         done = self._t_base[tid]
         if c >= 0:
-            self._advance(c, self.now)
+            self._advance(c, self.env._now)
             done += min(self._vt[c], self._t_end_v[tid]) - self._t_start_v[tid]
         return int(round(done))
 
     def call_at(self, t_ns: int, fn: Callable[[], None]) -> _Timer:
         timer = _Timer(fn)
-        delay = max(0, int(t_ns) - self.now)
+        delay = max(0, int(t_ns) - self.env._now)
 
         def fire(_ev, timer=timer):
             if timer.fn is not None:
@@ -231,12 +257,12 @@ class CfsEngine:
 
     def run_until(self, t_ns: int) -> None:
         self.env.run(until=int(t_ns))
-        self._sync_all(self.now)
+        self._sync_all(self.env._now)
 
     def cpu_stat(self) -> CpuStat:
         """Counters as ``cpu.stat`` would show them now (throttled time of CPUs still
         throttled is not yet added, as in the kernel: it is added at unthrottle)."""
-        self._sync_all(self.now)
+        self._sync_all(self.env._now)
         st = self._stat
         return CpuStat(st.nr_periods, st.nr_throttled, st.throttled_time_ns, st.nr_bursts,
                        st.burst_time_ns, sum(self._usage))
@@ -260,8 +286,10 @@ class CfsEngine:
     def set_bandwidth(self, bandwidth: Bandwidth | None) -> None:
         """Change the limit live, as ``tg_set_cfs_bandwidth`` does: refill the pool, restart the
         timer, zero every CPU's runtime and unthrottle every throttled CPU."""
-        now = self.now
+        now = self.env._now
         self._sync_all(now)
+        if self._bw is not None:
+            self._end_epoch(now)
         if bandwidth is None:
             self._bw = None
             self._timer_active = False
@@ -288,6 +316,8 @@ class CfsEngine:
         self._period = bw.period_us * 1000
         self._burst = bw.burst_us * 1000
         self._slice = bw.slice_us * 1000
+        # wall time between takes on a CPU that keeps running: a slice, rounded up to ticks
+        self._slice_eff = -(-self._slice // self.tick_ns) * self.tick_ns
         self._legacy = bw.kernel == "legacy-expiry"
         if initial or old is None:
             # init_cfs_bandwidth: "Add a random offset so that timers interleave"
@@ -321,9 +351,10 @@ class CfsEngine:
 
     def _schedule_cpu(self, c: int) -> None:
         """(Re)arm CPU c's single pending event: next completion or next runtime refill."""
-        self._ver[c] += 1
         k = self._nq[c]
         if not k or self._thr[c]:
+            self._ver[c] += 1
+            self._ev_t[c] = -1
             return
         heap = self._heap[c]
         t_gen = self._t_gen
@@ -331,25 +362,38 @@ class CfsEngine:
         while heap and (heap[0][2] != t_gen[heap[0][1]] or t_cpu[heap[0][1]] != c):
             heapq.heappop(heap)
         t0 = self._upd[c]
-        t_next = t0 + math.ceil(max(0.0, heap[0][0] - self._vt[c]) * k)
+        left = heap[0][0] - self._vt[c]
+        t_next = t0 + (math.ceil(left * k) if left > 0 else 0)
         if self._bw is not None:
             rr = self._rr[c]
-            t_ref = bwr.tick_ceil(t0 + rr, self.tick_ns) if rr > 0 else t0
+            # the silo runs dry at t0 + rr; the next tick's update_curr notices it
+            tick = self.tick_ns
+            t_ref = -(-(t0 + rr) // tick) * tick
+            if t_ref < t0:
+                t_ref = t0
             if t_ref < t_next:
                 t_next = t_ref
-        ver = self._ver[c]
-        self.env.timeout(t_next - self.now).callbacks.append(
-            lambda _ev, c=c, ver=ver: self._on_cpu_event(c, ver))
+        if t_next == self._ev_t[c]:
+            return  # the pending event already fires then
+        self._ver[c] += 1
+        self._ev_t[c] = t_next
+        ev = _CpuEvent(self.env, t_next - self.env._now, c, self._ver[c])
+        ev.callbacks.append(self._cpu_event_cb)
 
-    def _on_cpu_event(self, c: int, ver: int) -> None:
-        if ver != self._ver[c]:
-            return
-        now = self.now
+    def _cpu_event_cb(self, ev: "_CpuEvent") -> None:
+        c = ev.cpu
+        if ev.ver == self._ver[c]:
+            self._ev_t[c] = -1
+            self._on_cpu_event(c)
+
+    def _on_cpu_event(self, c: int) -> None:
+        now = self.env._now
         self._advance(c, now)
         heap = self._heap[c]
         vt = self._vt[c]
         t_gen = self._t_gen
         t_cpu = self._t_cpu
+        blocked = False
         while heap:
             end_v, tid, gen = heap[0]
             if gen != t_gen[tid] or t_cpu[tid] != c:
@@ -358,28 +402,32 @@ class CfsEngine:
             if end_v - vt > _EPS:
                 break
             heapq.heappop(heap)
-            self._complete(c, tid, now)
+            blocked |= self._complete(c, tid, now)
             vt = self._vt[c]
-        self._after_change(c, now)
+        # a thread that just keeps computing is no kernel event: only a tick or a dequeue
+        # charges the silo here
+        self._after_change(c, now, blocked or now % self.tick_ns == 0)
 
-    def _complete(self, c: int, tid: int, now: int) -> None:
+    def _complete(self, c: int, tid: int, now: int) -> bool:
+        """A thread's work is done: continue it or block it. Returns True if it blocked."""
         self._t_base[tid] += self._t_end_v[tid] - self._t_start_v[tid]
         cb = self._t_cb[tid]
         more = cb(tid) if cb is not None else None
         if self._t_cpu[tid] != c:
-            return  # the callback moved or stopped it
+            return True  # the callback moved or stopped it
         if more and more > 0:
             self._t_gen[tid] += 1
             start = self._vt[c]
             self._t_start_v[tid] = start
             self._t_end_v[tid] = start + float(more)
             heapq.heappush(self._heap[c], (start + float(more), tid, self._t_gen[tid]))
-        else:
-            self._dequeue(c, tid, now)
+            return False
+        self._dequeue(c, tid, now)
+        return True
 
-    def _after_change(self, c: int, now: int) -> None:
+    def _after_change(self, c: int, now: int, charge: bool = True) -> None:
         """Charge runtime at a scheduling event (``update_curr``) and re-arm the CPU."""
-        if self._bw is not None and self._nq[c] and not self._thr[c] and self._rr[c] <= 0:
+        if charge and self._bw is not None and self._nq[c] and not self._thr[c] and self._rr[c] <= 0:
             self._account(c, now)
         if self._nq[c] == 0 and self._n_overloaded:
             self._idle_balance(c, now)
@@ -388,11 +436,73 @@ class CfsEngine:
     def _account(self, c: int, now: int) -> None:
         """Silo empty: take a slice, or throttle this CPU (``__account_cfs_rq_runtime``)."""
         self._start_timer()
-        self._pool, self._rr[c], amount = bwr.assign(self._pool, self._rr[c], self._slice)
+        rr = self._rr[c]
+        need = self._slice - rr
+        if self._prefetch_on and self._pool >= need and not self._fifo and self._prefetch(c, now, need):
+            return
+        self._pool, self._rr[c], amount = bwr.assign(self._pool, rr, self._slice)
         if amount > 0:
             self._idle = False
         if self._rr[c] <= 0:
             self._throttle(c, now)
+
+    # A speed-up that changes no observable result: while the pool provably covers every take
+    # that every CPU could make before a horizon H (an "epoch"), a CPU that needs a slice takes
+    # at once all the slices the kernel would hand it one by one until H. Its silo then lasts
+    # exactly as long, and what it would give back on going idle is the same. The epoch ends
+    # before the period boundary, and any change that could break the bound (a new thread, a
+    # resize) first hands the not-yet-due slices back.
+    def _prefetch(self, c: int, now: int, need: int) -> bool:
+        if now >= self._epoch_end and not self._start_epoch(now):
+            return False
+        s, sp, tick = self._slice, self._slice_eff, self.tick_ns
+        t2 = -(-(now + s) // tick) * tick          # the kernel's second take on this CPU
+        if t2 >= self._epoch_end:
+            return False
+        tk = t2 + ((self._epoch_end - 1 - t2) // sp) * sp  # its last take before H
+        amount = need + (tk - now)
+        self._pool -= amount
+        self._rr[c] = s + (tk - now)
+        self._pf_t1[c] = now
+        self._pf_t2[c] = t2
+        self._pf_tk[c] = tk
+        self._idle = False
+        return True
+
+    def _start_epoch(self, now: int) -> bool:
+        if not self._timer_active:
+            return False
+        potential_cpus = min(self.ncpus, len(self._t_cpu))
+        span = self._pool // potential_cpus - self._slice - self.tick_ns
+        end = min(now + span, self._next_fire - self.tick_ns)
+        if end - now < 2 * self._slice_eff:
+            return False
+        self._epoch_end = end
+        return True
+
+    def _end_epoch(self, now: int) -> None:
+        """Give back every slice taken ahead that the kernel would not have taken yet."""
+        if self._epoch_end <= now:
+            return
+        self._epoch_end = now
+        for c in range(self.ncpus):
+            if self._pf_tk[c] > now:
+                self._advance(c, now)
+                self._unprefetch(c, now)
+                self._schedule_cpu(c)
+
+    def _unprefetch(self, c: int, now: int) -> None:
+        """Hand CPU c's not-yet-due slices back to the pool (its silo as the kernel's would be)."""
+        tk = self._pf_tk[c]
+        if tk <= now:
+            return
+        t2, sp = self._pf_t2[c], self._slice_eff
+        # the kernel's last take at or before now: the prefetch itself, or one on t2's grid
+        t_last = self._pf_t1[c] if now < t2 else t2 + ((now - t2) // sp) * sp
+        extra = tk - t_last
+        self._pool += extra
+        self._rr[c] -= extra
+        self._pf_tk[c] = 0
 
     def _throttle(self, c: int, now: int) -> None:
         self._thr[c] = True
@@ -414,7 +524,7 @@ class CfsEngine:
 
     # ------------------------------------------------------------------ queueing and placement
     def _enqueue(self, c: int, tid: int, work: float) -> None:
-        now = self.now
+        now = self.env._now
         self._advance(c, now)
         was_empty = self._nq[c] == 0
         self._nq[c] += 1
@@ -426,12 +536,13 @@ class CfsEngine:
         self._t_start_v[tid] = start
         self._t_end_v[tid] = start + work
         heapq.heappush(self._heap[c], (start + work, tid, self._t_gen[tid]))
-        if was_empty and self._bw is not None:
+        if self._bw is not None:
             if self._thr[c]:
-                if self._thr_clock[c] < 0:
+                if was_empty and self._thr_clock[c] < 0:
                     self._thr_clock[c] = now  # enqueue into a throttled runqueue starts the clock
             elif self._rr[c] <= 0:
-                self._account(c, now)  # check_enqueue_throttle: may throttle at once
+                # update_curr at enqueue (check_enqueue_throttle for an empty runqueue)
+                self._account(c, now)
         self._schedule_cpu(c)
 
     def _dequeue(self, c: int, tid: int, now: int) -> None:
@@ -447,6 +558,7 @@ class CfsEngine:
                     self._stat.throttled_time_ns += now - self._thr_clock[c]
                     self._thr_clock[c] = -1
             else:
+                self._unprefetch(c, now)
                 if self._rr[c] <= 0:
                     # update_curr at dequeue charges first and may take a slice...
                     self._start_timer()
@@ -486,8 +598,11 @@ class CfsEngine:
         self._advance(busiest, now)
         heap = self._heap[busiest]
         # migrate the queued thread with the most work left (least likely to finish soon)
-        live = [(e, t, g) for (e, t, g) in heap if g == self._t_gen[t] and self._t_cpu[t] == busiest]
-        end_v, tid, _ = max(live)
+        t_gen, t_cpu = self._t_gen, self._t_cpu
+        end_v, tid = -1.0, -1
+        for e, t, g in heap:
+            if e > end_v and g == t_gen[t] and t_cpu[t] == busiest:
+                end_v, tid = e, t
         left = end_v - self._vt[busiest]
         self._t_base[tid] += self._vt[busiest] - self._t_start_v[tid]
         cb = self._t_cb[tid]
@@ -511,14 +626,14 @@ class CfsEngine:
         self._timer_ver += 1
         self._next_fire = t_fire
         ver = self._timer_ver
-        self.env.timeout(t_fire - self.now).callbacks.append(
+        self.env.timeout(t_fire - self.env._now).callbacks.append(
             lambda _ev, ver=ver: self._on_period(ver))
 
     def _on_period(self, ver: int) -> None:
         """``do_sched_cfs_period_timer``."""
         if ver != self._timer_ver or self._bw is None:
             return
-        now = self.now
+        now = self.env._now
         self._sync_all(now)
         st = self._stat
         throttled = bool(self._fifo)
@@ -563,6 +678,7 @@ class CfsEngine:
                 self._unthrottle(c, now)
 
     def _return_slack(self, c: int, now: int) -> None:
+        self._unprefetch(c, now)
         self._pool, self._rr[c] = bwr.return_slack(self._pool, self._rr[c])
         if bwr.should_arm_slack_timer(self._pool, self._slice, bool(self._fifo),
                                       self._ns_to_refresh(now), self._slack_pending):
@@ -573,6 +689,6 @@ class CfsEngine:
         self._slack_pending = False
         if self._bw is None:
             return
-        now = self.now
+        now = self.env._now
         if bwr.slack_timer_distributes(self._pool, self._slice, self._ns_to_refresh(now)):
             self._distribute(now)
