@@ -55,9 +55,15 @@ def _read_source(source: str | Path | Mapping[str, Any]) -> tuple[dict[str, Any]
 def parse_value(text: str) -> Any:
     """Parse a ``--set`` value: TOML literal if it parses, else a bare string.
 
+    ``null`` (or ``none``) unsets an optional key, e.g. ``cgroup.cpu_limit=null`` for no limit.
+
     >>> parse_value("1.94"), parse_value("automaxprocs"), parse_value("[[0, 2.0], [60, 1.94]]")
     (1.94, 'automaxprocs', [[0, 2.0], [60, 1.94]])
+    >>> parse_value("null") is None
+    True
     """
+    if text.strip().lower() in ("null", "none"):
+        return None
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:

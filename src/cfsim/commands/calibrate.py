@@ -1,0 +1,68 @@
+"""``python -m cfsim calibrate PATH --train EXPR [--param KEY[=LO:HI]] --out params.toml``."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("calibrate", help="fit unstated parameters on training runs, validate on the rest")
+    p.add_argument("path", help="a lab grid folder or a folder of grids")
+    p.add_argument("--train", required=True, metavar="EXPR",
+                   help="which runs to fit on, e.g. 'cgroup.cpu_limit<=1' (the others are validation)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY[=LO:HI]",
+                   help="a parameter to fit: cost_factor or any section.key (default: cost_factor, "
+                        "go.gc_scan_mb_per_ms, go.sched_spin_per_p_us)")
+    p.add_argument("--out", metavar="TOML", help="write the fitted parameters, uncertainty and errors here")
+    p.add_argument("--report", metavar="DIR", help="write the held-out validation report here")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--max-nfev", type=int, default=40, help="budget of objective evaluations")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def _param_specs(items: list[str]) -> tuple[list[str] | None, dict[str, tuple[float, float]]]:
+    if not items:
+        return None, {}
+    names, bounds = [], {}
+    for item in items:
+        key, _, rng = item.partition("=")
+        names.append(key)
+        if rng:
+            lo, _, hi = rng.partition(":")
+            try:
+                bounds[key] = (float(lo), float(hi))
+            except ValueError:
+                raise SystemExit(f"error: --param {item}: bounds must look like KEY=LOW:HIGH") from None
+    return names, bounds
+
+
+def run(args) -> int:
+    from cfsim.validation import validate, write_report
+    from cfsim.validation.calibrate import calibrate
+    from cfsim.validation.report import to_markdown
+
+    names, bounds = _param_specs(args.param)
+    cal, train_runs, test_runs = calibrate(args.path, args.train, names, workers=args.workers,
+                                           max_nfev=args.max_nfev, bounds=bounds)
+    train_report = validate(args.path, params=cal.params, only=train_runs)
+    test_report = validate(args.path, params=cal.params, only=test_runs) if test_runs else None
+    if args.out:
+        errors = {"train": train_report.errors, "validation": test_report.errors if test_report else {}}
+        flat = {f"{part}.{metric}": v for part, e in errors.items() for metric, v in e.items()}
+        Path(args.out).write_text(cal.to_toml(flat))
+    if args.report and test_report:
+        write_report(test_report, args.report)
+    if args.json:
+        json.dump({"params": cal.params, "sigma_log": cal.sigma_log, "train_runs": len(train_runs),
+                   "validation_runs": len(test_runs), "train_errors": train_report.errors,
+                   "validation_errors": test_report.errors if test_report else {}}, sys.stdout, default=str)
+        sys.stdout.write("\n")
+    else:
+        print("fitted:", ", ".join(f"{k} = {v:.4g} (x/÷ {2.718281828 ** cal.sigma_log[k]:.3f})"
+                                   for k, v in cal.params.items()))
+        print(f"trained on {len(train_runs)} runs; validated on {len(test_runs)} held-out runs")
+        if test_report:
+            print(to_markdown(test_report))
+    return 0

@@ -1,0 +1,193 @@
+"""Fit the parameters the stories do not state, on training runs only, with uncertainty.
+
+The fitted parameters are a per-item CPU factor (``cost_factor``: the workload's real cost per
+record or request, beyond the nominal busy loop: channel operations, allocation, metrics) and any
+``section.key`` of the Go runtime's cost parameters (GC scan rate, per-cycle cost, scheduler costs
+per P and per wake-up). Residuals are the validation errors of throughput, CPU usage, throttled
+ratio and GC share on the training runs; scipy's ``least_squares`` fits them in log space within
+bounds, and the Jacobian at the optimum gives a 1-sigma multiplicative uncertainty. Runs selected
+for validation are never used in the fit.
+"""
+from __future__ import annotations
+
+import math
+import operator
+import re
+import tomllib
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import tomli_w
+from scipy.optimize import least_squares
+
+from cfsim.scenario import parse_value
+from cfsim.validation import metrics as vm
+from cfsim.validation.normalise import grid_norm
+from cfsim.validation.twin import find_runs, is_calibration_run, observed_summary, run_scenario, twin
+
+#: parameter -> (lower, upper) bounds; the defaults calibrated when none are named
+DEFAULT_PARAMS: dict[str, tuple[float, float]] = {
+    "cost_factor": (0.5, 2.0),
+    "go.gc_scan_mb_per_ms": (0.05, 20.0),
+    "go.sched_spin_per_p_us": (0.01, 20.0),
+}
+RESIDUAL_METRICS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "gc_cpu_share")
+_OPS = {"<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
+        "<": operator.lt, ">": operator.gt}
+_CLAUSE = re.compile(r"^\s*([a-z_]+\.[a-z_0-9]+)\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$")
+
+
+def parse_selector(expr: str):
+    """``'cgroup.cpu_limit<=1 and go.gomaxprocs==2'`` -> predicate on a scenario.
+
+    >>> pred = parse_selector("cgroup.cpu_limit<=1")
+    >>> pred({"cgroup.cpu_limit": 0.5}), pred({"cgroup.cpu_limit": 1.5}), pred({"cgroup.cpu_limit": None})
+    (True, False, False)
+    """
+    clauses = []
+    for part in re.split(r"\s+and\s+", expr.strip()):
+        m = _CLAUSE.match(part)
+        if not m:
+            raise ValueError(f"--train: cannot read {part!r}; write e.g. 'cgroup.cpu_limit<=1' "
+                             f"(operators <= >= == != < >, joined with 'and')")
+        key, op, raw = m.groups()
+        clauses.append((key, _OPS[op], parse_value(raw)))
+
+    def predicate(values: Mapping[str, Any]) -> bool:
+        for key, op, want in clauses:
+            have = values.get(key)
+            try:
+                if have is None or not op(have, want):
+                    return False
+            except TypeError:
+                return False
+        return True
+    return predicate
+
+
+@dataclass
+class Calibration:
+    params: dict[str, float]
+    sigma_log: dict[str, float]
+    train_runs: list[str]
+    cost: float
+    nfev: int
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def to_toml(self, validation: Mapping[str, Any] | None = None) -> str:
+        doc: dict[str, Any] = {
+            "params": dict(self.params),
+            "uncertainty": {k: {"sigma_log": v, "low_1sigma": self.params[k] * math.exp(-v),
+                                "high_1sigma": self.params[k] * math.exp(v)}
+                            for k, v in self.sigma_log.items() if math.isfinite(v)},
+            "fit": {"train_runs": self.train_runs, "cost": self.cost, "nfev": self.nfev,
+                    "bounds": {k: list(v) for k, v in self.bounds.items()}},
+        }
+        if validation:
+            doc["validation"] = {k: {kk: vv for kk, vv in v.items() if vv is not None}
+                                 for k, v in validation.items()}
+        return ("# Fitted by `python -m cfsim calibrate`; apply with `cfsim validate --params`.\n"
+                + tomli_w.dumps(doc))
+
+
+def read_params(path: str | Path) -> dict[str, float]:
+    """The ``[params]`` table of a file written by :func:`calibrate`."""
+    data = tomllib.loads(Path(path).read_text())
+    if "params" not in data:
+        raise ValueError(f"{path}: no [params] table (write it with `cfsim calibrate --out`)")
+    return {k: float(v) for k, v in data["params"].items()}
+
+
+def apply_params(run: Path, params: Mapping[str, float], base_factor: float) -> dict[str, Any]:
+    """Scenario overrides for one run: the per-item CPU scaled, runtime keys set."""
+    scenario = run_scenario(run)
+    factor = base_factor * params.get("cost_factor", 1.0)
+    out: dict[str, Any] = {}
+    from cfsim.validation.normalise import COST_KEYS
+
+    key = COST_KEYS.get(scenario["workload.kind"])
+    if key is not None and factor != 1.0:
+        out[key] = scenario[key] * factor
+    out.update({k: v for k, v in params.items() if k != "cost_factor"})
+    return out
+
+
+def _residuals_for_run(args: tuple[str, dict[str, Any], float | None]) -> list[float]:
+    run_s, overrides, duration_s = args
+    run = Path(run_s)
+    if duration_s is not None:
+        sc = run_scenario(run)
+        if sc["run.duration_s"] > duration_s:
+            overrides = {**overrides, "run.duration_s": duration_s,
+                         "run.warmup_s": min(sc["run.warmup_s"], duration_s / 3)}
+    sim = twin(run, overrides).summary
+    obs = observed_summary(run)
+    out = []
+    for m in vm.METRICS:
+        if m.name not in RESIDUAL_METRICS:
+            continue
+        e = vm.error(m, m.get(obs), m.get(sim))
+        out.append(0.0 if e is None else float(np.clip(e, -3, 3)))
+    return out
+
+
+def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
+              workers: int = 1, max_nfev: int = 40, duration_s: float | None = 12.0,
+              bounds: Mapping[str, tuple[float, float]] | None = None) -> tuple[Calibration, list[Path], list[Path]]:
+    """Fit ``params`` on the runs selected by ``train``; return the fit, training and held-out runs.
+
+    ``duration_s`` shortens the twins during the fit (steady state is reached in seconds).
+    """
+    names = list(params or DEFAULT_PARAMS)
+    bnd = {k: (bounds or {}).get(k) or DEFAULT_PARAMS.get(k) for k in names}
+    for k, b in bnd.items():
+        if b is None:
+            raise ValueError(f"--param {k}: give bounds as {k}=LOW:HIGH (no default for it)")
+    runs = [r for r in find_runs(path) if not is_calibration_run(r)]
+    pred = parse_selector(train)
+    train_runs = [r for r in runs if pred(run_scenario(r).flat())]
+    test_runs = [r for r in runs if r not in train_runs]
+    if not train_runs:
+        raise ValueError(f"--train {train!r} selects no run among {len(runs)} runs below {path}")
+    factors = {}
+    for grid in {r.parent for r in runs}:
+        factors[grid] = grid_norm(find_runs(grid)).factor
+    x0 = []
+    for k in names:
+        lo, hi = bnd[k]
+        if k == "cost_factor":
+            start = 1.0
+        else:
+            start = run_scenario(train_runs[0])[k]
+        x0.append(math.log(min(max(start, lo * 1.0001), hi * 0.9999)))
+    lo = np.log([bnd[k][0] for k in names])
+    hi = np.log([bnd[k][1] for k in names])
+    pool = ProcessPoolExecutor(workers) if workers > 1 else None
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        p = dict(zip(names, np.exp(x)))
+        jobs = [(str(r), apply_params(r, p, factors[r.parent]), duration_s) for r in train_runs]
+        results = list(pool.map(_residuals_for_run, jobs)) if pool else [_residuals_for_run(j) for j in jobs]
+        return np.concatenate(results)
+
+    try:
+        fit = least_squares(residuals, np.array(x0), bounds=(lo, hi), diff_step=0.05, max_nfev=max_nfev,
+                            x_scale=1.0)
+    finally:
+        if pool:
+            pool.shutdown()
+    m, n = fit.fun.size, len(names)
+    sigma = {k: math.inf for k in names}
+    if m > n:
+        s2 = float(fit.fun @ fit.fun) / (m - n)
+        try:
+            cov = np.linalg.inv(fit.jac.T @ fit.jac) * s2
+            sigma = {k: float(math.sqrt(max(cov[i, i], 0.0))) for i, k in enumerate(names)}
+        except np.linalg.LinAlgError:
+            pass
+    cal = Calibration({k: float(v) for k, v in zip(names, np.exp(fit.x))}, sigma,
+                      [str(r) for r in train_runs], float(fit.cost), int(fit.nfev), dict(bnd))
+    return cal, train_runs, test_runs

@@ -1,0 +1,65 @@
+"""Normalise a grid by its own calibration runs.
+
+This machine's speed drifts by 10–20% between runs minutes apart, so each lab grid records
+calibration runs (the workload unconstrained at GOMAXPROCS 1, at the start and the end). The CPU
+cost of one record or request they measure (CPU seconds per completed item), divided by what the
+simulated twin of the same calibration run spends, gives the grid's cost factor. Validation runs
+then simulate with the workload's per-item CPU scaled by that factor, and the spread of the factor
+between the grid's calibration runs is reported as the grid's measured drift.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cfsim.scenario import Scenario
+from cfsim.validation.twin import is_calibration_run, observed_summary, run_scenario, twin
+
+COST_KEYS = {"stream": "workload.cpu_ms_per_item", "single-thread": "workload.cpu_ms_per_item",
+             "closed": "workload.cpu_ms_per_request", "open": "workload.cpu_ms_per_request",
+             "threads": "workload.burn_ms"}
+
+
+@dataclass
+class GridNorm:
+    """The cost factor of one grid and where it came from."""
+
+    factor: float = 1.0
+    factors: dict[str, float] = field(default_factory=dict)  # calibration run -> factor
+    drift: float | None = None  # (max - min) / mean of the factors
+
+    def params_for(self, scenario: Scenario) -> dict[str, Any]:
+        key = COST_KEYS.get(scenario["workload.kind"])
+        if key is None or self.factor == 1.0:
+            return {}
+        return {key: scenario[key] * self.factor}
+
+
+def cost_per_item_s(summary: dict[str, Any]) -> float | None:
+    usage, thr = summary.get("cpu_usage_cores"), summary.get("throughput_per_s")
+    if not usage or not thr:
+        return None
+    return usage / thr
+
+
+def grid_norm(grid_runs: list[Path]) -> GridNorm:
+    """Cost factor from the calibration runs among ``grid_runs`` (1.0 if there are none)."""
+    norm = GridNorm()
+    for run in grid_runs:
+        if not is_calibration_run(run):
+            continue
+        observed = cost_per_item_s(observed_summary(run))
+        simulated = cost_per_item_s(twin(run).summary)
+        if observed and simulated:
+            norm.factors[run.name] = observed / simulated
+    if norm.factors:
+        values = list(norm.factors.values())
+        norm.factor = statistics.fmean(values)
+        norm.drift = (max(values) - min(values)) / norm.factor if len(values) > 1 else None
+    return norm
+
+
+def uses_calibrated_cost(run: Path) -> bool:
+    return COST_KEYS.get(run_scenario(run)["workload.kind"]) is not None

@@ -1,0 +1,59 @@
+"""A lab run's simulated twin: the same resolved scenario, run on the event engine.
+
+A lab run folder holds ``scenario.toml`` (the resolved scenario the real run used) and
+``manifest.json``. The twin simulates that scenario, optionally with calibrated parameters
+(``{"section.key": value}``) and with the workload's measured cost per item from the grid's
+calibration runs (the machine's speed drifts between runs: comparisons normalise by it).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from cfsim.scenario import Scenario, load_scenario
+from cfsim.simulation import SimulationResult, simulate
+
+
+def is_run_folder(path: Path) -> bool:
+    return (path / "manifest.json").is_file() and (path / "summary.json").is_file() \
+        and (path / "scenario.toml").is_file()
+
+
+def find_runs(path: str | Path) -> list[Path]:
+    """The run folders at or below ``path`` (a run folder itself, a grid, or a tree of grids)."""
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"{root}: no such run folder or grid")
+    if is_run_folder(root):
+        return [root]
+    runs = sorted(p.parent for p in root.rglob("manifest.json") if is_run_folder(p.parent))
+    if not runs:
+        raise FileNotFoundError(f"{root}: no lab run folders below it (a run folder holds manifest.json, "
+                                f"summary.json and scenario.toml)")
+    return runs
+
+
+def run_scenario(run_dir: Path) -> Scenario:
+    return load_scenario(run_dir / "scenario.toml")
+
+
+def observed_summary(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def run_manifest(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+def is_calibration_run(run_dir: Path) -> bool:
+    """Grid calibration runs (unconstrained, GOMAXPROCS 1) are named ``calib-*`` by the lab."""
+    return run_dir.name.startswith("calib")
+
+
+def twin(run_dir: Path, params: Mapping[str, Any] | None = None) -> SimulationResult:
+    """Simulate the run's scenario with optional parameter overrides (``section.key`` -> value)."""
+    scenario = run_scenario(run_dir)
+    if params:
+        scenario = scenario.with_overrides(list(params.items()))
+    return simulate(scenario)
