@@ -8,6 +8,9 @@ Run ``python tests/data/prom/regenerate.py`` from the repository root.  It write
 * ``client_python.om``  an OpenMetrics exposition written by prometheus_client (``_created``
   samples, exemplars, a label value with quotes, a comma and a backslash);
 * ``dump.txt``            ``promtool tsdb dump`` of the TSDB built from ``input.om``;
+* ``lab_run/``            a run folder shaped like ``cfsim.lab.runner`` writes it (manifest
+  ``exports`` section, ``prom/raw.jsonl``, ``prom/rate.jsonl``, plus ``prom/samples.jsonl`` of raw
+  samples), every line a real response body of the loopback server;
 * ``api/*.json``          real ``/api/v1/query_range`` and ``/api/v1/query`` responses of a
   loopback ``prometheus`` serving that TSDB, plus ``api/index.json`` (query, start, end, step,
   HTTP status and Prometheus version of each response).
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import shutil
 import socket
@@ -155,6 +157,54 @@ def client_python_exposition() -> bytes:
     return generate_latest(reg)
 
 
+LAB_RATES = {
+    "requests_per_s": "rate(cfsim_requests_total[30s])",
+    "requests_increase_1m": "increase(cfsim_requests_total[1m])",
+    "mean_latency_inverse": "rate(cfsim_latency_seconds_count[1m]) / rate(cfsim_latency_seconds_sum[1m])",
+    "latency_p99": "histogram_quantile(0.99, sum by (le) (rate(cfsim_latency_seconds_bucket[1m])))",
+}
+
+
+def build_lab_run(base: str, version_line: str) -> None:
+    """A folder laid out like a ``cfsim.lab.runner`` run (prom/<kind>.jsonl, one response body per
+    line, 0-based line numbers in manifest["exports"]), plus prom/samples.jsonl of raw samples."""
+    root = HERE / "lab_run"
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "prom").mkdir(parents=True)
+    q0, q1, step = T0 - 2.0, T0 + 301.0, 1.0
+    exports = {"start_s": q0, "end_s": q1, "step_s": step, "raw": {}, "rate": {}, "samples": {}, "empty": []}
+    bodies: dict[str, list[bytes]] = {"raw": [], "rate": [], "samples": []}
+
+    def get(endpoint: str, params: dict) -> bytes:
+        status, body = _get(f"{base}/api/v1/{endpoint}?{urllib.parse.urlencode(params)}")
+        assert status == 200 and b"\n" not in body, body
+        return body
+
+    def range_query(query: str) -> bytes:
+        return get("query_range", {"query": query, "start": f"{q0:.3f}", "end": f"{q1:.3f}", "step": f"{step:g}"})
+
+    def keep(kind: str, name: str, query: str, body: bytes) -> None:
+        exports[kind][name] = {"line": len(bodies[kind]), "query": query}
+        bodies[kind].append(body)
+
+    for metric in ("cfsim_requests_total", "cfsim_latency_seconds_count", "cfsim_latency_seconds_sum",
+                   "does_not_exist_total"):
+        body = range_query(metric)
+        if not json.loads(body)["data"]["result"]:
+            exports["empty"].append(metric)
+            continue
+        keep("raw", metric, metric, body)
+        selector = f"{metric}[{int(round((q1 - q0) * 1000)) + 1}ms]"
+        keep("samples", metric, selector, get("query", {"query": selector, "time": f"{q1:.3f}"}))
+    for name, query in LAB_RATES.items():
+        keep("rate", name, query, range_query(query))
+    for kind, lines in bodies.items():
+        (root / "prom" / f"{kind}.jsonl").write_bytes(b"".join(body + b"\n" for body in lines))
+    manifest = {"run_id": "fixture", "prometheus_version": version_line, "exports": exports, "status": "ok"}
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    (root / "summary.json").write_text(json.dumps({"throughput_per_s": None}, indent=1) + "\n")
+
+
 def main() -> None:
     (HERE / "client_python.om").write_bytes(client_python_exposition())
     om = build_openmetrics()
@@ -194,6 +244,9 @@ def main() -> None:
             index[stem] = {"endpoint": endpoint, "http_status": status, "prometheus_version": version,
                            **params}
         (HERE / "api" / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+        version_line = subprocess.run(["prometheus", "--version"], capture_output=True, text=True,
+                                      check=True).stdout.splitlines()[0].strip()
+        build_lab_run(base, version_line)
     finally:
         if proc is not None:
             proc.terminate()

@@ -1,0 +1,263 @@
+"""Lab run folders (``cfsim lab``) as tidy frames, and the check of our ``rate()`` against the
+``rate()`` results Prometheus computed during the run.
+
+A run folder (written by :mod:`cfsim.lab.runner`)::
+
+    manifest.json             scenario, environment, timings, "prometheus_version", "exports"
+    summary.json              the keys of ``cfsim run --json``
+    prom/raw.jsonl            /api/v1/query_range of each bare metric name, one body per line
+    prom/rate.jsonl           dashboard queries such as rate(x[5s]), one body per line
+    prom/samples.jsonl        optional: /api/v1/query of ``<metric>[<range>]`` (raw samples)
+
+``manifest["exports"]`` maps each export name to its query and its ``line`` (0-based) in
+``prom/<kind>.jsonl``, with the range's ``start_s``, ``end_s`` and ``step_s``.  The earlier layout,
+one file per export (``prom/<kind>/<name>.json``, ``"file"`` instead of ``"line"``), is read too.
+
+What can be checked exactly.  ``prom/raw`` holds a *range query* of the counter: the value at each
+step is the latest sample at or before that step, stamped with the step time, not the scrape
+time.  ``rate()`` from those points is close to, not equal to, Prometheus' ``rate()``, which sees
+the samples at their scrape times.  Only raw samples (``prom/samples``: an instant query of a
+range selector returns them with their own timestamps, see
+:func:`cfsim.io.get_prometheus_samples`) give agreement to rounding; :func:`check_lab_rates`
+says which input it used in its ``input`` column.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cfsim.io.errors import CfsimParseError
+from cfsim.io.prometheus_json import parse_prometheus_response, read_prometheus_json
+from cfsim.io.promql import counter_to_rate
+
+__all__ = ["read_lab_run", "check_lab_rates", "prometheus_compat"]
+
+_FUNC = r"(rate|increase|irate)\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\[\s*(\w+)\s*\]\s*\)"
+_SINGLE = re.compile(rf"^\s*{_FUNC}\s*$")
+_RATIO = re.compile(rf"^\s*{_FUNC}\s*/\s*{_FUNC}\s*$")
+
+
+def prometheus_compat(version: str | None) -> str | None:
+    """``"2.42"`` from ``"prometheus, version 2.42.0+ds (branch: ...)"`` or ``"2.42.0"``."""
+    if not version:
+        return None
+    m = re.search(r"(\d+)\.(\d+)(?:\.\d+)?", str(version))
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        with open(path, "rb") as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise CfsimParseError(str(path), f"not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+
+
+def _read_jsonl(path: Path, by_line: dict[int, list[tuple[str, str | None]]], kind: str, step: float | None):
+    """Yield (line index, frame, meta, export name, query) for the wanted lines, reading once."""
+    with open(path, "rb") as fh:
+        for index, blob in enumerate(fh):
+            if index not in by_line:
+                continue
+            where = f"{path}:{index + 1}"
+            try:
+                obj = json.loads(blob)
+            except json.JSONDecodeError as exc:
+                raise CfsimParseError(str(path), f"not valid JSON: {exc.msg}", line=index + 1,
+                                      column=exc.colno) from None
+            for name, query in by_line.pop(index):
+                frame, meta = parse_prometheus_response(obj, source=where, metric=name if kind == "rate" else None,
+                                                        query=query)
+                meta["step"] = step if kind != "samples" else None
+                yield index, frame, meta, name, query
+    if by_line:
+        first = min(by_line)
+        raise CfsimParseError(str(path), f"manifest points at line {first + 1} (0-based {first}) but the file "
+                                         f"has fewer lines; exports {sorted(n for v in by_line.values() for n, _ in v)}",
+                              line=first + 1)
+
+
+def read_lab_run(folder: str | os.PathLike) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """Read a lab run folder.
+
+    Parameters
+    ----------
+    folder : path
+        The run folder (holding ``manifest.json``).
+
+    Returns
+    -------
+    frames_by_metric : dict of str to DataFrame
+        One tidy frame per export: raw exports under the metric name (``metric`` column = the
+        metric), rate exports under the export name (``metric`` column = that name, e.g.
+        ``cpu_usage_cores``), raw-sample exports under ``"samples:<metric>"``.
+    meta : dict
+        ``source``, ``format`` (``"cfsim-lab-run"``), ``run_id``, ``prometheus_version``,
+        ``compat`` (for :mod:`cfsim.io.promql`), ``start``/``end`` (UTC), ``step`` [s],
+        ``exports`` (name -> kind, query, file, series, samples, warnings), ``empty`` (metrics
+        that had no data), ``summary`` (summary.json), ``manifest`` and ``warnings``.
+
+    Raises
+    ------
+    FileNotFoundError
+        No ``manifest.json`` in ``folder``.
+    CfsimParseError
+        A malformed file, named with its position.
+    """
+    root = Path(folder)
+    manifest_path = root / "manifest.json"
+    if not manifest_path.is_file():
+        raise FileNotFoundError(f"{root}: not a lab run folder (no manifest.json)")
+    manifest = _load_json(manifest_path)
+    summary = _load_json(root / "summary.json") if (root / "summary.json").is_file() else None
+    exports = manifest.get("exports") or {}
+    warnings: list[str] = []
+    step = exports.get("step_s")
+    frames: dict[str, pd.DataFrame] = {}
+    export_meta: dict[str, dict[str, Any]] = {}
+
+    def add(key: str, kind: str, query: str | None, where: str, frame: pd.DataFrame, meta: dict[str, Any]) -> None:
+        frames[key] = frame
+        export_meta[key] = {"kind": kind, "query": query, "file": where, "series": meta["series"],
+                            "samples": meta["samples"], "warnings": meta["warnings"]}
+
+    for kind in ("raw", "rate", "samples"):
+        listed: dict[str, dict[str, Any]] = exports.get(kind) or {}
+        by_line: dict[int, list[tuple[str, str | None]]] = {}
+        for name, spec in listed.items():
+            key = f"samples:{name}" if kind == "samples" else name
+            metric = name if kind == "rate" else None
+            if "line" in spec:
+                by_line.setdefault(int(spec["line"]), []).append((name, spec.get("query")))
+                continue
+            path = root / spec["file"]
+            if not path.is_file():
+                warnings.append(f"{kind} export {name!r}: file {path} is missing")
+                continue
+            frame, meta = read_prometheus_json(path, metric=metric, query=spec.get("query"),
+                                               step=step if kind != "samples" else None)
+            add(key, kind, spec.get("query"), str(path), frame, meta)
+        if by_line:
+            path = root / "prom" / f"{kind}.jsonl"
+            if not path.is_file():
+                warnings.append(f"{kind} exports: file {path} is missing")
+                continue
+            for lineno, frame, meta, name, query in _read_jsonl(path, by_line, kind, step):
+                key = f"samples:{name}" if kind == "samples" else name
+                add(key, kind, query, f"{path}:{lineno + 1}", frame, meta)
+        if not listed:
+            found = sorted((root / "prom" / kind).glob("*.json"))
+            for path in found:  # not in the manifest: the file name is the metric (raw) or the export name
+                query = path.stem if kind == "raw" else None
+                frame, meta = read_prometheus_json(path, metric=path.stem if kind == "rate" else None, query=query)
+                add(f"samples:{path.stem}" if kind == "samples" else path.stem, kind, query, str(path), frame, meta)
+            if found and kind != "samples":
+                warnings.append(f"manifest lists no {kind} exports; read prom/{kind}/*.json")
+    version = manifest.get("prometheus_version")
+    out = {
+        "source": str(root), "format": "cfsim-lab-run", "run_id": manifest.get("run_id"),
+        "prometheus_version": version, "compat": prometheus_compat(version),
+        "start": pd.Timestamp(exports["start_s"], unit="s", tz="UTC") if "start_s" in exports else None,
+        "end": pd.Timestamp(exports["end_s"], unit="s", tz="UTC") if "end_s" in exports else None,
+        "step": step, "exports": export_meta, "empty": list(exports.get("empty", [])),
+        "summary": summary, "manifest": manifest, "warnings": warnings,
+    }
+    return frames, out
+
+
+def _ours(frames: dict[str, pd.DataFrame], func: str, metric: str, window: str, meta: dict[str, Any],
+          compat: str, use_samples: bool) -> tuple[pd.DataFrame | None, str]:
+    if use_samples and f"samples:{metric}" in frames:
+        raw, used = frames[f"samples:{metric}"], "samples"
+    elif metric in frames:
+        raw, used = frames[metric], "range-query points"
+    else:
+        return None, f"no raw export of {metric}"
+    got = counter_to_rate(raw, window, meta["step"], meta["start"], meta["end"], func=func, compat=compat)
+    return got, used
+
+
+def check_lab_rates(run: str | os.PathLike | tuple[dict[str, pd.DataFrame], dict[str, Any]], *,
+                    compat: str | None = None, use_samples: bool = True) -> pd.DataFrame:
+    """Compare :func:`cfsim.io.rate` with the ``rate()`` exports Prometheus computed in a run.
+
+    Handles exports of the forms ``f(m[w])`` and ``f(a[w]) / f(b[w])`` with ``f`` one of
+    ``rate``, ``increase``, ``irate``; others are listed with the reason they were skipped.
+
+    Parameters
+    ----------
+    run : path or (frames, meta)
+        A run folder or what :func:`read_lab_run` returned.
+    compat : str, optional
+        Prometheus version rules; default the run's ``prometheus_version``.
+    use_samples : bool
+        Use ``prom/samples`` raw samples where the run has them (exact); False forces the
+        step-aligned ``prom/raw`` points (approximate: shows how far a rate from a range query
+        export is from Prometheus' own).
+
+    Returns
+    -------
+    DataFrame
+        One row per rate export: ``export``, ``query``, ``input`` (``samples`` = exact raw
+        samples, ``range-query points`` = approximate), ``points`` compared, ``only_prometheus``,
+        ``only_ours``, ``max_abs_err`` [unit of the export], ``max_rel_err`` and
+        ``median_rel_err`` [-] (relative to Prometheus' value; inf where it is 0 and ours is not),
+        ``skipped`` (reason or "").
+    """
+    frames, meta = read_lab_run(run) if not isinstance(run, tuple) else run
+    version = compat or meta.get("compat") or "3.0"
+    rows = []
+    for name, info in meta["exports"].items():
+        if info["kind"] != "rate":
+            continue
+        row: dict[str, Any] = {"export": name, "query": info["query"], "input": "", "points": 0,
+                               "only_prometheus": 0, "only_ours": 0, "max_abs_err": np.nan,
+                               "max_rel_err": np.nan, "median_rel_err": np.nan, "skipped": ""}
+        rows.append(row)
+        query = info["query"] or ""
+        single, ratio = _SINGLE.match(query), _RATIO.match(query)
+        if meta.get("step") is None or meta.get("start") is None:
+            row["skipped"] = "manifest has no exports.start_s/end_s/step_s"
+            continue
+        if single:
+            ours, used = _ours(frames, *single.groups(), meta, version, use_samples)
+            if ours is None:
+                row["skipped"] = used
+                continue
+        elif ratio:
+            g = ratio.groups()
+            num, used = _ours(frames, *g[:3], meta, version, use_samples)
+            den, used_den = _ours(frames, *g[3:], meta, version, use_samples)
+            if num is None or den is None:
+                row["skipped"] = used if num is None else used_den
+                continue
+            used = used if used == used_den else f"{used} / {used_den}"
+            ours = num.merge(den, on=["labels", "timestamp"], suffixes=("", "_den"))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ours["value"] = ours["value"] / ours["value_den"]
+            ours = ours[["timestamp", "metric", "labels", "value"]]
+        else:
+            row["skipped"] = "not f(m[w]) or f(a[w]) / f(b[w]) with f in rate, increase, irate"
+            continue
+        theirs = frames[name]
+        merged = theirs.merge(ours, on=["labels", "timestamp"], how="outer", suffixes=("_prom", "_ours"),
+                              indicator=True)
+        both = merged[merged["_merge"] == "both"]
+        x, y = both["value_prom"].to_numpy(), both["value_ours"].to_numpy()
+        same = (x == y) | (np.isnan(x) & np.isnan(y))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(same, 0.0, np.abs(y - x) / np.abs(x))
+        absolute = np.where(same, 0.0, np.abs(y - x))
+        row.update(input=used, points=len(both), only_prometheus=int((merged["_merge"] == "left_only").sum()),
+                   only_ours=int((merged["_merge"] == "right_only").sum()),
+                   max_abs_err=float(np.max(absolute)) if len(rel) else np.nan,
+                   max_rel_err=float(np.max(rel)) if len(rel) else np.nan,
+                   median_rel_err=float(np.median(rel)) if len(rel) else np.nan)
+    return pd.DataFrame(rows, columns=["export", "query", "input", "points", "only_prometheus", "only_ours",
+                                       "max_abs_err", "max_rel_err", "median_rel_err", "skipped"])

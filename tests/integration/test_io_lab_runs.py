@@ -1,0 +1,36 @@
+"""Real lab runs under data/lab/: all exports parse, and our rate() agrees with the rate()
+Prometheus computed during the run (exactly where the run exported raw samples).
+
+By default three runs (first, middle, last by path) keep this quick; set CFSIM_IO_ALL_LAB_RUNS=1
+to check every run (about half a second each).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cfsim.io import check_lab_rates, check_tidy, read_lab_run
+
+LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
+ALL_RUNS = sorted(p.parent for p in LAB.rglob("manifest.json")) if LAB.is_dir() else []
+RUNS = ALL_RUNS if os.environ.get("CFSIM_IO_ALL_LAB_RUNS") or len(ALL_RUNS) <= 3 else \
+    [ALL_RUNS[0], ALL_RUNS[len(ALL_RUNS) // 2], ALL_RUNS[-1]]
+
+
+@pytest.mark.parametrize("run", RUNS or [None], ids=[str(r.relative_to(LAB)) for r in RUNS] or ["none"])
+def test_lab_run_parses_and_rates_agree(run):
+    if run is None:
+        pytest.skip(f"no lab run folders (with manifest.json) under {LAB} yet")
+    frames, meta = read_lab_run(run)
+    assert not [w for w in meta["warnings"] if "is missing" in w], meta["warnings"]
+    for frame in frames.values():
+        check_tidy(frame)
+    report = check_lab_rates((frames, meta))
+    checked = report[report["skipped"] == ""]
+    assert len(checked), f"no rate export could be checked:\n{report[['export', 'skipped']]}"
+    assert (checked["points"] > 0).all(), checked
+    exact = checked[checked["input"] == "samples"]
+    assert (exact["max_rel_err"] <= 1e-9).all(), exact
+    assert (exact[["only_prometheus", "only_ours"]] == 0).all().all(), exact
