@@ -149,7 +149,7 @@ class CfsEngine:
         self._pf_tk = [0] * cpus
         self._epoch_end = 0
         self._prefetch_on = prefetch      # False: take every slice one by one (for checking)
-        self._n_overloaded = 0            # CPUs with >= 2 queued threads (balance candidates)
+        self._overloaded: set[int] = set()  # unthrottled CPUs with >= 2 queued threads
         # per-thread state
         self._t_cpu: list[int] = []       # -1 when blocked
         self._t_last: list[int] = []
@@ -429,7 +429,7 @@ class CfsEngine:
         """Charge runtime at a scheduling event (``update_curr``) and re-arm the CPU."""
         if charge and self._bw is not None and self._nq[c] and not self._thr[c] and self._rr[c] <= 0:
             self._account(c, now)
-        if self._nq[c] == 0 and self._n_overloaded:
+        if self._nq[c] == 0 and self._overloaded:
             self._idle_balance(c, now)
         self._schedule_cpu(c)
 
@@ -509,8 +509,7 @@ class CfsEngine:
         self._fifo.append(c)
         if self._nq[c]:
             self._thr_clock[c] = now
-        if self._nq[c] >= 2:
-            self._n_overloaded -= 1
+        self._overloaded.discard(c)
 
     def _unthrottle(self, c: int, now: int) -> None:
         self._upd[c] = max(self._upd[c], now)
@@ -519,7 +518,7 @@ class CfsEngine:
             self._stat.throttled_time_ns += now - self._thr_clock[c]
             self._thr_clock[c] = -1
         if self._nq[c] >= 2:
-            self._n_overloaded += 1
+            self._overloaded.add(c)
         self._schedule_cpu(c)
 
     # ------------------------------------------------------------------ queueing and placement
@@ -529,7 +528,7 @@ class CfsEngine:
         was_empty = self._nq[c] == 0
         self._nq[c] += 1
         if self._nq[c] == 2 and not self._thr[c]:
-            self._n_overloaded += 1
+            self._overloaded.add(c)
         self._t_cpu[tid] = c
         self._t_gen[tid] += 1
         start = self._vt[c]
@@ -546,8 +545,8 @@ class CfsEngine:
         self._schedule_cpu(c)
 
     def _dequeue(self, c: int, tid: int, now: int) -> None:
-        if self._nq[c] == 2 and not self._thr[c]:
-            self._n_overloaded -= 1
+        if self._nq[c] == 2:
+            self._overloaded.discard(c)
         self._nq[c] -= 1
         self._t_cpu[tid] = -1
         self._t_last[tid] = c
@@ -590,8 +589,8 @@ class CfsEngine:
         if self._thr[c]:
             return
         busiest, load = -1, 1
-        for d in range(self.ncpus):
-            if self._nq[d] > load and not self._thr[d]:
+        for d in self._overloaded:
+            if self._nq[d] > load or (self._nq[d] == load and d < busiest):
                 busiest, load = d, self._nq[d]
         if busiest < 0:
             return
