@@ -34,6 +34,8 @@ from cfsim.kernel import limits
 
 OnDone = Callable[[int], "int | None"]
 _EPS = 1e-6
+#: how soon an idle CPU pulls a waiting thread from an overloaded one (periodic balancing)
+BALANCE_INTERVAL_NS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,10 @@ class _CpuEvent(simpy.events.Timeout):
 
     __slots__ = ("cpu", "ver")
 
-    def __init__(self, env: simpy.Environment, delay: int, cpu: int, ver: int):
-        # Not Timeout.__init__: CPU events at the same instant run in CPU order (after other
-        # events), so ties between CPUs racing for the pool resolve the same way every time.
+    def __init__(self, env: simpy.Environment, delay: int, cpu: int, ver: int, rank: int):
+        # Not Timeout.__init__: CPU events at the same instant (ticks are aligned across CPUs)
+        # run in the order of ``rank`` — which CPU's tick handler wins the race for the pool —
+        # after other events, so ties resolve identically however the events were scheduled.
         self.env = env
         self.callbacks = []
         self._value = None
@@ -88,7 +91,7 @@ class _CpuEvent(simpy.events.Timeout):
         self._ok = True
         self.cpu = cpu
         self.ver = ver
-        env.schedule(self, 2 + cpu, delay)
+        env.schedule(self, 2 + rank, delay)
 
 
 @dataclass
@@ -143,6 +146,10 @@ class CfsEngine:
         self._thr_clock = [-1] * cpus     # throttled_clock, -1 when not counting
         self._ver = [0] * cpus            # invalidates stale CPU events
         self._ev_t = [-1] * cpus           # time of the pending valid CPU event, -1 if none
+        # which CPU's tick handler wins a race for the pool at the same instant: redrawn each
+        # period (the kernel gives no order), so no CPU is favoured period after period
+        self._rank = list(range(cpus))
+        self._balance_pending = False
         self._usage = [0] * cpus
         self._pf_t1 = [0] * cpus          # prefetch bookkeeping (see _prefetch)
         self._pf_t2 = [0] * cpus
@@ -361,6 +368,12 @@ class CfsEngine:
         t_cpu = self._t_cpu
         while heap and (heap[0][2] != t_gen[heap[0][1]] or t_cpu[heap[0][1]] != c):
             heapq.heappop(heap)
+        if not heap:
+            # only the thread completing right now is queued (we are inside its callback):
+            # the completion handler re-arms this CPU when the callback returns
+            self._ver[c] += 1
+            self._ev_t[c] = -1
+            return
         t0 = self._upd[c]
         left = heap[0][0] - self._vt[c]
         t_next = t0 + (math.ceil(left * k) if left > 0 else 0)
@@ -377,7 +390,7 @@ class CfsEngine:
             return  # the pending event already fires then
         self._ver[c] += 1
         self._ev_t[c] = t_next
-        ev = _CpuEvent(self.env, t_next - self.env._now, c, self._ver[c])
+        ev = _CpuEvent(self.env, t_next - self.env._now, c, self._ver[c], self._rank[c])
         ev.callbacks.append(self._cpu_event_cb)
 
     def _cpu_event_cb(self, ev: "_CpuEvent") -> None:
@@ -519,6 +532,7 @@ class CfsEngine:
             self._thr_clock[c] = -1
         if self._nq[c] >= 2:
             self._overloaded.add(c)
+            self._arm_balance()
         self._schedule_cpu(c)
 
     # ------------------------------------------------------------------ queueing and placement
@@ -529,6 +543,7 @@ class CfsEngine:
         self._nq[c] += 1
         if self._nq[c] == 2 and not self._thr[c]:
             self._overloaded.add(c)
+            self._arm_balance()
         self._t_cpu[tid] = c
         self._t_gen[tid] += 1
         start = self._vt[c]
@@ -582,6 +597,24 @@ class CfsEngine:
             if best_load is None or nq[c] < best_load:
                 best, best_load = c, nq[c]
         return best
+
+    def _arm_balance(self) -> None:
+        """Periodic load balancing: an idle CPU pulls waiting threads from an overloaded one
+        within a few ms (idle CPUs' ``balance_interval``; nohz idle balance)."""
+        if self._balance_pending or len(self._t_cpu) <= 1:
+            return
+        self._balance_pending = True
+        self.env.timeout(BALANCE_INTERVAL_NS).callbacks.append(self._on_balance)
+
+    def _on_balance(self, _ev=None) -> None:
+        self._balance_pending = False
+        now = self.env._now
+        for c in range(self.ncpus):
+            if not self._overloaded:
+                return
+            if self._nq[c] == 0 and not self._thr[c]:
+                self._idle_balance(c, now)
+                self._schedule_cpu(c)
 
     def _idle_balance(self, c: int, now: int) -> None:
         """New-idle balance: CPU c went idle; pull one thread from the busiest unthrottled CPU
@@ -637,6 +670,7 @@ class CfsEngine:
         st = self._stat
         throttled = bool(self._fifo)
         st.nr_periods += 1
+        self._rank = [int(x) for x in self.rng.permutation(self.ncpus)]
         self._pool, self._snap, burst_used = bwr.refill(self._pool, self._snap, self._quota, self._burst)
         if burst_used > 0:
             st.nr_bursts += 1

@@ -1,0 +1,51 @@
+"""The Go process + request source plumbing shared by ``closed`` and ``open``."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cfsim.workloads._go import make_runtime, merge_series, sample_interval_ns
+from cfsim.workloads._requests import RequestSource
+
+
+class RequestWorkload:
+    def __init__(self, engine, scenario, rng: np.random.Generator):
+        self.eng = engine
+        self.sc = scenario
+        self.rng = rng
+        w = scenario.section("workload")
+        self.rt = make_runtime(engine, scenario)
+        self.src = RequestSource(self.rt, w["cpu_ms_per_request"] * 1e6, w["alloc_kb_per_request"] * 1024,
+                                 w["fanout"], self._on_response)
+        self.rt.source = self.src
+        self.sample_ns = sample_interval_ns(scenario)
+        self.samples: list[tuple] = []
+
+    def _on_response(self, req, t_ns: int) -> None:
+        pass
+
+    def start(self) -> None:
+        self.rt.start()
+        self.eng.call_at(0, self._sample)
+
+    def _sample(self) -> None:
+        self.samples.append((self.eng.now, *self.src.sample()))
+        self.eng.call_later(self.sample_ns, self._sample)
+
+    def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
+        out = self.src.summary(t0_ns, t1_ns)
+        out.update(self.rt.summary(t0_ns, t1_ns))
+        return out
+
+    def series(self, step_ns: int) -> pd.DataFrame:
+        arr = np.asarray(self.samples, dtype=float)
+        if arr.size == 0:
+            return pd.DataFrame()
+        arr = arr[::max(1, int(round(step_ns / self.sample_ns)))]
+        dt = np.diff(arr[:, 0], prepend=np.nan) / 1e9
+        df = pd.DataFrame({"t_s": arr[:, 0] / 1e9, "requests_arrived_total": arr[:, 1],
+                           "requests_completed_total": arr[:, 2],
+                           "rps": np.diff(arr[:, 2], prepend=np.nan) / dt, "in_flight": arr[:, 3]})
+        return merge_series(self.rt.series(step_ns), df)

@@ -1,0 +1,49 @@
+"""``kind = "open"``: requests arrive at ``rate_per_s`` (constant, steps, diurnal or CSV) as a
+Poisson process (default; a time-varying rate by time change of a unit-rate process) or at fixed
+spacing (``arrivals = "fixed"``), whatever the service's state. Same request shape as ``closed``."""
+from __future__ import annotations
+
+import numpy as np
+
+from cfsim.workloads._arrivals import RateFn
+from cfsim.workloads._reqwl import RequestWorkload
+
+
+def arrival_times_s(rate: RateFn, duration_s: float, kind: str, rng: np.random.Generator) -> np.ndarray:
+    """Arrival times [s] in ``[0, duration_s)``: ``t_i = cum^-1(s_i)`` with ``s_i`` the points of a
+    unit-rate Poisson process (or the integers, for fixed spacing)."""
+    total = float(rate.cum(duration_s))
+    if kind == "fixed":
+        s = np.arange(1, int(np.floor(total)) + 1, dtype=float)
+    else:
+        n = rng.poisson(total) if total > 0 else 0
+        s = np.sort(rng.uniform(0.0, total, size=n))  # order statistics of a Poisson process
+    t = rate.inverse(s)
+    return t[t < duration_s]
+
+
+class OpenWorkload(RequestWorkload):
+    def __init__(self, engine, scenario, rng: np.random.Generator):
+        super().__init__(engine, scenario, rng)
+        dur = scenario["run.duration_s"]
+        self.times_ns = (arrival_times_s(RateFn(scenario["workload.rate_per_s"], dur + 1.0), dur,
+                                         scenario["workload.arrivals"], rng) * 1e9).astype(np.int64)
+        self.i = 0
+
+    def start(self) -> None:
+        super().start()
+        if self.times_ns.size:
+            self.eng.call_at(int(self.times_ns[0]), self._arrive)
+
+    def _arrive(self) -> None:
+        now = self.eng.now
+        times = self.times_ns
+        while self.i < times.size and times[self.i] <= now:
+            self.src.arrive(int(times[self.i]))
+            self.i += 1
+        if self.i < times.size:
+            self.eng.call_at(int(times[self.i]), self._arrive)
+
+
+def build(engine, scenario, rng: np.random.Generator) -> OpenWorkload:
+    return OpenWorkload(engine, scenario, rng)

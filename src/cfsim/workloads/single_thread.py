@@ -1,0 +1,104 @@
+"""``kind = "single-thread"``: a pipeline that can use one OS thread only (Fluentd's ``in_tail``
+input: "in_tail cannot be implemented with multi-processes, meaning Fluentd will run over one
+core"), for the profile-driven cost-cut what-if (lower ``cpu_ms_per_item`` by what the profile
+says the fix removes and compare).
+
+Records arrive like ``stream`` (same ``rate_per_s`` forms, fetched every 20 ms); one thread takes
+them in order, ``cpu_ms_per_item`` each, in runs of at most 10 ms of CPU, and sleeps when none
+wait. Not a Go process: there are no Ps, no Go scheduler and no Go GC, so ``gomaxprocs`` reports
+the one usable thread and the GC/scheduler keys are zero.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cfsim.workloads._arrivals import RateFn
+from cfsim.workloads._go import count_at, latency_keys, sample_interval_ns
+from cfsim.workloads.stream import FETCH_INTERVAL_NS, RecordStream
+
+RUN_NS = 10_000_000
+
+
+class SingleThreadWorkload:
+    def __init__(self, engine, scenario, rng: np.random.Generator):
+        self.eng = engine
+        w = scenario.section("workload")
+        rate = RateFn(w["rate_per_s"], scenario["run.duration_s"] + 1.0)
+        self.stream = RecordStream(rate, w["cpu_ms_per_item"] * 1e6, 0.0, 1, w["initial_backlog"])
+        self.tid = engine.new_thread("in_tail")
+        self.busy = False
+        self.claim = None
+        self.t0 = 0
+        self.sample_ns = sample_interval_ns(scenario)
+        self.samples: list[tuple] = []
+
+    def start(self) -> None:
+        self.eng.call_at(0, self._fetch)
+        self.eng.call_at(0, self._sample)
+
+    def _fetch(self) -> None:
+        self.stream.deliver(self.eng.now)
+        if not self.busy and self.stream.has_work():
+            self.busy = True
+            self.eng.run(self.tid, self._next(), self._done)
+        self.eng.call_later(FETCH_INTERVAL_NS, self._fetch)
+
+    def _next(self) -> int:
+        s = self.stream
+        s.share = s.arrived - s.head   # one thread: it takes every waiting record in turn
+        self.claim = s.claim(RUN_NS)
+        self.t0 = self.eng.now
+        return self.claim.work
+
+    def _done(self, tid: int) -> int | None:
+        self.stream.done(self.claim, self.t0, self.eng.now)
+        if self.stream.has_work():
+            return self._next()
+        self.busy = False
+        return None
+
+    def _sample(self) -> None:
+        s = self.stream
+        now = self.eng.now
+        self.samples.append((now, s.arrived, s.completed, s.arrived - s.completed, s.lag_s(now)))
+        self.eng.call_later(self.sample_ns, self._sample)
+
+    def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
+        s = self.stream
+        span = (t1_ns - t0_ns) / 1e9
+        idx, t_done = s.completion_table()
+        win = (t_done > t0_ns / 1e9) & (t_done <= t1_ns / 1e9)
+        lat = t_done[win] - s.arrival_times(idx[win])
+        now = self.eng.now
+        done_in = (count_at(self.samples, t1_ns, 2, now, s.completed)
+                   - count_at(self.samples, t0_ns, 2, now, s.completed))
+        out = {
+            "gomaxprocs": 1,
+            "throughput_per_s": done_in / span,
+            "records_completed": int(done_in),
+            "backlog_final": int(s.arrived - s.completed),
+            "lag_final_s": s.lag_s(t1_ns),
+            "gc_cycles": 0, "gc_cpu_fraction": 0.0, "sched_cpu_fraction": 0.0,
+            "user_cpu_fraction": 1.0,
+            "thread_cpu_s": self.eng.thread_cpu_ns(self.tid) / 1e9,
+        }
+        out.update(latency_keys(lat))
+        return out
+
+    def series(self, step_ns: int) -> pd.DataFrame:
+        arr = np.asarray(self.samples, dtype=float)
+        if arr.size == 0:
+            return pd.DataFrame()
+        arr = arr[::max(1, int(round(step_ns / self.sample_ns)))]
+        dt = np.diff(arr[:, 0], prepend=np.nan) / 1e9
+        return pd.DataFrame({"t_s": arr[:, 0] / 1e9, "records_arrived_total": arr[:, 1],
+                             "records_consumed_total": arr[:, 2],
+                             "consumption_rate_per_s": np.diff(arr[:, 2], prepend=np.nan) / dt,
+                             "backlog_records": arr[:, 3], "lag_s": arr[:, 4]})
+
+
+def build(engine, scenario, rng: np.random.Generator) -> SingleThreadWorkload:
+    return SingleThreadWorkload(engine, scenario, rng)

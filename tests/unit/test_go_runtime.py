@@ -1,0 +1,223 @@
+"""The Go process model on the CFS engine: mechanisms one at a time, on short runs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cfsim.goruntime import gcpacer
+from cfsim.scenario import load_scenario
+from cfsim.simulation import simulate
+
+MiB = 1 << 20
+
+
+def scen(kind="stream", cpus=8, limit=None, P=8, dur=2.0, warm=0.0, version="1.21", go=None, **wl):
+    raw = {"host": {"cpus": cpus}, "cgroup": {}, "go": {"gomaxprocs": P, "version": version, **(go or {})},
+           "workload": {"kind": kind, **wl}, "run": {"duration_s": dur, "warmup_s": warm, "seed": 3}}
+    if limit is not None:
+        raw["cgroup"]["cpu_limit"] = limit
+    return load_scenario(raw)
+
+
+def run(**kw):
+    return simulate(scen(**kw))
+
+
+def test_stream_unloaded_keeps_up_and_reports_every_key():
+    r = run(rate_per_s=2000, cpu_ms_per_item=0.2, workers=8, limit=2.0, dur=3.0, warm=0.5)
+    s = r.summary
+    for key in ("gomaxprocs", "throughput_per_s", "latency_p50_s", "latency_p99_s", "latency_p999_s",
+                "backlog_final", "lag_final_s", "gc_cycles", "gc_cpu_fraction", "sched_cpu_fraction",
+                "cpu_limit_cores", "cpu_usage_cores", "nr_periods", "nr_throttled", "throttled_ratio",
+                "throttled_time_s", "go_cpu_classes_total_cpu_seconds_total", "go_sched_gomaxprocs_threads"):
+        assert key in s, key
+    assert s["throughput_per_s"] == pytest.approx(2000, rel=0.01)
+    assert s["backlog_final"] < 100 and s["lag_final_s"] < 0.05
+    # 0.4 cores of records plus a little GC and scheduler CPU
+    assert 0.4 <= s["cpu_usage_cores"] < 0.45
+    assert s["latency_p50_s"] < 0.03 and s["latency_p999_s"] < 0.05
+    df = r.workload_series
+    for col in ("records_consumed_total", "backlog_records", "lag_s", "go_sched_gomaxprocs_threads",
+                "go_cpu_classes_user_cores", "go_cpu_classes_gc_mark_dedicated_cores", "cpu_real_sched_cores"):
+        assert col in df.columns, col
+
+
+def test_real_cpu_classes_add_up_to_the_cgroup_usage():
+    r = run(rate_per_s=3000, cpu_ms_per_item=0.3, workers=8, limit=1.5, dur=2.0)
+    s = r.summary
+    real = sum(s[f"cpu_real_{k}_s"] for k in ("user", "sched", "gc_assist", "gc_dedicated", "gc_idle", "gc_pause"))
+    assert real == pytest.approx(s["cpu_usage_cores"] * s["duration_s"], rel=1e-3)
+
+
+def test_p_time_classes_conserve_gomaxprocs_times_wall():
+    r = run(rate_per_s=3000, cpu_ms_per_item=0.3, workers=8, limit=1.5, dur=2.0, P=6)
+    s = r.summary
+    parts = sum(s[f"go_cpu_classes_{k}_cpu_seconds_total"] for k in ("user", "gc_total", "idle"))
+    assert parts == pytest.approx(s["go_cpu_classes_total_cpu_seconds_total"], rel=1e-9)
+    assert s["go_cpu_classes_total_cpu_seconds_total"] == pytest.approx(6 * 2.0, rel=1e-9)
+    gc = sum(s[f"go_cpu_classes_gc_{k}_cpu_seconds_total"] for k in ("mark_assist", "mark_dedicated", "mark_idle",
+                                                                      "pause"))
+    assert gc == pytest.approx(s["go_cpu_classes_gc_total_cpu_seconds_total"])
+
+
+def test_gc_frequency_follows_the_pacer():
+    # 20 MB/s of allocation, 16 MiB live heap, GOGC=100 and ample CPU: each cycle lets the heap
+    # grow from the marked heap to the trigger, between 45/64 and 61/64 of the way to the goal
+    r = run(rate_per_s=5000, cpu_ms_per_item=0.05, alloc_kb_per_item=4.0, workers=8, dur=4.0, warm=1.0,
+            go={"live_heap_mb": 16.0, "roots_mb": 0.5})
+    s = r.summary
+    alloc = 5000 * 4096.0
+    goal = gcpacer.gogc_heap_goal(16 * MiB, MiB // 2, 0, 100)
+    hi = alloc / ((goal - 16 * MiB) * 45 / 64)
+    lo = alloc / ((goal - 16 * MiB) * 61 / 64)
+    assert lo * 3 * 0.8 <= s["gc_cycles"] <= hi * 3 * 1.2 + 1
+    # each cycle's mark CPU is (live + roots) / scan rate plus the per-cycle overhead
+    mark = s["cpu_real_gc_dedicated_s"] + s["cpu_real_gc_idle_s"] + s["cpu_real_gc_assist_s"]
+    per_cycle = (16.5 * MiB) / (1.0 * MiB / 1e6) / 1e9 + (20e-6 + 10e-6 * 8)
+    assert mark == pytest.approx(s["gc_cycles"] * per_cycle, rel=0.1)
+
+
+def test_gogc_off_means_no_gc():
+    s = run(rate_per_s=2000, cpu_ms_per_item=0.1, alloc_kb_per_item=64, go={"gogc": -1}).summary
+    assert s["gc_cycles"] == 0 and s["gc_cpu_fraction"] == 0
+
+
+def test_gomemlimit_lowers_the_goal():
+    base = run(rate_per_s=2000, cpu_ms_per_item=0.1, alloc_kb_per_item=16, go={"live_heap_mb": 64}).summary
+    lim = run(rate_per_s=2000, cpu_ms_per_item=0.1, alloc_kb_per_item=16,
+              go={"live_heap_mb": 64, "gomemlimit_mb": 80}).summary
+    assert lim["gc_heap_goal_bytes"] < base["gc_heap_goal_bytes"]
+    assert lim["gc_cycles"] > base["gc_cycles"]
+
+
+def test_dedicated_workers_by_p_and_idle_workers_on_idle_ps():
+    # light load on 8 Ps: 2 dedicated workers; idle Ps run idle mark workers
+    s8 = run(rate_per_s=1000, cpu_ms_per_item=0.1, alloc_kb_per_item=16, P=8, dur=2.0).summary
+    assert s8["go_cpu_classes_gc_mark_dedicated_cpu_seconds_total"] > 0
+    assert s8["go_cpu_classes_gc_mark_idle_cpu_seconds_total"] > 0
+    # P = 1: no dedicated worker, the fractional one (counted as dedicated) and 1 idle worker at most
+    s1 = run(rate_per_s=1000, cpu_ms_per_item=0.1, alloc_kb_per_item=16, P=1, dur=2.0).summary
+    assert s1["go_cpu_classes_gc_mark_dedicated_cpu_seconds_total"] > 0
+    assert s1["gc_cycles"] > 0
+
+
+def test_periodic_gc_has_no_idle_workers_when_there_are_dedicated_ones():
+    # almost no allocation: only the 2-minute forced GC runs; P=8 has 2 dedicated workers, so the
+    # periodic cycle allows 0 idle workers (Go >= 1.19)
+    s = run(rate_per_s=50, cpu_ms_per_item=0.1, alloc_kb_per_item=0.0, P=8, dur=125.0).summary
+    assert s["gc_cycles"] == 1 and s["gc_cycles_forced"] == 1
+    assert s["go_cpu_classes_gc_mark_idle_cpu_seconds_total"] == 0
+    assert s["go_cpu_classes_gc_mark_dedicated_cpu_seconds_total"] > 0
+
+
+def test_stw_waits_for_throttled_ms():
+    # 100m limit, 6 Ps busy: when a GC starts, Ms are throttled and the pause stretches toward
+    # the period; without a limit pauses are tens of microseconds
+    kw = dict(kind="closed", clients=2, fanout=8, cpu_ms_per_request=40.0, alloc_kb_per_request=2048.0,
+              P=6, cpus=6, dur=20.0, go={"live_heap_mb": 4.0})
+    tight = run(limit=0.1, **kw).summary
+    free = run(limit=None, **kw).summary
+    assert tight["gc_cycles"] > 2 and free["gc_cycles"] > 2
+    assert free["gc_pause_max_s"] < 1e-4
+    assert tight["gc_pause_max_s"] > 5e-3
+    # go_gc_duration_seconds: one sample per cycle, both pauses summed
+    assert tight["go_gc_duration_seconds_count"] in (tight["gc_cycles"], tight["gc_cycles"] - 1, tight["gc_cycles"] + 1)
+    assert tight["go_gc_duration_seconds_q1"] >= tight["gc_pause_max_s"]
+    # pause P-time = STW time x GOMAXPROCS; the cycle still running at the end has paused once
+    stw_s = tight["go_cpu_classes_gc_pause_cpu_seconds_total"] / 6
+    assert stw_s - tight["gc_pause_max_s"] - 1e-9 <= tight["go_gc_duration_seconds_sum"] <= stw_s + 1e-9
+
+
+def test_go125_follows_an_in_place_resize_within_a_second():
+    sc = scen(rate_per_s=2000, cpu_ms_per_item=0.2, P="go1.25", version="1.25", limit=4.0, dur=5.0, cpus=16)
+    sc = sc.with_overrides(["cgroup.limit_schedule=[[2.5, 1.5]]"])
+    r = simulate(sc)
+    assert r.summary["gomaxprocs"] == 2 and r.summary["gomaxprocs_changes"] == 1
+    df = r.workload_series
+    g = dict(zip(df["t_s"].round(3), df["go_sched_gomaxprocs_threads"]))
+    assert g[2.0] == 4 and g[4.0] == 2
+    # P-time total reflects both values: 4 x 3 s + 2 x 2 s
+    assert r.summary["go_cpu_classes_total_cpu_seconds_total"] == pytest.approx(4 * 3 + 2 * 2, rel=1e-3)
+    # automaxprocs reads once: no change; Go 1.24 with go1.25 policy: the CPU count
+    sc2 = sc.with_overrides(["go.gomaxprocs=automaxprocs"])
+    assert simulate(sc2).summary["gomaxprocs"] == 4
+    sc3 = sc.with_overrides([("go.version", "1.24")])
+    assert simulate(sc3).summary["gomaxprocs"] == 16
+
+
+def test_closed_loop_little_law():
+    # 2 VUs, no think time, 10 ms per request on an unlimited host with P=8: RPS x latency = 2
+    s = run(kind="closed", clients=2, fanout=4, cpu_ms_per_request=10.0, alloc_kb_per_request=8.0,
+            dur=3.0, warm=0.5).summary
+    assert s["throughput_per_s"] * s["latency_mean_s"] == pytest.approx(2.0, rel=0.05)
+    # 4 goroutines of 2.5 ms run in parallel: latency ~ 2.5 ms plus overheads
+    assert 2.4e-3 < s["latency_p50_s"] < 4e-3
+
+
+def test_open_poisson_and_fixed_arrivals():
+    for arrivals in ("poisson", "fixed"):
+        s = run(kind="open", arrivals=arrivals, rate_per_s=500, fanout=2, cpu_ms_per_request=1.0,
+                alloc_kb_per_request=8.0, dur=4.0, warm=1.0).summary
+        assert s["throughput_per_s"] == pytest.approx(500, rel=0.1)
+        assert s["latency_p50_s"] < 2e-3
+
+
+def test_single_thread_saturates_at_one_core():
+    s = run(kind="single-thread", rate_per_s=10000, cpu_ms_per_item=0.15, dur=3.0, warm=1.0, cpus=4).summary
+    assert s["throughput_per_s"] == pytest.approx(1 / 0.15e-3, rel=0.02)     # one core / cost
+    assert s["cpu_usage_cores"] == pytest.approx(1.0, rel=0.01)
+    assert s["backlog_final"] > 9000 and s["lag_final_s"] > 0.9
+
+
+def test_rate_specs_steps_and_diurnal():
+    s = run(rate_per_s=[[0, 1000], [1, 3000]], cpu_ms_per_item=0.1, dur=2.0).summary
+    assert s["arrival_rate_per_s"] == pytest.approx(2000, rel=0.01)
+    s = run(rate_per_s="diurnal:1000:500:2", cpu_ms_per_item=0.1, dur=2.0).summary
+    assert s["arrival_rate_per_s"] == pytest.approx(1000, rel=0.01)
+    assert s["throughput_per_s"] == pytest.approx(1000, rel=0.03)
+
+
+def test_rate_csv(tmp_path):
+    p = tmp_path / "rate.csv"
+    p.write_text("t_s,rate_per_s\n0,500\n1,1500\n")
+    s = run(rate_per_s=str(p), cpu_ms_per_item=0.1, dur=2.0).summary
+    assert s["arrival_rate_per_s"] == pytest.approx(1000, rel=0.01)
+
+
+def test_initial_backlog_drains_at_capacity():
+    # 2 cores, P=2, 0.5 ms per record: 4000 records/s of capacity against 1000/s arriving
+    s = run(rate_per_s=1000, cpu_ms_per_item=0.5, workers=4, P=2, limit=2.0, initial_backlog=6000,
+            dur=3.0).summary
+    assert s["backlog_final"] < 200
+    assert 2500 < s["throughput_per_s"] < 3400      # 6000 + 3000 records in ~3 s
+
+
+def test_sysmon_preemption_time_slices_long_goroutines():
+    # 2 VUs, one 50 ms goroutine each, GOMAXPROCS=1: the 10 ms forcePreemptNS quantum makes the
+    # two goroutines alternate, so both responses take ~90-100 ms instead of 50 / 100 ms (FIFO)
+    r = run(kind="closed", clients=2, fanout=1, cpu_ms_per_request=50.0, alloc_kb_per_request=0.0, P=1,
+            dur=3.0, warm=0.5)
+    s = r.summary
+    assert s["throughput_per_s"] == pytest.approx(20.0, rel=0.05)
+    assert 0.085 < s["latency_p50_s"] < 0.105
+    df = r.workload_series
+    for col in ("rps", "in_flight", "requests_completed_total", "go_sched_gomaxprocs_threads",
+                "cpu_real_user_cores"):
+        assert col in df.columns, col
+    assert df["in_flight"].max() <= 2
+
+
+def test_think_time_lowers_closed_loop_rate():
+    s = run(kind="closed", clients=4, fanout=1, cpu_ms_per_request=1.0, think_ms=99.0, dur=3.0, warm=0.5).summary
+    assert s["throughput_per_s"] == pytest.approx(4 / 0.1, rel=0.05)
+
+
+def test_departure_log_stays_bounded(monkeypatch):
+    from cfsim.workloads import stream as st
+    monkeypatch.setattr(st, "MAX_DEPARTURE_CHUNKS", 1000)
+    log = st.DepartureLog()
+    for i in range(10_000):
+        log.add(i * 3, 3, i * 10, i * 10 + 5)
+    assert len(log) < 1000 and log.stride == 16
+    tab = log.table()
+    assert (tab[:, 1] == 3).all() and np.all(np.diff(tab[:, 0]) > 0)
