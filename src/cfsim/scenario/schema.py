@@ -120,6 +120,30 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "gomemlimit_mb": Key(None, "float", "GOMEMLIMIT [MiB]; absent = none", _gt(0), optional=True),
         "live_heap_mb": Key(16.0, "float", "live (marked) heap [MiB]", _ge(0)),
         "gc_cpu_limiter": Key(True, "bool", "model the GC CPU limiter (Go >= 1.19)"),
+        # Runtime cost parameters (priors and calibration paths: cfsim.goruntime.sched and
+        # shared/reference/go-runtime.md §4.4). Priors, not fitted to any story.
+        "roots_mb": Key(0.5, "float", "stacks + globals scanned each GC [MiB] (/gc/scan/stack + /gc/scan/globals)",
+                        _between(0, 1_000_000)),
+        "gc_scan_mb_per_ms": Key(1.0, "float", "mark scan rate per CPU [MiB/ms] (mgcmark.go: '1-2 MB/ms')",
+                                 _between(0.01, 100)),
+        "gc_stw_base_us": Key(10.0, "float", "CPU of one STW phase's own work [us] (gctrace: 7-250 us pauses)",
+                              _between(0, 100_000)),
+        "gc_stw_per_p_us": Key(1.0, "float", "extra STW work per P [us] (stop/start the world, forEachP)",
+                               _between(0, 10_000)),
+        "gc_cycle_base_us": Key(20.0, "float", "fixed mark-phase CPU per GC cycle beyond scanning [us] (root jobs)",
+                                _between(0, 1_000_000)),
+        "gc_cycle_per_p_us": Key(10.0, "float", "mark-phase CPU per P per GC cycle [us] (forEachP flushes, "
+                                 "mcache flush, worker start/stop)", _between(0, 100_000)),
+        "gc_preempt_us": Key(2.0, "float", "CPU for a running M to reach a safe point [us] (async preemption)",
+                             _between(0, 10_000)),
+        "sched_spin_base_us": Key(3.0, "float", "fixed CPU of one futile findRunnable search [us]",
+                                  _between(0, 1000)),
+        "sched_spin_per_p_us": Key(0.3, "float", "CPU per P of one futile search (4 steal passes + re-scans) [us]",
+                                   _between(0, 100)),
+        "sched_wake_us": Key(2.0, "float", "CPU of waking a parked M (futex wake + switch-in) [us]", _between(0, 1000)),
+        "sched_park_us": Key(3.0, "float", "CPU of parking an M (stopm, futex sleep, switch-out) [us]",
+                             _between(0, 1000)),
+        "sched_switch_us": Key(0.2, "float", "CPU of a goroutine switch on a running M [us]", _between(0, 1000)),
     },
     "workload": {
         "kind": Key("threads", "str", "workload model",
@@ -152,9 +176,88 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "warmup_s": Key(0.0, "float", "time excluded from summaries [s]", _ge(0)),
         "seed": Key(0, "int", "random seed", _ge(0)),
     },
+    # --- [vpa] and [hpa]: owned by the autoscaler work (src/cfsim/autoscalers, engine/longrun.py) ---
+    "vpa": {
+        "enabled": Key(False, "bool", "run the VPA loop (long-horizon engine: cfsim trap / engine.longrun)"),
+        "initial_request_cores": Key(0.5, "float", "pod template CPU request [cores]", _between(0.001, 4096)),
+        "limit_to_request_ratio": Key(1.0, "float", "template limit / request; 0 (or absent) = no CPU limit",
+                                      lambda v: None if v == 0 or 1.0 <= v <= 1000.0
+                                      else f"must be 0 (no limit) or in [1.0, 1000.0] (got {v})", optional=True),
+        "controlled_values": Key("RequestsAndLimits", "str", "what VPA sets",
+                                 choices=("RequestsAndLimits", "RequestsOnly")),
+        "update_mode": Key("Recreate", "str", "updatePolicy.updateMode",
+                           choices=("Off", "Initial", "Recreate", "Auto", "InPlaceOrRecreate")),
+        "integer_cpu": Key(False, "bool", "integer-CPU post-processor (flag + annotation): ceil to whole cores"),
+        "round_cpu_millicores": Key(1, "int", "--round-cpu-millicores (1 = off)", _between(1, 1_000_000)),
+        "min_allowed_cores": Key(None, "float", "resourcePolicy minAllowed cpu [cores]", _gt(0), optional=True),
+        "max_allowed_cores": Key(None, "float", "resourcePolicy maxAllowed cpu [cores]", _gt(0), optional=True),
+        "target_percentile": Key(0.9, "float", "--target-cpu-percentile", _between(0.0, 1.0)),
+        "lower_percentile": Key(0.5, "float", "--recommendation-lower-bound-cpu-percentile", _between(0.0, 1.0)),
+        "upper_percentile": Key(0.95, "float", "--recommendation-upper-bound-cpu-percentile", _between(0.0, 1.0)),
+        "margin_fraction": Key(0.15, "float", "--recommendation-margin-fraction", _between(0.0, 10.0)),
+        "pod_min_cpu_millicores": Key(25.0, "float", "--pod-recommendation-min-cpu-millicores", _ge(0)),
+        "half_life_s": Key(86400.0, "float", "--cpu-histogram-decay-half-life [s]", _gt(0)),
+        "confidence_interval_s": Key(86400.0, "float", "--confidence-interval-cpu [s]", _gt(0)),
+        "sample_interval_s": Key(60.0, "float", "recommender loop (--recommender-interval) [s]", _between(0.01, 86400)),
+        "updater_interval_s": Key(60.0, "float", "updater loop (--updater-interval) [s]", _between(0.01, 86400)),
+        "metrics_window_s": Key(15.0, "float", "metrics-server --metric-resolution = usage window [s] (15 or 60)",
+                                _between(0.01, 3600)),
+        "eviction_lifetime_s": Key(43200.0, "float", "--in-recommendation-bounds-eviction-lifetime-threshold [s]",
+                                   _ge(0)),
+        "update_threshold": Key(0.1, "float", "--pod-update-threshold (relative change)", _between(0.0, 100.0)),
+        "eviction_tolerance": Key(0.5, "float", "--eviction-tolerance", _between(0.0, 1.0)),
+        "min_replicas": Key(2, "int", "--min-replicas / updatePolicy.minReplicas", _between(1, 100_000)),
+        "replicas": Key(2, "int", "Deployment replicas (initial count when the HPA is on)", _between(1, 100_000)),
+        "days": Key(None, "float", "simulated days (long-horizon engine); absent = run.duration_s",
+                    _between(0.0001, 400.0), optional=True),
+        "pod_startup_s": Key(10.0, "float", "pod re-creation to first record processed [s]", _between(0.0, 3600.0)),
+        "step_s": Key(15.0, "float", "long-horizon engine step [s]; must divide metrics_window_s",
+                      _between(0.001, 3600.0)),
+        "report_interval_s": Key(1800.0, "float", "timeline row interval [s]", _gt(0)),
+        "start_unix_s": Key(1767225600.0, "float", "wall-clock time of t=0 (histogram reference rounding)", _ge(0)),
+    },
+    "hpa": {
+        "enabled": Key(False, "bool", "run the HPA loop (long-horizon engine)"),
+        "target_utilization_pct": Key(80, "int", "CPU averageUtilization target [% of requests]",
+                                      _between(1, 100_000)),
+        "min_replicas": Key(1, "int", "minReplicas", _between(1, 100_000)),
+        "max_replicas": Key(10, "int", "maxReplicas", _between(1, 100_000)),
+        "tolerance": Key(0.1, "float", "--horizontal-pod-autoscaler-tolerance", _between(0.0, 10.0)),
+        "sync_period_s": Key(15.0, "float", "--horizontal-pod-autoscaler-sync-period [s]", _between(0.01, 3600)),
+        "behavior": Key(True, "bool", "spec.behavior set (API defaults) vs legacy normalisation"),
+        "downscale_stabilization_s": Key(300.0, "float", "scaleDown stabilizationWindowSeconds [s]", _ge(0)),
+        "upscale_stabilization_s": Key(0.0, "float", "scaleUp stabilizationWindowSeconds [s]", _ge(0)),
+        "scale_up_pods": Key(4, "int", "scaleUp Pods policy value", _ge(0)),
+        "scale_up_percent": Key(100, "int", "scaleUp Percent policy value", _ge(0)),
+        "scale_down_percent": Key(100, "int", "scaleDown Percent policy value", _between(0, 100)),
+        "policy_period_s": Key(15.0, "float", "periodSeconds of the scale policies [s]", _gt(0)),
+        "select_policy": Key("Max", "str", "selectPolicy for both directions", choices=("Max", "Min", "Disabled")),
+    },
+    # --- end [vpa]/[hpa] ---
 }
 
 
 def register_section(name: str, keys: dict[str, Key]) -> None:
     """Add (or extend) a section: used by the Go model, workloads and autoscalers."""
     SCHEMA.setdefault(name, {}).update(keys)
+
+
+# --- [lab]: owned by the ground-truth lab (src/cfsim/lab); ignored by the simulator ---
+register_section("lab", {
+    "scrape_interval_s": Key(1.0, "float", "Prometheus scrape interval [s]", _between(0.1, 60)),
+    "step_s": Key(1.0, "float", "query_range step of the exports [s]", _between(0.1, 60)),
+    "rate_window_s": Key(5.0, "float", "range of the exported rate() dashboard queries [s]", _between(1, 3600)),
+    "cgroup_version": Key("auto", "str", "which cgroup interface to use", choices=("auto", "v1", "v2")),
+    "quota_at": Key("start-up", "str", "when the initial quota is applied: before the workload starts "
+                                       "(GOMAXPROCS policies see it) or just before the measured run "
+                                       "(faster set-up; only for integer/host GOMAXPROCS)",
+                    choices=("start-up", "run")),
+    "ready_timeout_s": Key(180.0, "float", "max wait for heap build + calibration [s]", _between(1, 3600)),
+    "cpu_shares": Key(None, "int", "cpu.shares of the run's cgroup (v2: converted to cpu.weight), like a "
+                                   "Kubernetes CPU request x 1024; absent = kernel default (1024)",
+                      _between(2, 262144), optional=True),
+    "harness_shares": Key(None, "int", "cpu.shares of a quota-less cgroup for Prometheus and the load "
+                                       "generator; absent = they stay in the caller's cgroup",
+                          _between(2, 262144), optional=True),
+})
+# --- end [lab] ---
