@@ -1,0 +1,922 @@
+"""The long-horizon engine: days of simulated time with the VPA (1-min loop) and HPA (15 s).
+
+Why a second engine: the event engine (:mod:`cfsim.simulation`) resolves every CFS period and Go
+scheduling event, which is right for seconds to minutes; the VPA acts over hours to days. This
+engine steps a fluid model (``vpa.step_s``, 15 s by default) in which each pod's behaviour under its
+(CPU limit, GOMAXPROCS, offered demand) comes from a **pod response function**::
+
+    response(limit_cores, gomaxprocs, demand_cores) -> (usage_cores, throughput_per_s, throttled_ratio)
+
+Response functions (first part of this module):
+
+* :class:`AnalyticResponse`, the documented fallback: ``usage = min(demand, limit, GOMAXPROCS,
+  cpus)`` (and the worker count of a stream workload; OS threads of the ``threads`` workload are
+  not bound by GOMAXPROCS), ``throughput = usage / cpu_s_per_item``, ``throttled_ratio = 1`` when
+  demand and runnable parallelism both exceed the limit, else 0. No GC, no scheduling overhead.
+* :class:`SurfaceResponse`: the response MEASURED with the event engine
+  (:func:`cfsim.simulation.simulate`) on a small grid over limit x GOMAXPROCS x demand, stored as
+  correction factors over the analytic model (so the ``min()`` kinks stay exact and only smooth
+  overheads such as GC are interpolated: bilinear in limit and demand, exact integer GOMAXPROCS),
+  cached on disk (``$CFSIM_CACHE_DIR/surfaces`` or ``~/.cache/cfsim/surfaces``) under a hash of the
+  scenario keys that shape the response, the grid and the event engine's source.
+
+:func:`response_for` picks one: ``"analytic"``, ``"surface"`` (measure if not cached, fail if the
+event engine cannot), or ``"auto"`` (cached surface, else measure if the event engine supports the
+workload, else the analytic fallback; ``.describe`` says which and why).
+
+Engine (second part): per step, each pod gets its replica share of the arrivals plus its backlog as
+offered demand; the response gives usage and completions; the backlog carries the rest (it follows
+the slot, i.e. the partitions, across pod re-creations). metrics-server averages each pod's usage
+over ``vpa.metrics_window_s`` and stamps the END of the window; a new pod has a point only after a
+full window. Every ``vpa.sample_interval_s`` the recommender (:class:`cfsim.autoscalers.vpa_controller.VpaController`) takes each pod's latest point under the
+strictly-later rule into the shared aggregate histogram and writes a
+recommendation; every ``vpa.updater_interval_s`` the updater applies the candidate rules, the
+min-replicas rule and the disruption budget, and either re-creates the pod (admission applies the
+target and the proportional limit to the TEMPLATE; the new process picks GOMAXPROCS at start) or
+resizes it in place (GOMAXPROCS changes only under the go1.25 policy). The HPA runs every
+``hpa.sync_period_s`` on the same metrics-server points. Time resolution is ``vpa.step_s``: a go1.25
+GOMAXPROCS re-read (within 1 s of an in-place resize) takes effect from the next step.
+Lag is the age of the oldest unconsumed item (FIFO): the ``lag`` with arrivals in (t - lag, t] equal
+to the backlog. ``workload.rate_per_s`` is ONE replica's share at the initial replica count (total
+arrivals = rate x ``vpa.replicas``), so "the pod needs 1.7 cores" reads directly.
+"""
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from cfsim.autoscalers.hpa import (HpaState, PodMetric, ScalingPolicy, ScalingRules, Tolerance, reconcile)
+from cfsim.autoscalers.vpa_admission import Resources
+from cfsim.autoscalers.vpa_controller import PodView, VpaController
+from cfsim.autoscalers.vpa_recommender import (RecommenderConfig, amount_from_float, config_from_scenario,
+                                               cores_to_millicores)
+from cfsim.goruntime.gomaxprocs import container_aware, gomaxprocs_value
+from cfsim.scenario import Scenario, ScenarioError
+
+# =========================================================================== pod responses
+
+#: Bump when the measurement protocol or the stored layout changes (invalidates caches).
+SURFACE_FORMAT = 2
+
+
+class ResponseFn(Protocol):
+    describe: str
+
+    def __call__(self, limit_cores: float | None, gomaxprocs: int, demand_cores: float
+                 ) -> tuple[float, float, float]: ...
+
+
+@dataclass(frozen=True)
+class WorkShape:
+    """What the workload looks like to the response: CPU per item and the parallelism caps."""
+
+    kind: str
+    cpu_s_per_item: float  # CPU seconds per record / request (> 0)
+    parallelism: float | None  # worker goroutines (stream), 1 (single-thread), threads (threads)
+    bypass_gomaxprocs: bool = False  # OS threads (kind=threads) are not limited by GOMAXPROCS
+
+
+def work_shape(sc: Scenario) -> WorkShape:
+    """Derive the :class:`WorkShape` from the ``[workload]`` section."""
+    kind = sc["workload.kind"]
+    if kind == "stream":
+        return WorkShape(kind, sc["workload.cpu_ms_per_item"] / 1000.0, float(sc["workload.workers"]))
+    if kind == "single-thread":
+        return WorkShape(kind, sc["workload.cpu_ms_per_item"] / 1000.0, 1.0)
+    if kind == "open":
+        return WorkShape(kind, sc["workload.cpu_ms_per_request"] / 1000.0, None)
+    if kind == "closed":
+        return WorkShape(kind, sc["workload.cpu_ms_per_request"] / 1000.0, float(sc["workload.clients"]))
+    # threads: each burn of burn_ms is one item
+    return WorkShape(kind, sc["workload.burn_ms"] / 1000.0, float(sc["workload.threads"]), bypass_gomaxprocs=True)
+
+
+@dataclass(frozen=True)
+class AnalyticResponse:
+    """``usage = min(demand, limit, GOMAXPROCS, cpus[, parallelism])`` (see module doc)."""
+
+    cpus: int
+    shape: WorkShape
+    describe: str = "analytic: usage = min(demand, limit, GOMAXPROCS, cpus, workers)"
+
+    def parallel_cores(self, gomaxprocs: int) -> float:
+        cap = float(self.cpus)
+        if not self.shape.bypass_gomaxprocs:
+            cap = min(cap, float(gomaxprocs))
+        if self.shape.parallelism is not None:
+            cap = min(cap, self.shape.parallelism)
+        return cap
+
+    def capacity_cores(self, limit_cores: float | None, gomaxprocs: int) -> float:
+        cap = self.parallel_cores(gomaxprocs)
+        return cap if limit_cores is None else min(cap, limit_cores)
+
+    def __call__(self, limit_cores: float | None, gomaxprocs: int, demand_cores: float) -> tuple[float, float, float]:
+        usage = min(max(demand_cores, 0.0), self.capacity_cores(limit_cores, gomaxprocs))
+        tput = usage / self.shape.cpu_s_per_item
+        throttled = 0.0
+        if limit_cores is not None:
+            lim = limit_cores * (1.0 + 1e-9)
+            if demand_cores > lim and self.parallel_cores(gomaxprocs) > lim:
+                throttled = 1.0
+        return usage, tput, throttled
+
+
+# --------------------------------------------------------------------------- surfaces
+
+@dataclass(frozen=True)
+class SurfaceGrid:
+    limits_cores: tuple[float, ...]
+    gomaxprocs: tuple[int, ...]
+    demands_cores: tuple[float, ...]
+    duration_s: float = 6.0
+    warmup_s: float = 2.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"limits_cores": list(self.limits_cores), "gomaxprocs": list(self.gomaxprocs),
+                "demands_cores": list(self.demands_cores), "duration_s": self.duration_s,
+                "warmup_s": self.warmup_s}
+
+
+def default_grid(sc: Scenario, nominal_demand_cores: float) -> SurfaceGrid:
+    """A small grid around the scenario: limits and demands up to ~2x the nominal demand.
+
+    Limits: 0.5 .. top in half cores (plus 0.25 and the scenario's own limit), GOMAXPROCS 1 ..
+    ceil(top) + 1, demands in 0.5-core steps up to top plus 1.5 x top (saturation) and the nominal
+    demand. Each point runs the scenario's own ``run`` length (5-30 s) and warm-up.
+    """
+    top = float(max(2.0, math.ceil(2.0 * nominal_demand_cores)))
+    limits = {0.25} | {0.5 * i for i in range(1, int(2 * top) + 1)}
+    own = sc["cgroup.cpu_limit"]
+    if own is not None:  # the scenario's own limit is always a grid point
+        limits.add(float(own))
+    gmax = min(int(sc["host.cpus"]), int(math.ceil(top)) + 1)
+    demands = {0.25} | {0.5 * i for i in range(1, int(2 * top) + 1)} | {1.5 * top, round(nominal_demand_cores, 6)}
+    duration = min(max(float(sc["run.duration_s"]), 5.0), 30.0)
+    warmup = min(float(sc["run.warmup_s"]), duration / 2.0)
+    return SurfaceGrid(tuple(sorted(limits)), tuple(range(1, gmax + 1)), tuple(sorted(demands)), duration, warmup)
+
+
+def local_grid(sc: Scenario, nominal_demand_cores: float) -> SurfaceGrid:
+    """A tiny grid around the scenario's own operating point: its limit (and 1.25x), the GOMAXPROCS
+    its policy gives at that limit, and half, nominal and 1.5x nominal demand. Enough to reproduce
+    an event-engine run of the scenario itself (and to interpolate a little around it)."""
+    own = sc["cgroup.cpu_limit"]
+    cpus = int(sc["host.cpus"])
+    lim = float(own) if own is not None else float(cpus)
+    g = gomaxprocs_value(sc["go.gomaxprocs"], own, cpus, sc["go.version"], sc["go.round"], sc["cgroup.period_us"])
+    d = float(nominal_demand_cores)
+    demands = tuple(sorted({round(0.5 * d, 6), round(d, 6), round(1.5 * d, 6)}))
+    duration = min(max(float(sc["run.duration_s"]), 5.0), 30.0)
+    return SurfaceGrid((lim, 1.25 * lim), (g,), demands, duration, min(float(sc["run.warmup_s"]), duration / 2.0))
+
+
+@dataclass
+class SurfaceResponse:
+    """Event-engine-measured response as factors over :class:`AnalyticResponse`, interpolated."""
+
+    base: AnalyticResponse
+    grid: SurfaceGrid
+    usage_factor: np.ndarray  # [G, L, D]
+    tput_factor: np.ndarray
+    throttled: np.ndarray
+    describe: str = "surface"
+    _memo: dict = field(default_factory=dict, repr=False)
+    _lists: tuple | None = field(default=None, repr=False)
+
+    def _weights(self, limit: float, demand: float) -> tuple[int, int, int, int, float, float]:
+        """Bilinear cell and weights for (limit, demand), clamped to the grid."""
+        L, D = self.grid.limits_cores, self.grid.demands_cores
+        x = min(max(limit, L[0]), L[-1])
+        y = min(max(demand, D[0]), D[-1])
+        if len(L) == 1:
+            i = i1 = 0
+            fx = 0.0
+        else:
+            i = min(max(bisect.bisect_right(L, x) - 1, 0), len(L) - 2)
+            i1 = i + 1
+            fx = (x - L[i]) / (L[i1] - L[i])
+        if len(D) == 1:
+            j = j1 = 0
+            fy = 0.0
+        else:
+            j = min(max(bisect.bisect_right(D, y) - 1, 0), len(D) - 2)
+            j1 = j + 1
+            fy = (y - D[j]) / (D[j1] - D[j])
+        return i, i1, j, j1, fx, fy
+
+    @staticmethod
+    def _bilinear(t, i: int, i1: int, j: int, j1: int, fx: float, fy: float) -> float:
+        return ((1 - fx) * (1 - fy) * t[i][j] + fx * (1 - fy) * t[i1][j]
+                + (1 - fx) * fy * t[i][j1] + fx * fy * t[i1][j1])
+
+    def __call__(self, limit_cores: float | None, gomaxprocs: int, demand_cores: float) -> tuple[float, float, float]:
+        key = (limit_cores, gomaxprocs, round(demand_cores, 6))
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        u0, t0, _ = self.base(limit_cores, gomaxprocs, demand_cores)
+        G = self.grid.gomaxprocs
+        gi = min(range(len(G)), key=lambda k: abs(G[k] - gomaxprocs))
+        lim = float(self.base.cpus) if limit_cores is None else limit_cores
+        if self._lists is None:
+            self._lists = (self.usage_factor.tolist(), self.tput_factor.tolist(), self.throttled.tolist())
+        fu_t, ft_t, th_t = self._lists
+        w = self._weights(lim, demand_cores)
+        fu = self._bilinear(fu_t[gi], *w)
+        ft = self._bilinear(ft_t[gi], *w)
+        thr = min(1.0, max(0.0, self._bilinear(th_t[gi], *w)))
+        out = (u0 * fu, t0 * ft, thr)
+        if len(self._memo) < 200_000:
+            self._memo[key] = out
+        return out
+
+
+def _factor(measured: float, analytic: float) -> float:
+    if analytic <= 1e-12:
+        return 1.0
+    return measured / analytic
+
+
+def measure_surface(sc: Scenario, grid: SurfaceGrid, simulate_fn: Callable[[Scenario], Any],
+                    progress: Callable[[int, int], None] | None = None) -> SurfaceResponse:
+    """Run the event engine on every grid point; keep the factors over the analytic response.
+
+    Each point is the scenario with ``cgroup.cpu_limit = L``, ``go.gomaxprocs = G`` (explicit), the
+    arrival rate set so that the offered CPU is ``D`` cores, and a short ``run`` (grid.duration_s,
+    grid.warmup_s). ``simulate_fn(scenario).summary`` must give ``cpu_usage_cores``,
+    ``throughput_per_s`` and ``throttled_ratio``.
+    """
+    shape = work_shape(sc)
+    base = AnalyticResponse(int(sc["host.cpus"]), shape)
+    nG, nL, nD = len(grid.gomaxprocs), len(grid.limits_cores), len(grid.demands_cores)
+    fu = np.ones((nG, nL, nD))
+    ft = np.ones((nG, nL, nD))
+    th = np.zeros((nG, nL, nD))
+    total, done = nG * nL * nD, 0
+    for a, g in enumerate(grid.gomaxprocs):
+        for b, lim in enumerate(grid.limits_cores):
+            for c, dem in enumerate(grid.demands_cores):
+                point = sc.with_overrides(_point_overrides(sc, shape, lim, g, dem, grid))
+                summary = simulate_fn(point).summary
+                u0, t0, _ = base(lim, g, dem)
+                fu[a, b, c] = _factor(float(summary["cpu_usage_cores"]), u0)
+                ft[a, b, c] = _factor(float(summary["throughput_per_s"]), t0)
+                th[a, b, c] = float(summary.get("throttled_ratio") or 0.0)
+                done += 1
+                if progress:
+                    progress(done, total)
+    return SurfaceResponse(base, grid, fu, ft, th, describe="surface (event engine, measured now)")
+
+
+def _rate_driven(shape: WorkShape) -> bool:
+    """Workloads whose offered demand is set by an arrival rate (can be varied on the grid)."""
+    return shape.kind in ("stream", "single-thread", "open")
+
+
+def _point_overrides(sc: Scenario, shape: WorkShape, limit: float, gomaxprocs: int, demand: float,
+                     grid: SurfaceGrid) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = [("cgroup.cpu_limit", float(limit)), ("cgroup.limit_schedule", None),
+                                  ("go.gomaxprocs", int(gomaxprocs)), ("run.duration_s", grid.duration_s),
+                                  ("run.warmup_s", grid.warmup_s)]
+    if _rate_driven(shape):
+        out.append(("workload.rate_per_s", demand / shape.cpu_s_per_item))
+    for key in ("vpa.enabled", "hpa.enabled"):
+        if sc.get(key) is not None:
+            out.append((key, False))
+    return out
+
+
+# Sections/keys that do not shape a single pod's response (varied on the grid or irrelevant).
+_EXCLUDED = {"vpa": None, "hpa": None, "run": None,
+             "cgroup": {"cpu_limit", "limit_schedule"}, "go": {"gomaxprocs"},
+             "workload": {"rate_per_s", "initial_backlog"}}
+
+
+def _engine_fingerprint() -> str:
+    """Hash of the event engine's sources (simulation, CFS engine, kernel rules, Go runtime, workloads)."""
+    import cfsim
+
+    root = Path(cfsim.__file__).parent
+    files = [root / "simulation.py", root / "engine" / "cfs.py"]
+    for sub in ("kernel", "goruntime", "workloads"):
+        files.extend(sorted((root / sub).glob("*.py")))
+    h = hashlib.sha256()
+    for path in files:
+        if path.exists():
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def surface_key(sc: Scenario, grid: SurfaceGrid) -> str:
+    """Hash of the response-shaping scenario keys, the grid and the event engine's source."""
+    parts: dict[str, Any] = {}
+    for section, keys in sc.data.items():
+        excl = _EXCLUDED.get(section, set())
+        if section in _EXCLUDED and excl is None:
+            continue
+        parts[section] = {k: v for k, v in keys.items() if k not in (excl or set())}
+    blob = json.dumps({"scenario": parts, "grid": grid.as_dict(), "format": SURFACE_FORMAT,
+                       "engine": _engine_fingerprint()}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def cache_dir() -> Path:
+    """``$CFSIM_CACHE_DIR/surfaces`` or ``~/.cache/cfsim/surfaces``."""
+    root = os.environ.get("CFSIM_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "cfsim")
+    return Path(root) / "surfaces"
+
+
+def save_surface(surface: SurfaceResponse, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez_compressed(tmp, usage_factor=surface.usage_factor, tput_factor=surface.tput_factor,
+                        throttled=surface.throttled, grid=json.dumps(surface.grid.as_dict()))
+    os.replace(tmp, path)
+
+
+def load_surface(path: Path, base: AnalyticResponse) -> SurfaceResponse:
+    with np.load(path) as z:
+        g = json.loads(str(z["grid"]))
+        grid = SurfaceGrid(tuple(g["limits_cores"]), tuple(int(x) for x in g["gomaxprocs"]),
+                           tuple(g["demands_cores"]), g["duration_s"], g["warmup_s"])
+        return SurfaceResponse(base, grid, z["usage_factor"].copy(), z["tput_factor"].copy(),
+                               z["throttled"].copy(), describe=f"surface (event engine, cached {path.name})")
+
+
+def _event_engine() -> Callable[[Scenario], Any] | None:
+    try:
+        from cfsim.simulation import simulate
+    except Exception:  # noqa: BLE001 - any import problem means "not available"
+        return None
+    return simulate
+
+
+def _probe(sc: Scenario, grid: SurfaceGrid, simulate_fn: Callable[[Scenario], Any]) -> str | None:
+    """None if the event engine can measure this workload, else the reason it cannot."""
+    shape = work_shape(sc)
+    try:
+        point = sc.with_overrides(_point_overrides(sc, shape, grid.limits_cores[0], grid.gomaxprocs[0],
+                                                   grid.demands_cores[0], grid))
+        point = point.with_overrides([("run.duration_s", 1.0), ("run.warmup_s", 0.0)])
+        summary = simulate_fn(point).summary
+    except Exception as exc:  # noqa: BLE001
+        return f"event engine failed on a probe point: {type(exc).__name__}: {exc}"
+    missing = [k for k in ("cpu_usage_cores", "throughput_per_s", "throttled_ratio") if summary.get(k) is None]
+    if missing:
+        return f"event engine summary lacks {', '.join(missing)}"
+    if shape.kind != "threads" and not summary.get("throughput_per_s"):
+        return "event engine reports no throughput for this workload kind"
+    return None
+
+
+def response_for(sc: Scenario, mode: str = "auto", nominal_demand_cores: float | None = None,
+                 grid: SurfaceGrid | None = None, simulate_fn: Callable[[Scenario], Any] | None = None,
+                 directory: Path | None = None, progress: Callable[[int, int], None] | None = None
+                 ) -> ResponseFn:
+    """The response function for a scenario (see module doc for the modes)."""
+    shape = work_shape(sc)
+    base = AnalyticResponse(int(sc["host.cpus"]), shape)
+    if mode == "analytic":
+        return base
+    if nominal_demand_cores is None:
+        nominal_demand_cores = 1.0
+    grid = grid or default_grid(sc, nominal_demand_cores)
+    if not _rate_driven(shape) and len(grid.demands_cores) != 1:
+        # threads / closed: the offered demand is fixed by the workload, not by a rate; measure at it
+        # (and OS threads ignore GOMAXPROCS: one value suffices)
+        gmps = (1,) if shape.bypass_gomaxprocs else grid.gomaxprocs
+        grid = SurfaceGrid(grid.limits_cores, gmps, (float(nominal_demand_cores),),
+                           grid.duration_s, grid.warmup_s)
+    sim = simulate_fn or _event_engine()
+    if sim is None:
+        if mode == "surface":
+            raise RuntimeError("response 'surface' needs the event engine (cfsim.simulation.simulate)")
+        return AnalyticResponse(base.cpus, shape, base.describe + " [fallback: no event engine]")
+    path = (directory or cache_dir()) / f"{surface_key(sc, grid)}.npz"
+    if path.exists():
+        try:
+            return load_surface(path, base)
+        except Exception:  # noqa: BLE001 - a corrupt cache is re-measured
+            path.unlink(missing_ok=True)
+    reason = _probe(sc, grid, sim)
+    if reason is not None:
+        if mode == "surface":
+            raise RuntimeError(f"cannot measure a response surface: {reason}")
+        return AnalyticResponse(base.cpus, shape, base.describe + f" [fallback: {reason}]")
+    surface = measure_surface(sc, grid, sim, progress)
+    save_surface(surface, path)
+    surface.describe = f"surface (event engine, measured into {path})"
+    return surface
+
+
+# =========================================================================== the engine
+
+@dataclass(frozen=True)
+class Arrivals:
+    """Arrival rate of one replica's share [items/s] as a function of time (``workload.rate_per_s``),
+    read as the event engine's workloads read it: steps hold from their ``t_s`` (0 before the first),
+    ``diurnal`` is ``mean + amplitude * sin(2 pi t / period)`` clipped at 0."""
+
+    steps: tuple[tuple[float, float], ...] = ()
+    constant: float | None = None
+    diurnal: tuple[float, float, float] | None = None  # mean, amplitude, period_s
+
+    def rate(self, t_s: float) -> float:
+        if self.constant is not None:
+            return self.constant
+        if self.diurnal is not None:
+            mean, amp, period = self.diurnal
+            return max(0.0, mean + amp * math.sin(2.0 * math.pi * t_s / period))
+        rate = 0.0  # before the first step: 0 (as cfsim.workloads._arrivals reads it)
+        for t0, r in self.steps:
+            if t0 <= t_s:
+                rate = r
+            else:
+                break
+        return rate
+
+
+def arrivals_from_value(value: Any, source: str = "workload.rate_per_s") -> Arrivals:
+    """Parse ``workload.rate_per_s``: a number, ``[[t_s, rate], ...]``, ``'diurnal:m:a:p'`` or a CSV path."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return Arrivals(constant=float(value))
+    if isinstance(value, list):
+        steps = tuple(sorted((float(t), float(r)) for t, r in value))
+        if not steps:
+            raise ScenarioError(source, "needs at least one [t_s, rate_per_s] step")
+        return Arrivals(steps=steps)
+    if isinstance(value, str) and value.startswith("diurnal:"):
+        parts = value.split(":")
+        try:
+            mean, amp, period = (float(x) for x in parts[1:4])
+        except (ValueError, IndexError):
+            raise ScenarioError(source, f"expected 'diurnal:<mean>:<amplitude>:<period_s>' (got {value!r})") from None
+        return Arrivals(diurnal=(mean, amp, period))
+    if isinstance(value, str):
+        path = Path(value)
+        if not path.exists():
+            raise ScenarioError(source, f"rate file not found: {value}")
+        steps = []
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            cells = [c.strip() for c in text.split(",")]
+            try:
+                steps.append((float(cells[0]), float(cells[1])))
+            except (ValueError, IndexError):
+                if lineno == 1:
+                    continue  # header
+                raise ScenarioError(source, f"{value}:{lineno}: expected 't_s,rate_per_s' (got {text!r})") from None
+        if not steps:
+            raise ScenarioError(source, f"{value}: no rate steps")
+        return Arrivals(steps=tuple(sorted(steps)))
+    raise ScenarioError(source, f"unsupported rate {value!r}")
+
+
+def nominal_demand_cores(sc: Scenario) -> float:
+    """CPU one replica needs at the mean arrival rate (analytic: rate x CPU per item)."""
+    shape = work_shape(sc)
+    if shape.kind == "threads":
+        busy = sc["workload.burn_ms"] / (sc["workload.burn_ms"] + sc["workload.sleep_ms"])
+        return sc["workload.threads"] * busy
+    if shape.kind == "closed":
+        busy = sc["workload.cpu_ms_per_request"] / (sc["workload.cpu_ms_per_request"] + sc["workload.think_ms"])
+        return sc["workload.clients"] * busy
+    arr = arrivals_from_value(sc["workload.rate_per_s"])
+    if arr.constant is not None:
+        rate = arr.constant
+    elif arr.diurnal is not None:
+        rate = arr.diurnal[0]
+    else:
+        rate = max(r for _, r in arr.steps)
+    return rate * shape.cpu_s_per_item
+
+
+@dataclass(frozen=True)
+class LongrunParams:
+    """Everything the engine reads from a scenario, in engine units."""
+
+    duration_s: float
+    step_s: float
+    start_unix_s: float
+    cpus: int
+    policy: Any
+    round_mode: str
+    go_version: str
+    period_us: int
+    replicas: int
+    pod_startup_s: float
+    report_interval_s: float
+    vpa_enabled: bool
+    update_mode: str
+    controlled_values: str
+    template: Resources
+    rec_cfg: RecommenderConfig
+    sample_interval_s: float
+    updater_interval_s: float
+    metrics_window_s: float
+    eviction_lifetime_s: float
+    update_threshold: float
+    eviction_tolerance: float
+    min_replicas: int
+    hpa_enabled: bool
+    hpa_target_pct: int
+    hpa_min: int
+    hpa_max: int
+    hpa_tolerance: float
+    hpa_sync_s: float
+    hpa_up: ScalingRules | None
+    hpa_down: ScalingRules | None
+
+
+def _steps(name: str, interval_s: float, step_s: float) -> int:
+    k = interval_s / step_s
+    if k < 1 - 1e-9 or abs(k - round(k)) > 1e-6:
+        raise ScenarioError(name, f"must be a multiple of vpa.step_s={step_s} (got {interval_s})")
+    return int(round(k))
+
+
+def params_from_scenario(sc: Scenario) -> LongrunParams:
+    vpa, hpa = sc.section("vpa"), sc.section("hpa")
+    duration = vpa["days"] * 86400.0 if vpa.get("days") else sc["run.duration_s"]
+    if vpa["enabled"]:  # the pod template the VPA starts from
+        req_m = cores_to_millicores(vpa["initial_request_cores"])
+        ratio = vpa["limit_to_request_ratio"]
+        lim_m = None if not ratio else int(math.floor(req_m * ratio + 1e-6))
+    else:  # no VPA: the pod runs with [cgroup] cpu_limit (request = limit, like the event engine)
+        lim = sc["cgroup.cpu_limit"]
+        lim_m = None if lim is None else cores_to_millicores(lim)
+        req_m = lim_m if lim_m is not None else cores_to_millicores(vpa["initial_request_cores"])
+    if vpa.get("min_allowed_cores") and vpa.get("max_allowed_cores") and \
+            vpa["min_allowed_cores"] > vpa["max_allowed_cores"]:
+        raise ScenarioError("vpa.min_allowed_cores", f"must be <= vpa.max_allowed_cores={vpa['max_allowed_cores']}")
+    if hpa["min_replicas"] > hpa["max_replicas"]:
+        raise ScenarioError("hpa.min_replicas", f"must be <= hpa.max_replicas={hpa['max_replicas']}")
+    if hpa["behavior"]:
+        up = ScalingRules(hpa["upscale_stabilization_s"],
+                          (ScalingPolicy("Pods", hpa["scale_up_pods"], hpa["policy_period_s"]),
+                           ScalingPolicy("Percent", hpa["scale_up_percent"], hpa["policy_period_s"])),
+                          hpa["select_policy"])
+        down = ScalingRules(hpa["downscale_stabilization_s"],
+                            (ScalingPolicy("Percent", hpa["scale_down_percent"], hpa["policy_period_s"]),),
+                            hpa["select_policy"])
+    else:
+        up = down = None
+    p = LongrunParams(
+        duration_s=duration, step_s=vpa["step_s"], start_unix_s=vpa["start_unix_s"], cpus=sc["host.cpus"],
+        policy=sc["go.gomaxprocs"], round_mode=sc["go.round"], go_version=sc["go.version"],
+        period_us=sc["cgroup.period_us"], replicas=vpa["replicas"],
+        pod_startup_s=vpa["pod_startup_s"], report_interval_s=vpa["report_interval_s"],
+        vpa_enabled=vpa["enabled"], update_mode=vpa["update_mode"], controlled_values=vpa["controlled_values"],
+        template=Resources(req_m, lim_m), rec_cfg=config_from_scenario(vpa),
+        sample_interval_s=vpa["sample_interval_s"], updater_interval_s=vpa["updater_interval_s"],
+        metrics_window_s=vpa["metrics_window_s"], eviction_lifetime_s=vpa["eviction_lifetime_s"],
+        update_threshold=vpa["update_threshold"], eviction_tolerance=vpa["eviction_tolerance"],
+        min_replicas=vpa["min_replicas"], hpa_enabled=hpa["enabled"],
+        hpa_target_pct=hpa["target_utilization_pct"], hpa_min=hpa["min_replicas"], hpa_max=hpa["max_replicas"],
+        hpa_tolerance=hpa["tolerance"], hpa_sync_s=hpa["sync_period_s"], hpa_up=up, hpa_down=down)
+    for name, val in (("vpa.metrics_window_s", p.metrics_window_s), ("vpa.sample_interval_s", p.sample_interval_s),
+                      ("vpa.updater_interval_s", p.updater_interval_s), ("hpa.sync_period_s", p.hpa_sync_s)):
+        _steps(name, val, p.step_s)
+    return p
+
+
+@dataclass
+class Pod:
+    """One running pod (one container) as the long-horizon engine tracks it."""
+
+    uid: int
+    slot: int
+    request_m: int | None
+    limit_m: int | None
+    gomaxprocs: int
+    created_s: float
+    ready_s: float
+    window: list[float] = field(default_factory=list)  # step usages of the current metrics window
+    metric: tuple[float, float] | None = None  # latest metrics-server point (timestamp_s, usage_cores)
+
+    @property
+    def limit_cores(self) -> float | None:
+        return None if self.limit_m is None else self.limit_m / 1000.0
+
+
+@dataclass
+class LongrunResult:
+    """Per-minute rows, the report timeline, the final state and the autoscaler events."""
+
+    rows: list[dict[str, Any]]
+    timeline: list[dict[str, Any]]
+    final: dict[str, Any]
+    events: list[dict[str, Any]]
+    response: str
+    wall_s: float
+
+
+ROW_KEYS = ("t_s", "t_h", "replicas", "request_cores", "limit_cores", "gomaxprocs", "usage_cores",
+            "throughput_per_s", "arrival_per_s", "lag_s", "backlog_items", "throttled_ratio",
+            "vpa_target_cores", "vpa_lower_cores", "vpa_upper_cores", "updates")
+
+
+def _pod_gomaxprocs(p: LongrunParams, limit_m: int | None) -> int:
+    """GOMAXPROCS a process picks at (re)start under the scenario's policy (cfsim.goruntime)."""
+    return gomaxprocs_value(p.policy, None if limit_m is None else limit_m / 1000.0, p.cpus, p.go_version,
+                            p.round_mode, p.period_us)
+
+
+def _gomaxprocs_after_resize(p: LongrunParams, current: int, limit_m: int | None) -> int:
+    """After an in-place resize only the container-aware go1.25 runtime follows (within 1 s)."""
+    if container_aware(p.policy, p.go_version):
+        return _pod_gomaxprocs(p, limit_m)
+    return current
+
+
+def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode: str = "auto",
+                interventions: list[tuple[float, str, Any]] | None = None) -> LongrunResult:
+    """Simulate ``sc`` for ``vpa.days`` (or ``run.duration_s``) with the VPA/HPA loops.
+
+    ``interventions``: ``[(t_s, "vpa.min_allowed_cores" | "vpa.max_allowed_cores" | "vpa.integer_cpu", value)]``
+    changes of the VPA policy during the run (e.g. a manual override).
+    """
+    import time as _time
+
+    wall0 = _time.perf_counter()
+    p = params_from_scenario(sc)
+    shape = work_shape(sc)
+    demand0 = nominal_demand_cores(sc)
+    resp = response if response is not None else response_for(sc, response_mode, demand0)
+    threads_kind = shape.kind in ("threads", "closed")
+    arrivals = None if threads_kind else arrivals_from_value(sc["workload.rate_per_s"])
+    cpu_s = shape.cpu_s_per_item
+    dt = p.step_s
+    n_steps = max(1, int(round(p.duration_s / dt)))
+    k_window = _steps("vpa.metrics_window_s", p.metrics_window_s, dt)
+    k_rec = _steps("vpa.sample_interval_s", p.sample_interval_s, dt)
+    k_upd = _steps("vpa.updater_interval_s", p.updater_interval_s, dt)
+    k_hpa = _steps("hpa.sync_period_s", p.hpa_sync_s, dt)
+    k_row = max(1, int(round(60.0 / dt)))
+    k_report = max(1, int(round(p.report_interval_s / dt)))
+    vpa = VpaController(cfg=p.rec_cfg, update_mode=p.update_mode, controlled_values=p.controlled_values,
+                        template=p.template, eviction_lifetime_s=p.eviction_lifetime_s,
+                        update_threshold=p.update_threshold, eviction_tolerance=p.eviction_tolerance,
+                        min_replicas=p.min_replicas, start_unix_s=p.start_unix_s, max_request_m=p.cpus * 1000)
+    hpa_state = HpaState()
+    pending_iv = sorted(interventions or [], key=lambda x: x[0])
+
+    uid = 0
+    pods: list[Pod] = []
+    replicas = p.replicas
+
+    def new_pod(slot: int, now: float, first: bool = False) -> Pod:
+        nonlocal uid
+        uid += 1
+        res = vpa.admit() if p.vpa_enabled else p.template
+        startup = 0.0 if first else p.pod_startup_s
+        created = now - p.metrics_window_s if first else now  # initial pods have run before t=0
+        return Pod(uid, slot, res.request_m, res.limit_m, _pod_gomaxprocs(p, res.limit_m), created, now + startup)
+
+    for s in range(replicas):
+        pods.append(new_pod(s, 0.0, first=True))
+    backlog = [float(sc["workload.initial_backlog"]) if not threads_kind else 0.0 for _ in range(replicas)]
+
+    rows: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    acc_usage = acc_tput = acc_arr = acc_thr = 0.0
+    acc_n = 0
+    cum_arrivals = 0.0  # items arrived since t = 0 (all replicas)
+    cum_t: list[float] = [0.0]  # history for the lag: (time, cumulative arrivals) at each row
+    cum_c: list[float] = [0.0]
+    updates = 0
+    memo: dict[tuple, tuple[float, float, float]] = {}
+
+    def respond(limit: float | None, gmp: int, dem: float) -> tuple[float, float, float]:
+        key = (limit, gmp, dem)
+        out = memo.get(key)
+        if out is None:
+            out = resp(limit, gmp, dem)
+            if len(memo) < 100_000:
+                memo[key] = out
+        return out
+
+    for k in range(1, n_steps + 1):
+        t = k * dt
+        while pending_iv and pending_iv[0][0] <= t - dt + 1e-9:
+            _, key, value = pending_iv.pop(0)
+            field_name = {"vpa.min_allowed_cores": "min_allowed_millicores",
+                          "vpa.max_allowed_cores": "max_allowed_millicores",
+                          "vpa.integer_cpu": "integer_cpu"}[key]
+            if field_name.endswith("millicores"):
+                value = None if value is None else cores_to_millicores(value)
+            vpa.set_policy(**{field_name: value})
+            events.append({"t_s": t - dt, "kind": "intervention", "key": key, "value": value})
+        # ---- 1. the pods over (t - dt, t]
+        n_slots = len(backlog)
+        step_usage = step_tput = step_thr = 0.0
+        if arrivals is not None:
+            rate_slot = arrivals.rate(t - 0.5 * dt) * p.replicas / n_slots
+        else:
+            rate_slot = 0.0
+        for pod in pods:
+            active = (t - pod.ready_s) / dt
+            active = 0.0 if active <= 0 else (1.0 if active >= 1 else active)
+            usage = 0.0
+            if threads_kind:
+                if active > 0:
+                    u, tp, thr = respond(pod.limit_cores, pod.gomaxprocs, round(demand0, 9))
+                    usage, step_tput_pod, thr = u * active, tp * active, thr
+                    step_tput += step_tput_pod
+                    step_thr += thr
+            else:
+                work = backlog[pod.slot] + rate_slot * dt
+                if active > 0 and work > 0:
+                    offered = work * cpu_s / (active * dt)
+                    u, tp, thr = respond(pod.limit_cores, pod.gomaxprocs, round(offered, 9))
+                    done = min(work, tp * active * dt)
+                    usage = u * active
+                    step_tput += done / dt
+                    step_thr += thr * active
+                    rest = work - done
+                    backlog[pod.slot] = rest if rest > 1e-6 else 0.0  # no float dust
+                else:
+                    backlog[pod.slot] = work
+            step_usage += usage
+            pod.window.append(usage)
+        # slots without a pod (scale-down in progress) keep accumulating
+        if arrivals is not None:
+            covered = {pod.slot for pod in pods}
+            for s in range(n_slots):
+                if s not in covered:
+                    backlog[s] += rate_slot * dt
+        npods = max(1, len(pods))
+        acc_usage += step_usage / npods
+        acc_tput += step_tput
+        acc_thr += step_thr / npods
+        acc_arr += rate_slot * n_slots
+        cum_arrivals += rate_slot * n_slots * dt
+        acc_n += 1
+        # ---- 2. metrics-server scrape (mean usage over the window, stamped at its end)
+        if k % k_window == 0:
+            for pod in pods:
+                if pod.created_s <= t - p.metrics_window_s + 1e-9 and pod.window:
+                    pod.metric = (t, sum(pod.window) / len(pod.window))
+                pod.window = []
+        # ---- 3. recommender loop
+        if p.vpa_enabled and k % k_rec == 0:
+            vpa.recommender_loop(t, {pod.uid: pod.metric for pod in pods if pod.metric is not None})
+        # ---- 4. updater loop
+        if p.vpa_enabled and k % k_upd == 0:
+            views = [PodView(pod.uid, pod.request_m, pod.limit_m, pod.created_s) for pod in pods]
+            for act in vpa.updater_loop(t, views, replicas):
+                idx = next(i for i, pod in enumerate(pods) if pod.uid == act.uid)
+                pod = pods[idx]
+                updates += 1
+                old = (pod.request_m, pod.limit_m, pod.gomaxprocs)
+                if act.kind == "resize":
+                    pod.request_m, pod.limit_m = act.resources.request_m, act.resources.limit_m
+                    pod.gomaxprocs = _gomaxprocs_after_resize(p, pod.gomaxprocs, pod.limit_m)
+                    events.append({"t_s": t, "kind": "resize", "pod": pod.uid, "reason": act.reason,
+                                   "from": old, "to": (pod.request_m, pod.limit_m, pod.gomaxprocs)})
+                    continue
+                fresh = new_pod(pod.slot, t)
+                vpa.forget(pod.uid)
+                pods[idx] = fresh
+                events.append({"t_s": t, "kind": "evict", "pod": pod.uid, "new_pod": fresh.uid, "reason": act.reason,
+                               "from": old, "to": (fresh.request_m, fresh.limit_m, fresh.gomaxprocs)})
+        # ---- 5. HPA
+        if p.hpa_enabled and k % k_hpa == 0:
+            metrics = [PodMetric(request_m=pod.request_m or 0,
+                                 usage_m=None if pod.metric is None else amount_from_float(pod.metric[1] * 1000.0),
+                                 ready=t >= pod.ready_s, start_s=pod.created_s,
+                                 ready_transition_s=pod.ready_s if t >= pod.ready_s else pod.created_s,
+                                 metric_timestamp_s=pod.metric[0] if pod.metric else 0.0,
+                                 metric_window_s=p.metrics_window_s) for pod in pods]
+            new_n, _util = reconcile(hpa_state, t, metrics, replicas, p.hpa_target_pct, p.hpa_min, p.hpa_max,
+                                     Tolerance(p.hpa_tolerance, p.hpa_tolerance), p.hpa_up, p.hpa_down)
+            if new_n != replicas:
+                events.append({"t_s": t, "kind": "hpa", "from": replicas, "to": new_n})
+                total_backlog = sum(backlog)
+                if new_n > replicas:
+                    for s in range(replicas, new_n):
+                        pods.append(new_pod(s, t))
+                else:
+                    for pod in pods:
+                        if pod.slot >= new_n:
+                            vpa.forget(pod.uid)
+                    pods = [pod for pod in pods if pod.slot < new_n]
+                replicas = new_n
+                backlog = [total_backlog / new_n] * new_n
+        # ---- 6. rows
+        if k % k_row == 0 or k == n_steps:
+            total_backlog = sum(backlog)
+            arr_now = acc_arr / acc_n
+            lag_s = _fifo_lag_s(t, cum_arrivals, total_backlog, cum_t, cum_c, arr_now)
+            cum_t.append(t)
+            cum_c.append(cum_arrivals)
+            live = pods or []
+            rec = vpa.recommendation if p.vpa_enabled else None
+            row = {
+                "t_s": t, "t_h": t / 3600.0, "replicas": replicas,
+                "request_cores": _mean([pd.request_m / 1000.0 for pd in live if pd.request_m is not None]),
+                "limit_cores": _mean([pd.limit_m / 1000.0 for pd in live if pd.limit_m is not None]),
+                "gomaxprocs": min((pd.gomaxprocs for pd in live), default=0),
+                "usage_cores": acc_usage / acc_n, "throughput_per_s": acc_tput / acc_n,
+                "arrival_per_s": arr_now, "lag_s": lag_s, "backlog_items": total_backlog,
+                "throttled_ratio": acc_thr / acc_n,
+                "vpa_target_cores": None if rec is None else rec.target / 1000.0,
+                "vpa_lower_cores": None if rec is None else rec.lower_bound / 1000.0,
+                "vpa_upper_cores": None if rec is None else rec.upper_bound / 1000.0,
+                "updates": updates,
+            }
+            rows.append(row)
+            acc_usage = acc_tput = acc_arr = acc_thr = 0.0
+            acc_n = 0
+    timeline = _subsample(rows, k_report * dt)
+    final = _final(rows)
+    return LongrunResult(rows, timeline, final, events, getattr(resp, "describe", type(resp).__name__),
+                         _time.perf_counter() - wall0)
+
+
+def _fifo_lag_s(t: float, cum_now: float, backlog: float, cum_t: list[float], cum_c: list[float],
+                rate_now: float) -> float:
+    """Consumer lag as the age of the oldest unconsumed item (FIFO): the ``lag`` with
+    ``arrivals(t - lag, t] = backlog``; items older than t = 0 (``initial_backlog``) extend it at
+    the current rate."""
+    if backlog <= 0:
+        return 0.0
+    target = cum_now - backlog  # cumulative count when the oldest waiting item arrived
+    if target < 0:
+        return t + (-target / rate_now if rate_now > 0 else math.inf)
+    if target >= cum_c[-1]:  # within the current row interval
+        rate = (cum_now - cum_c[-1]) / (t - cum_t[-1]) if t > cum_t[-1] else 0.0
+        return (cum_now - target) / rate if rate > 0 else math.inf
+    i = bisect.bisect_right(cum_c, target) - 1
+    c0, c1 = cum_c[i], cum_c[i + 1]
+    t0, t1 = cum_t[i], cum_t[i + 1]
+    t_old = t0 if c1 <= c0 else t0 + (t1 - t0) * (target - c0) / (c1 - c0)
+    return t - t_old
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _subsample(rows: list[dict[str, Any]], every_s: float) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    next_t = 0.0
+    for i, r in enumerate(rows):
+        if r["t_s"] + 1e-9 >= next_t or i == len(rows) - 1:
+            out.append(r)
+            next_t = (math.floor(r["t_s"] / every_s + 1e-9) + 1) * every_s
+    if rows and out[-1] is not rows[-1]:
+        out.append(rows[-1])
+    return out
+
+
+def lag_trend_s_per_h(rows: list[dict[str, Any]], span_s: float | None = None) -> float:
+    """Least-squares slope of lag over the last ``span_s`` (default: 24 h or the last quarter)."""
+    if len(rows) < 2:
+        return 0.0
+    t_end = rows[-1]["t_s"]
+    span = span_s if span_s is not None else min(86400.0, max(rows[-1]["t_s"] / 4.0, 60.0))
+    pts = [(r["t_s"], r["lag_s"]) for r in rows if r["t_s"] >= t_end - span and math.isfinite(r["lag_s"])]
+    if len(pts) < 2:
+        return 0.0
+    n = len(pts)
+    mt = sum(x for x, _ in pts) / n
+    ml = sum(y for _, y in pts) / n
+    var = sum((x - mt) ** 2 for x, _ in pts)
+    if var == 0:
+        return 0.0
+    return sum((x - mt) * (y - ml) for x, y in pts) / var * 3600.0
+
+
+def _final(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    if not rows:
+        return {}
+    last = rows[-1]
+    hour = [r for r in rows if r["t_s"] > last["t_s"] - 3600.0 - 1e-9]
+    trend = lag_trend_s_per_h(rows)
+    return {
+        "t_s": last["t_s"], "replicas": last["replicas"],
+        "request_cores": last["request_cores"], "limit_cores": last["limit_cores"],
+        "gomaxprocs": last["gomaxprocs"],
+        "usage_cores": sum(r["usage_cores"] for r in hour) / len(hour),
+        "throughput_per_s": sum(r["throughput_per_s"] for r in hour) / len(hour),
+        "arrival_per_s": sum(r["arrival_per_s"] for r in hour) / len(hour),
+        "throttled_ratio": sum(r["throttled_ratio"] for r in hour) / len(hour),
+        "lag_s": last["lag_s"], "lag_trend_s_per_h": trend,
+        # growing: the lag rises by more than 1% of elapsed time (36 s per hour)
+        "lag_growing": trend > 36.0,
+        "vpa_target_cores": last["vpa_target_cores"], "vpa_lower_cores": last["vpa_lower_cores"],
+        "vpa_upper_cores": last["vpa_upper_cores"], "updates": last["updates"],
+    }
