@@ -82,7 +82,8 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
     seeds = np.random.SeedSequence(scenario["run.seed"]).spawn(2)
     engine = CfsEngine(cpus=scenario["host.cpus"], hz=scenario["host.hz"],
                        bandwidth=bandwidth_for(scenario),
-                       seed=int(seeds[0].generate_state(1)[0]))
+                       seed=int(seeds[0].generate_state(1)[0]),
+                       background_cores=scenario["host.background_cores"])
     workload = get_builder(scenario["workload.kind"])(engine, scenario, np.random.default_rng(seeds[1]))
 
     for t_s, lim in scenario["cgroup.limit_schedule"] or []:

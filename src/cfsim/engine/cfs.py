@@ -129,9 +129,14 @@ class CfsEngine:
     """
 
     def __init__(self, cpus: int, hz: int = 1000, bandwidth: Bandwidth | None = None,
-                 seed: int = 0, env: simpy.Environment | None = None, prefetch: bool = True):
+                 seed: int = 0, env: simpy.Environment | None = None, prefetch: bool = True,
+                 background_cores: float = 0.0):
         if cpus < 1:
             raise ValueError(f"host.cpus: must be >= 1 (got {cpus})")
+        if not 0 <= background_cores < cpus:
+            raise ValueError(f"host.background_cores: must be in [0, cpus={cpus}) (got {background_cores})")
+        # other processes on the host take this share of every CPU the group runs on
+        self._speed = 1.0 - background_cores / cpus
         self.env = env or simpy.Environment()
         self.ncpus = cpus
         self.tick_ns = 10**9 // hz
@@ -155,7 +160,9 @@ class CfsEngine:
         self._pf_t2 = [0] * cpus
         self._pf_tk = [0] * cpus
         self._epoch_end = 0
-        self._prefetch_on = prefetch      # False: take every slice one by one (for checking)
+        # False: take every slice one by one (for checking); the prefetch arithmetic assumes
+        # the group has its CPUs to itself
+        self._prefetch_on = prefetch and self._speed == 1.0
         self._overloaded: set[int] = set()  # unthrottled CPUs with >= 2 queued threads
         # per-thread state
         self._t_cpu: list[int] = []       # -1 when blocked
@@ -347,6 +354,8 @@ class CfsEngine:
         self._upd[c] = t
         k = self._nq[c]
         if k and not self._thr[c]:
+            if self._speed != 1.0:
+                dt = round(dt * self._speed)  # the rest went to other processes on the host
             self._vt[c] += dt / k
             self._usage[c] += dt
             if self._bw is not None:
@@ -376,12 +385,14 @@ class CfsEngine:
             return
         t0 = self._upd[c]
         left = heap[0][0] - self._vt[c]
-        t_next = t0 + (math.ceil(left * k) if left > 0 else 0)
+        speed = self._speed
+        t_next = t0 + (math.ceil(left * k / speed) if left > 0 else 0)
         if self._bw is not None:
             rr = self._rr[c]
             # the silo runs dry at t0 + rr; the next tick's update_curr notices it
             tick = self.tick_ns
-            t_ref = -(-(t0 + rr) // tick) * tick
+            t_dry = t0 + (rr if speed == 1.0 else math.ceil(rr / speed))
+            t_ref = -(-t_dry // tick) * tick
             if t_ref < t0:
                 t_ref = t0
             if t_ref < t_next:

@@ -200,6 +200,9 @@ def _cross_checks(sc: Scenario) -> None:
             q = limits.quota_us_exact(lim, sc["cgroup.period_us"])
             for key, msg in limits.check_bandwidth(q, sc["cgroup.period_us"], sc["cgroup.burst_us"]):
                 raise ScenarioError(f"cgroup.limit_schedule[{i}]", msg)
+    if sc["host.background_cores"] >= sc["host.cpus"]:
+        raise ScenarioError("host.background_cores", f"must be < host.cpus={sc['host.cpus']} "
+                                                     f"(got {sc['host.background_cores']})")
     if sc["run.warmup_s"] >= sc["run.duration_s"]:
         raise ScenarioError("run.warmup_s", f"must be < run.duration_s={sc['run.duration_s']} "
                                             f"(got {sc['run.warmup_s']})")

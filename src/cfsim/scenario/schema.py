@@ -99,6 +99,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "cpus": Key(8, "int", "logical CPUs of the node", _between(1, 4096)),
         "hz": Key(1000, "int", "scheduler tick rate for runtime charging [1/s]", choices=(100, 250, 300, 1000)),
         "name": Key("node", "str", "a label for reports"),
+        "background_cores": Key(0.0, "float", "CPU other processes take from the CPUs the group runs on "
+                                "[cores, spread over the node] (shared hosts; lab twins)", _ge(0)),
     },
     "cgroup": {
         "cpu_limit": Key(None, "float", "CPU limit [cores]; absent = unlimited", _gt(0), optional=True),

@@ -51,9 +51,35 @@ def is_calibration_run(run_dir: Path) -> bool:
     return run_dir.name.startswith("calib")
 
 
-def twin(run_dir: Path, params: Mapping[str, Any] | None = None) -> SimulationResult:
-    """Simulate the run's scenario with optional parameter overrides (``section.key`` -> value)."""
+#: the host counts as saturated (other processes took CPU the workload could have used) when
+#: it was this busy on average during the run
+SATURATED_FRACTION = 0.9
+
+
+def host_contention_cores(run_dir: Path, cpus: int) -> float:
+    """CPU other processes took on a saturated host during the run [cores], else 0.
+
+    The lab records the host's busy CPU and the part outside the workload's cgroup (other
+    tenants, the harness, the load generator, Prometheus). Only when the host was saturated did
+    that CPU come out of what the workload could get; the twin then runs with
+    ``host.background_cores`` set to it.
+    """
+    host = run_manifest(run_dir).get("host_cpu") or {}
+    busy, others = host.get("host_busy_cores"), host.get("others_cores")
+    if busy is None or others is None or busy < SATURATED_FRACTION * cpus:
+        return 0.0
+    return float(min(max(others, 0.0), 0.9 * cpus))
+
+
+def twin(run_dir: Path, params: Mapping[str, Any] | None = None, contention: bool = True) -> SimulationResult:
+    """Simulate the run's scenario with optional parameter overrides (``section.key`` -> value),
+    and (``contention``) with the CPU other processes took on a saturated host."""
     scenario = run_scenario(run_dir)
-    if params:
-        scenario = scenario.with_overrides(list(params.items()))
+    overrides = dict(params or {})
+    if contention and "host.background_cores" not in overrides:
+        background = host_contention_cores(run_dir, scenario["host.cpus"])
+        if background:
+            overrides["host.background_cores"] = background
+    if overrides:
+        scenario = scenario.with_overrides(list(overrides.items()))
     return simulate(scenario)
