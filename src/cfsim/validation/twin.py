@@ -56,19 +56,23 @@ def is_calibration_run(run_dir: Path) -> bool:
 SATURATED_FRACTION = 0.9
 
 
-def host_contention_cores(run_dir: Path, cpus: int) -> float:
-    """CPU other processes took on a saturated host during the run [cores], else 0.
+def host_contention_cores(run_dir: Path, scenario: Scenario) -> float:
+    """CPU other processes took from the workload on a saturated host [cores], else 0.
 
     The lab records the host's busy CPU and the part outside the workload's cgroup (other
-    tenants, the harness, the load generator, Prometheus). Only when the host was saturated did
-    that CPU come out of what the workload could get; the twin then runs with
-    ``host.background_cores`` set to it.
+    tenants, the harness, the load generator, Prometheus). Only when the host was saturated,
+    and only beyond the CPUs the workload's limit left free, did that CPU come out of what the
+    workload could get; the twin then runs with ``host.background_cores`` set to it.
     """
+    cpus = scenario["host.cpus"]
     host = run_manifest(run_dir).get("host_cpu") or {}
     busy, others = host.get("host_busy_cores"), host.get("others_cores")
     if busy is None or others is None or busy < SATURATED_FRACTION * cpus:
         return 0.0
-    return float(min(max(others, 0.0), 0.9 * cpus))
+    limits = [scenario["cgroup.cpu_limit"]] + [lim for _, lim in scenario["cgroup.limit_schedule"] or []]
+    reach = cpus if any(lim is None for lim in limits) else min(cpus, max(limits))
+    stolen = max(0.0, others - (cpus - reach))
+    return float(min(stolen, 0.9 * cpus))
 
 
 def twin(run_dir: Path, params: Mapping[str, Any] | None = None, contention: bool = True) -> SimulationResult:
@@ -77,7 +81,7 @@ def twin(run_dir: Path, params: Mapping[str, Any] | None = None, contention: boo
     scenario = run_scenario(run_dir)
     overrides = dict(params or {})
     if contention and "host.background_cores" not in overrides:
-        background = host_contention_cores(run_dir, scenario["host.cpus"])
+        background = host_contention_cores(run_dir, scenario)
         if background:
             overrides["host.background_cores"] = background
     if overrides:
