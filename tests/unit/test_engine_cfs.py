@@ -216,3 +216,17 @@ def test_slice_prefetch_changes_no_observable_result(raw, resize):
         # CPUs shared by threads: processor-sharing float rounding (ns) may reorder ties
         assert fast[0].usage_ns == pytest.approx(exact[0].usage_ns, rel=0.02)
         assert fast[0].nr_periods == pytest.approx(exact[0].nr_periods, abs=2)
+
+
+def test_background_cores_take_their_share_of_each_cpu():
+    base = {"host": {"cpus": 4}, "workload": {"kind": "threads", "threads": 4, "burn_ms": 50.0},
+            "run": {"duration_s": 2.0}}
+    alone = simulate(base).summary
+    base["host"]["background_cores"] = 1.0  # a quarter of every CPU goes to other processes
+    shared = simulate(base).summary
+    assert alone["cpu_usage_cores"] == pytest.approx(4.0)
+    assert shared["cpu_usage_cores"] == pytest.approx(3.0, rel=1e-3)
+    assert shared["burn_p50_s"] == pytest.approx(0.05 / 0.75, rel=0.01)
+    # under a quota the group still gets its quota when the host has room for it
+    base["cgroup"] = {"cpu_limit": 1.0}
+    assert simulate(base).summary["cpu_usage_cores"] == pytest.approx(1.0, rel=0.02)
