@@ -229,4 +229,5 @@ def test_background_cores_take_their_share_of_each_cpu():
     assert shared["burn_p50_s"] == pytest.approx(0.05 / 0.75, rel=0.01)
     # under a quota the group still gets its quota when the host has room for it
     base["cgroup"] = {"cpu_limit": 1.0}
+    base["run"] = {"duration_s": 3.0, "warmup_s": 1.0}
     assert simulate(base).summary["cpu_usage_cores"] == pytest.approx(1.0, rel=0.02)
