@@ -1,0 +1,173 @@
+// Command loadgen runs outside the workload's cgroup and drives its /work endpoint:
+// closed mode is k6-style virtual users (request, wait for the response, think, repeat);
+// open mode sends at a rate (Poisson or fixed spacing) whatever the server's state.
+// Client-side latency (which includes waiting while the server is throttled) is exported
+// on its own /metrics.
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cfsim/cfsim/lab/internal/metricsx"
+	"github.com/cfsim/cfsim/lab/internal/rate"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+type loadMetrics struct {
+	latency  prometheus.Histogram
+	requests prometheus.Counter
+	errors   prometheus.Counter
+	dropped  prometheus.Counter
+	inFlight prometheus.Gauge
+}
+
+func newMetrics(reg *prometheus.Registry) *loadMetrics {
+	m := &loadMetrics{
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "cfsim_loadgen_request_duration_seconds", Help: "Client-side request latency.",
+			Buckets: metricsx.LatencyBuckets()}),
+		requests: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cfsim_loadgen_requests_total", Help: "Requests completed successfully."}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cfsim_loadgen_errors_total", Help: "Requests that failed."}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cfsim_loadgen_dropped_total", Help: "Open-loop arrivals not sent because max in-flight was reached."}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cfsim_loadgen_in_flight_requests", Help: "Requests sent and not yet answered."}),
+	}
+	reg.MustRegister(m.latency, m.requests, m.errors, m.dropped, m.inFlight)
+	return m
+}
+
+func do(ctx context.Context, client *http.Client, url string, m *loadMetrics) {
+	m.inFlight.Inc()
+	defer m.inFlight.Dec()
+	start := time.Now()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := client.Do(req)
+	if err == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			m.errors.Inc()
+		}
+		return
+	}
+	m.latency.Observe(time.Since(start).Seconds())
+	m.requests.Inc()
+}
+
+func closedLoop(ctx context.Context, client *http.Client, url string, clients int, thinkMs float64, m *loadMetrics) {
+	for i := 0; i < clients; i++ {
+		go func() {
+			for ctx.Err() == nil {
+				do(ctx, client, url, m)
+				if thinkMs > 0 {
+					time.Sleep(time.Duration(thinkMs * float64(time.Millisecond)))
+				}
+			}
+		}()
+	}
+}
+
+// openLoop sends arrival k at the schedule's k-th arrival time (fixed) or after exponential
+// gaps at the current rate (poisson); each request gets its own goroutine.
+func openLoop(ctx context.Context, client *http.Client, url string, sched *rate.Schedule, poisson bool,
+	maxInFlight int64, rng *rand.Rand, m *loadMetrics) {
+	var inFlight atomic.Int64
+	t0 := time.Now()
+	next := 0.0
+	for k := 1; ctx.Err() == nil; k++ {
+		if poisson {
+			r := sched.At(next)
+			for r <= 0 { // idle step: jump to the next second and look again
+				next = float64(int(next) + 1)
+				r = sched.At(next)
+				if next > 1e7 {
+					return
+				}
+			}
+			next += rng.ExpFloat64() / r
+		} else {
+			next = sched.ArrivalS(float64(k))
+		}
+		time.Sleep(time.Until(t0.Add(time.Duration(next * float64(time.Second)))))
+		if inFlight.Load() >= maxInFlight {
+			m.dropped.Inc()
+			continue
+		}
+		inFlight.Add(1)
+		go func() { defer inFlight.Add(-1); do(ctx, client, url, m) }()
+	}
+}
+
+func main() {
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	url := flag.String("url", "http://127.0.0.1:8080/work", "workload endpoint")
+	listen := flag.String("listen", "127.0.0.1:0", "address for this generator's /metrics")
+	mode := flag.String("mode", "closed", "closed | open")
+	clients := flag.Int("clients", 2, "virtual users (closed)")
+	thinkMs := flag.Float64("think-ms", 0, "think time between a response and the next request [ms] (closed)")
+	rateText := flag.String("rate", "100", "arrival rate [1/s]: number or JSON [[t_s, rate], ...] (open)")
+	arrivals := flag.String("arrivals", "poisson", "poisson | fixed (open)")
+	durationS := flag.Float64("duration-s", 0, "stop after this long; 0 = until killed")
+	maxInFlight := flag.Int64("max-in-flight", 10000, "open mode: arrivals beyond this are dropped and counted")
+	seed := flag.Uint64("seed", 0, "random seed")
+	flag.Parse()
+
+	reg := prometheus.NewRegistry()
+	m := newMetrics(reg)
+	// the load starts on POST /start, so the harness can have Prometheus scrape this process
+	// before t=0 and start the workload and the load at the same instant
+	startCh := make(chan struct{})
+	var startOnce sync.Once
+	go func() {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/start", func(w http.ResponseWriter, r *http.Request) {
+			startOnce.Do(func() { close(startCh) })
+			w.Write([]byte("started\n"))
+		})
+		log.Fatal(http.ListenAndServe(*listen, mux))
+	}()
+	<-startCh
+
+	ctx := context.Background()
+	if *durationS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(*durationS*float64(time.Second)))
+		defer cancel()
+	}
+	client := &http.Client{
+		Timeout:   120 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxIdleConns: 1024, DisableCompression: true},
+	}
+	switch *mode {
+	case "closed":
+		closedLoop(ctx, client, *url, *clients, *thinkMs, m)
+	case "open":
+		sched, err := rate.Parse(*rateText)
+		if err != nil {
+			log.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(*seed, 0x5851f42d4c957f2d))
+		go openLoop(ctx, client, *url, sched, *arrivals == "poisson", *maxInFlight, rng, m)
+	default:
+		log.Fatalf("unknown -mode %q", *mode)
+	}
+	<-ctx.Done()
+}

@@ -1,0 +1,74 @@
+"""``python -m cfsim lab run|grid``: real runs of a scenario under a real CFS quota.
+
+    python -m cfsim lab run SCENARIO --out data/lab/<run-id> [--set section.key=value]
+    python -m cfsim lab grid SCENARIO --grid cgroup.cpu_limit=0.5,1,2 --grid go.gomaxprocs=1,2,8 \\
+        --out data/lab/<name> [--resume]
+"""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("lab", help="real runs under real CFS quotas, scraped by Prometheus (root)")
+    lab_sub = p.add_subparsers(dest="lab_command", metavar="{run,grid}")
+    r = lab_sub.add_parser("run", help="one real run of a scenario")
+    r.add_argument("scenario", help="a scenario TOML file or a built-in name")
+    r.add_argument("--out", required=True, metavar="DIR", help="run folder, e.g. data/lab/<run-id>")
+    r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override a key")
+    r.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    r.set_defaults(func=run)
+    g = lab_sub.add_parser("grid", help="a cartesian grid of real runs with calibration runs")
+    g.add_argument("scenario", help="a scenario TOML file or a built-in name")
+    g.add_argument("--grid", action="append", default=[], metavar="SECTION.KEY=A,B,C", help="one axis")
+    g.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override a key")
+    g.add_argument("--out", required=True, metavar="DIR", help="grid folder, one sub-folder per run")
+    g.add_argument("--resume", action="store_true", help="skip runs that already have summary.json")
+    g.add_argument("--no-calibration", action="store_true", help="skip calibration and repeat runs")
+    g.set_defaults(func=run)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _sigterm_as_interrupt() -> None:
+    # SIGTERM (e.g. `kill PID` of a nohup'd grid) takes the same clean-up path as Ctrl-C
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, handler)
+
+
+def run(args) -> int:
+    from cfsim.lab import build, preflight
+    from cfsim.scenario import load_scenario
+
+    _sigterm_as_interrupt()
+    try:
+        preflight.check()
+        build.build()
+    except (preflight.LabUnavailable, build.BuildError) as exc:
+        print(f"error: the lab cannot run here: {exc}", file=sys.stderr)
+        return 3
+    sc = load_scenario(args.scenario, args.set)
+    command = [sys.executable, "-m", "cfsim", *sys.argv[1:]] if sys.argv else None
+    try:
+        if args.lab_command == "run":
+            from cfsim.lab import runner
+            summ = runner.run(sc, Path(args.out), command=command)
+            if args.json:
+                json.dump(summ, sys.stdout, sort_keys=True)
+                sys.stdout.write("\n")
+            else:
+                width = max(len(k) for k in summ)
+                for key, value in summ.items():
+                    print(f"{key:<{width}}  {value}")
+            return 0
+        from cfsim.lab import grid
+        result = grid.run_grid(sc, args.grid, Path(args.out), resume=args.resume,
+                               calibration=not args.no_calibration, command=command)
+        print(json.dumps(result.get("drift", {}), indent=1, sort_keys=True))
+        return 0 if result.get("failed", 0) == 0 else 1
+    except KeyboardInterrupt:
+        print("interrupted: processes stopped and cgroups removed", file=sys.stderr)
+        return 130

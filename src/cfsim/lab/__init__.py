@@ -1,0 +1,15 @@
+"""Ground-truth lab: real Go workloads under real CFS quotas, scraped by a real Prometheus.
+
+The same scenario the simulator reads drives a real run, so every lab run has a simulated twin:
+
+- :mod:`cfsim.lab.cgroup`      create/configure/move/read/remove a v1 or v2 CPU cgroup
+- :mod:`cfsim.lab.exporter`    cgroup counters under cAdvisor's metric names
+- :mod:`cfsim.lab.prometheus`  a throw-away Prometheus (loopback, temporary TSDB, 1 s scrapes)
+- :mod:`cfsim.lab.build`       ``go build`` of the Go module in ``lab/``
+- :mod:`cfsim.lab.launch`      scenario -> workload/loadgen command lines, GOMAXPROCS policies
+- :mod:`cfsim.lab.queries`     what is exported (raw series, dashboard rate() queries)
+- :mod:`cfsim.lab.summary`     the ``cfsim run --json`` keys from two snapshots
+- :mod:`cfsim.lab.runner`      one run
+- :mod:`cfsim.lab.grid`        a grid of runs with calibration runs and drift
+- :mod:`cfsim.lab.preflight`   clear messages when root, cgroups, Go or Prometheus are missing
+"""

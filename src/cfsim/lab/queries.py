@@ -1,0 +1,86 @@
+"""What each run exports from Prometheus: raw series (``/api/v1/query_range`` of a metric name)
+and the rate() queries a dashboard would draw. Only metrics the analysis needs, to keep the
+committed data small; histograms' buckets only for the kind's own latency."""
+from __future__ import annotations
+
+CADVISOR = ("container_cpu_usage_seconds_total", "container_cpu_cfs_periods_total",
+            "container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_throttled_seconds_total",
+            "container_spec_cpu_quota", "container_spec_cpu_period")
+
+GO_RUNTIME = ("go_sched_gomaxprocs_threads", "go_gc_cycles_total_gc_cycles_total", "go_gc_heap_live_bytes",
+              "go_gc_heap_goal_bytes", "go_gc_heap_allocs_bytes_total", "go_gc_gogc_percent",
+              "go_gc_gomemlimit_bytes", "go_goroutines", "go_threads", "process_cpu_seconds_total",
+              "go_gc_duration_seconds", "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum",
+              "go_sched_latencies_seconds_count", "go_sched_latencies_seconds_sum")
+
+CPU_CLASSES = tuple(f"go_cpu_classes_{c}_cpu_seconds_total" for c in (
+    "gc_mark_assist", "gc_mark_dedicated", "gc_mark_idle", "gc_pause", "gc_total", "idle",
+    "scavenge_assist", "scavenge_background", "scavenge_total", "total", "user"))
+
+SCRAPE = ("up", "scrape_duration_seconds")
+
+
+def histogram(name: str) -> tuple[str, ...]:
+    return (f"{name}_bucket", f"{name}_count", f"{name}_sum")
+
+
+def latency_histograms(kind: str) -> tuple[str, ...]:
+    if kind in ("stream", "single-thread"):
+        return ("cfsim_item_latency_seconds",)
+    if kind in ("closed", "open"):
+        return ("cfsim_loadgen_request_duration_seconds", "cfsim_request_duration_seconds")
+    return ("cfsim_burn_duration_seconds",)
+
+
+def raw_metrics(kind: str) -> list[str]:
+    app = {
+        "stream": ("cfsim_records_consumed_total", "cfsim_records_produced_total", "cfsim_backlog_records",
+                   "cfsim_lag_seconds"),
+        "closed": ("cfsim_requests_total", "cfsim_loadgen_requests_total", "cfsim_loadgen_errors_total",
+                   "cfsim_loadgen_in_flight_requests"),
+        "threads": ("cfsim_burns_total", "cfsim_burn_max_seconds"),
+    }
+    app["single-thread"] = app["stream"]
+    app["open"] = app["closed"] + ("cfsim_loadgen_dropped_total",)
+    hist = tuple(m for h in latency_histograms(kind) for m in histogram(h))
+    return [*CADVISOR, *app[kind], "cfsim_burn_calibration_rounds_per_cpu_ms", *hist, *GO_RUNTIME,
+            *CPU_CLASSES, *SCRAPE]
+
+
+def rate_queries(kind: str, window_s: float) -> dict[str, str]:
+    """Dashboard queries (name -> PromQL)."""
+    w = f"[{window_s:g}s]"
+    q = {
+        "cpu_usage_cores": f"rate(container_cpu_usage_seconds_total{w})",
+        "cpu_limit_cores": "container_spec_cpu_quota / container_spec_cpu_period",
+        "throttled_periods_ratio": f"rate(container_cpu_cfs_throttled_periods_total{w}) "
+                                   f"/ rate(container_cpu_cfs_periods_total{w})",
+        "throttled_seconds_per_s": f"rate(container_cpu_cfs_throttled_seconds_total{w})",
+        "process_cpu_cores": f"rate(process_cpu_seconds_total{w})",
+        "gc_cycles_per_s": f"rate(go_gc_cycles_total_gc_cycles_total{w})",
+        "gc_cpu_cores_runtime_metrics": f"rate(go_cpu_classes_gc_total_cpu_seconds_total{w})",
+        "user_cpu_cores_runtime_metrics": f"rate(go_cpu_classes_user_cpu_seconds_total{w})",
+        "alloc_bytes_per_s": f"rate(go_gc_heap_allocs_bytes_total{w})",
+    }
+    done = {"stream": "cfsim_records_consumed_total", "single-thread": "cfsim_records_consumed_total",
+            "closed": "cfsim_loadgen_requests_total", "open": "cfsim_loadgen_requests_total",
+            "threads": "cfsim_burns_total"}[kind]
+    q["throughput_per_s"] = f"rate({done}{w})"
+    for h in latency_histograms(kind):
+        for label, quant in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999)):
+            q[f"{h}_{label}"] = f"histogram_quantile({quant}, sum by (le) (rate({h}_bucket{w})))"
+    return q
+
+
+def sample_metrics(kind: str) -> list[str]:
+    """Counters behind the rate() queries, exported also as raw samples with their scrape
+    timestamps (an instant query of ``metric[range]``), so rate() can be re-derived exactly."""
+    names = [n for n in ("container_cpu_usage_seconds_total", "container_cpu_cfs_periods_total",
+                         "container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_throttled_seconds_total",
+                         "process_cpu_seconds_total", "go_gc_cycles_total_gc_cycles_total",
+                         "go_cpu_classes_gc_total_cpu_seconds_total", "go_cpu_classes_user_cpu_seconds_total",
+                         "go_gc_heap_allocs_bytes_total")]
+    done = {"stream": "cfsim_records_consumed_total", "single-thread": "cfsim_records_consumed_total",
+            "closed": "cfsim_loadgen_requests_total", "open": "cfsim_loadgen_requests_total",
+            "threads": "cfsim_burns_total"}[kind]
+    return names + [done]

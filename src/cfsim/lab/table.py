@@ -1,0 +1,58 @@
+"""One row per run of a grid folder (summary keys + grid axes + noise indicators), for notebooks
+and for ``runs.csv`` next to ``grid.json``."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+def run_row(folder: Path) -> dict[str, Any] | None:
+    if not (folder / "summary.json").is_file() or not (folder / "manifest.json").is_file():
+        return None
+    summ = json.loads((folder / "summary.json").read_text())
+    man = json.loads((folder / "manifest.json").read_text())
+    sc = man["scenario"]
+    row: dict[str, Any] = {
+        "run": folder.name,
+        "role": "calibration" if folder.name.startswith("calib") else
+                "repeat" if folder.name.startswith("repeat-") else "point",
+        "scenario.cpu_limit": sc.get("cgroup", {}).get("cpu_limit"),
+        "scenario.gomaxprocs": str(sc.get("go", {}).get("gomaxprocs")),
+        "start_utc": man["times"]["start_utc"],
+        "others_cores": man.get("host_cpu", {}).get("others_cores"),
+        "host_busy_cores": man.get("host_cpu", {}).get("host_busy_cores"),
+        "gomaxprocs_expected": man["gomaxprocs"]["expected_at_start"],
+    }
+    row.update(summ)
+    return row
+
+
+def grid_table(grid_dir: str | Path) -> pd.DataFrame:
+    """Rows in the grid's run order (``grid.json`` ``order``), finished runs only."""
+    grid_dir = Path(grid_dir)
+    order = json.loads((grid_dir / "grid.json").read_text()).get("order", []) if (grid_dir / "grid.json").exists() \
+        else sorted(p.name for p in grid_dir.iterdir() if p.is_dir())
+    rows = [r for name in order if (r := run_row(grid_dir / name)) is not None]
+    return pd.DataFrame(rows)
+
+
+def write_csv(grid_dir: str | Path) -> Path:
+    out = Path(grid_dir) / "runs.csv"
+    grid_table(grid_dir).to_csv(out, index=False, float_format="%.6g")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m cfsim.lab.table GRID_DIR...``: write ``runs.csv`` into each grid folder."""
+    import sys
+
+    for d in (argv if argv is not None else sys.argv[1:]):
+        print(write_csv(d))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""Lab smoke test: one real short run (about 15 s) under a real CFS quota.
+
+Checks that the Prometheus export parses, that the cgroup counters moved consistently
+(nr_throttled <= nr_periods, usage <= quota x time + slack) and that GOMAXPROCS is what the
+policy says. Skips, with the reason, only where the lab cannot run: not root, no writable CPU
+cgroup, no Go to build ``lab/`` (built here if ``lab/bin`` is missing) or no Prometheus.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from cfsim.lab import build, cgroup, launch, preflight
+from cfsim.scenario import load_scenario
+
+pytestmark = pytest.mark.lab
+
+LIMIT_CORES = 0.5
+PERIOD_US = 100_000
+SCENARIO = {
+    "cgroup": {"cpu_limit": LIMIT_CORES, "period_us": PERIOD_US},
+    "go": {"gomaxprocs": "go1.25", "live_heap_mb": 8},
+    # demand 1000/s x 1 ms = 1 core against a 0.5-core quota: it must throttle
+    "workload": {"kind": "stream", "rate_per_s": 1000, "workers": 4, "cpu_ms_per_item": 1.0,
+                 "alloc_kb_per_item": 4},
+    "run": {"duration_s": 8, "warmup_s": 1},
+}
+
+
+@pytest.fixture(scope="module")
+def lab_run(tmp_path_factory):
+    try:
+        preflight.check()
+    except preflight.LabUnavailable as exc:
+        pytest.skip(f"lab unavailable: {exc}")
+    try:
+        build.build()  # builds lab/bin when missing or stale
+    except build.BuildError as exc:
+        pytest.skip(f"cannot build the lab's Go module: {exc}")
+    from cfsim.lab import runner
+
+    out = tmp_path_factory.mktemp("lab") / "smoke"
+    sc = load_scenario(SCENARIO)
+    summary = runner.run(sc, out, run_id="pytest-smoke", command=["pytest", __file__], log=lambda s: None)
+    return sc, out, summary
+
+
+def test_export_parses(lab_run):
+    from cfsim.lab.export import load_run, series
+
+    _, out, _ = lab_run
+    run = load_run(out)
+    for name, body in {**run["raw"], **run["rate"], **run["samples"]}.items():
+        assert body["status"] == "success", name
+    periods = series(run["raw"]["container_cpu_cfs_periods_total"])
+    assert periods and len(periods[0][1]) >= 8  # 1 s steps over an 8 s run
+    values = [v for _, v in periods[0][1]]
+    assert values == sorted(values)  # a counter never goes back
+    usage = series(run["rate"]["cpu_usage_cores"])[0][1]
+    assert max(v for _, v in usage) <= LIMIT_CORES * 1.3  # the 5 s rate window smooths period edges
+    manifest = run["manifest"]
+    for key in ("scenario_toml", "scenario", "host", "go_version", "prometheus_version", "times", "command"):
+        assert manifest[key], key
+    assert json.loads((out / "summary.json").read_text()).keys() == run["summary"].keys()
+
+
+def test_cgroup_counters_consistent(lab_run):
+    sc, _, s = lab_run
+    assert 0 < s["nr_throttled"] <= s["nr_periods"]
+    window_s = sc["run.duration_s"] - sc["run.warmup_s"]
+    # one period of quota (window edges) + one 5 ms slice per CPU + 1 ms tick overrun per CPU
+    ncpu = os.cpu_count() or 1
+    slack_s = LIMIT_CORES * PERIOD_US / 1e6 + ncpu * 0.006
+    assert s["cpu_usage_cores"] * window_s <= LIMIT_CORES * window_s + slack_s
+    assert s["cpu_usage_cores"] > 0.1  # it did run
+    assert s["throttled_time_s"] > 0
+
+
+def test_gomaxprocs_follows_policy(lab_run):
+    _, out, s = lab_run
+    ncpu = len(os.sched_getaffinity(0))
+    # Go >= 1.25 default: min(CPUs, max(2, ceil(0.5))) = min(CPUs, 2)
+    assert s["gomaxprocs"] == launch.expected_gomaxprocs("go1.25", LIMIT_CORES, ncpu) == min(ncpu, 2)
+    observed = json.loads((out / "manifest.json").read_text())["gomaxprocs"]["observed"]
+    assert observed["values"] == [min(ncpu, 2)]
+
+
+def test_cleaned_up(lab_run):
+    mounts = cgroup.read_mounts()
+    for root in (mounts.v1_cpu, mounts.v1_cpuacct, mounts.v2):
+        if root is not None and root.is_dir():
+            assert not list(root.glob(f"{cgroup.PREFIX}{os.getpid()}-*")), root
+
+
+def test_interrupt_cleans_up(tmp_path):
+    """Ctrl-C in the middle of a run: the workload is killed and the cgroup removed."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    try:
+        preflight.check()
+        build.build()
+    except (preflight.LabUnavailable, build.BuildError) as exc:
+        pytest.skip(f"lab unavailable: {exc}")
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('[workload]\nkind = "threads"\nthreads = 2\nburn_ms = 5\n[cgroup]\ncpu_limit = 0.2\n'
+                        '[go]\nlive_heap_mb = 1\n[run]\nduration_s = 30\n')
+    proc = subprocess.Popen([sys.executable, "-m", "cfsim", "lab", "run", str(scenario), "--out",
+                             str(tmp_path / "run")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    mounts = cgroup.read_mounts()
+    root = mounts.v1_cpu or mounts.v2
+    deadline, pids = time.monotonic() + 20, []
+    while time.monotonic() < deadline and not pids:
+        for d in root.glob(f"{cgroup.PREFIX}{proc.pid}-*"):
+            pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
+        time.sleep(0.1)
+    assert pids, "the workload never appeared in the run's cgroup"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err.decode()
+    assert not list(root.glob(f"{cgroup.PREFIX}{proc.pid}-*"))
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read().lower()
