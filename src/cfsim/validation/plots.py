@@ -6,11 +6,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt  # the backend is the caller's (Agg on a headless machine)
+import pandas as pd
 
 
 def allocation_curves(report, out: Path) -> list[Path]:
