@@ -71,6 +71,9 @@ def host_contention_cores(run_dir: Path, scenario: Scenario) -> float:
         return 0.0
     limits = [scenario["cgroup.cpu_limit"]] + [lim for _, lim in scenario["cgroup.limit_schedule"] or []]
     reach = cpus if any(lim is None for lim in limits) else min(cpus, max(limits))
+    gomaxprocs = observed_summary(run_dir).get("gomaxprocs")
+    if isinstance(gomaxprocs, (int, float)) and gomaxprocs > 0 and scenario["workload.kind"] != "threads":
+        reach = min(reach, gomaxprocs)  # a Go process runs user code on at most GOMAXPROCS CPUs
     stolen = max(0.0, others - (cpus - reach))
     return float(min(stolen, 0.9 * cpus))
 
