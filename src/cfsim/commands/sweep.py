@@ -1,0 +1,137 @@
+"""``python -m cfsim sweep``: what-if grids on this machine or a Dask cluster.
+
+    python -m cfsim sweep SCENARIO --grid KEY=a,b,c --grid KEY=start:stop:step [--seeds N]
+                          [--set KEY=VALUE] --out DIR [--workers N | --dask ADDRESS|local] [--resume]
+    python -m cfsim sweep --file study.toml [--out DIR] [--resume]
+    python -m cfsim sweep --resume --out DIR          # finish a killed sweep from its manifest
+    python -m cfsim sweep --plot DIR                  # PNG + SVG curves vs allocation
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "sweep", help="run a grid of what-if scenarios (local processes or Dask), or plot one",
+        description="Run every combination of --grid values x --seeds on a base scenario and write\n"
+                    "one tidy row per run (Hive-partitioned Parquet + manifest.json) to --out.\n"
+                    "A killed sweep resumes with --resume, recomputing nothing that finished.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               "  python -m cfsim sweep grab-sinktos3 --grid cgroup.cpu_limit=0.25:4:0.05 \\\n"
+               "      --grid go.gomaxprocs=automaxprocs,go1.25,host,2 --seeds 3 --out out/limits\n"
+               "  python -m cfsim sweep my-service.toml --grid ... --dask tcp://scheduler:8786 --out DIR\n"
+               "  python -m cfsim sweep --plot out/limits")
+    p.add_argument("scenario", nargs="?", help="a scenario TOML file or a built-in name")
+    p.add_argument("--grid", action="append", default=[], metavar="SECTION.KEY=VALUES",
+                   help="an axis: a,b,c (TOML literals or bare words) or start:stop:step (stop "
+                        "included); repeat for more axes (cartesian product)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="a fixed override for every run, e.g. --set run.duration_s=60")
+    p.add_argument("--seeds", type=int, default=None, metavar="N",
+                   help="replicates per grid point, each with its own seed (default 1)")
+    p.add_argument("--root-seed", type=int, default=None, metavar="INT",
+                   help="root of all run seeds (default: the scenario's run.seed)")
+    p.add_argument("--out", metavar="DIR", help="output directory (or a URL, with fsspec)")
+    p.add_argument("--file", metavar="STUDY.toml", help="a sweep file holding scenario, grid, seeds, ...")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="local worker processes (default: all cores; 0 = in this process)")
+    p.add_argument("--dask", metavar="ADDRESS",
+                   help="run on a Dask cluster: a scheduler address, or 'local' for a LocalCluster")
+    p.add_argument("--resume", action="store_true",
+                   help="finish the sweep already in --out, computing only the missing runs")
+    p.add_argument("--overwrite", action="store_true",
+                   help="delete a sweep already in --out and start again")
+    p.add_argument("--plot", metavar="DIR", help="plot the sweep in DIR (PNG and SVG) and exit")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the final report as JSON")
+    p.add_argument("--point-fn", default=None, help=argparse.SUPPRESS)  # module:function, for tests
+    p.set_defaults(func=run)
+
+
+def _fail(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def run(args) -> int:
+    from cfsim.sweep import ExecutorUnavailable, Grid, GridError, StoreError, parse_axis
+    from cfsim.sweep.grid import Study, load_study
+
+    if args.plot:
+        if args.scenario or args.grid or args.file:
+            return _fail("--plot DIR only plots an existing sweep; run the sweep first")
+        from cfsim.sweep.plot import plot_sweep
+
+        try:
+            paths = plot_sweep(args.plot)
+        except (StoreError, ValueError) as exc:
+            return _fail(str(exc))
+        for path in paths:
+            print(path)
+        return 0
+
+    try:
+        study = load_study(args.file) if args.file else Study()
+        if args.scenario:
+            study.scenario = args.scenario
+        if args.grid:
+            if args.file:
+                return _fail("give the grid either in --file or with --grid, not both")
+            study.grid = Grid(parse_axis(spec) for spec in args.grid)
+        study.overrides = list(study.overrides) + list(args.set)
+        for name in ("seeds", "root_seed", "out", "workers", "dask"):
+            value = getattr(args, name)
+            if value is not None:
+                setattr(study, name, value)
+    except GridError as exc:
+        return _fail(f"invalid grid: {exc}")
+    if not study.out:
+        return _fail("--out DIR is required (where the Parquet rows and manifest go)")
+    if study.scenario is None and not args.resume:
+        return _fail("give a SCENARIO (a TOML file or a built-in name), --file STUDY.toml, "
+                     "or --resume --out DIR")
+    if args.resume and args.overwrite:
+        return _fail("--resume keeps what is in --out, --overwrite deletes it: choose one")
+    if study.seeds is not None and study.seeds < 1:
+        return _fail(f"--seeds must be >= 1 (got {study.seeds})")
+    if study.workers is not None and study.workers < 0:
+        return _fail(f"--workers must be >= 0 (got {study.workers})")
+
+    from cfsim.sweep.runner import run_sweep
+    from cfsim.sweep.results import SweepResults
+    from cfsim.sweep.progress import summary_table
+
+    try:
+        report = run_sweep(study.scenario, study.grid if study.scenario else None, out=study.out,
+                           seeds=study.seeds or 1, root_seed=study.root_seed,
+                           overrides=study.overrides, workers=study.workers, dask=study.dask,
+                           point_fn=args.point_fn, resume=args.resume, overwrite=args.overwrite,
+                           progress=not args.no_progress)
+    except GridError as exc:
+        return _fail(f"invalid grid: {exc}")
+    except (StoreError, ExecutorUnavailable) as exc:
+        return _fail(str(exc))
+
+    if args.json:
+        json.dump(report.as_dict(), sys.stdout, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        res = SweepResults.open(study.out)
+        rate = report.computed / report.wall_s if report.wall_s > 0 else 0.0
+        print(f"sweep: {report.total} runs ({report.skipped} already done, {report.computed} computed: "
+              f"{report.ok} ok, {report.errors} errors) in {report.wall_s:.1f} s "
+              f"({rate:.1f} runs/s) on {report.executor} x{report.workers}")
+        print(summary_table(res.frame, res.axes))
+        for line in report.first_errors:
+            print(f"error: {line}")
+        if report.lost:
+            print(f"{report.lost} runs were lost with their worker process; "
+                  f"run again with --resume --out {study.out} to retry them")
+        print(f"wrote {study.out} (read it with cfsim.sweep.SweepResults.open)")
+    if report.lost:
+        return 1
+    return 0 if report.ok or not report.computed else 1
