@@ -19,6 +19,8 @@ COMMANDS = {
     "validate": "validate",
     "calibrate": "calibrate",
     "scenarios": "scenarios",
+    "recommend": "recommend",
+    "audit": "audit",
 }
 
 

@@ -1,0 +1,205 @@
+"""``recommend``: the search for all SLOs, each SLO alone, the current configuration and the peers.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from cfsim.advice.peers import PeerChoice, peer_choices
+from cfsim.advice.search import Evaluation, SearchOptions, SearchResult, Searcher, Uncertainty, uncertainty_for
+from cfsim.advice.slo import SLO
+from cfsim.scenario import Scenario
+
+__all__ = ["Report", "recommend", "from_lab_run", "observed_history", "format_report", "horizon_warnings"]
+
+
+@dataclass
+class Report:
+    scenario: Scenario
+    slos: list[SLO]
+    uncertainty: Uncertainty
+    current: Evaluation
+    result: SearchResult
+    slo_costs: dict[str, Evaluation | None]
+    peers: list[PeerChoice] = field(default_factory=list)
+    simulations: int = 0
+    wall_s: float = 0.0
+    source: str = ""
+    warnings: list[str] = field(default_factory=list)
+    peer_history: str = "simulated"
+
+    def as_dict(self) -> dict[str, Any]:
+        sc = self.scenario
+        return {
+            "source": self.source or sc.source,
+            "workload": sc["workload.kind"], "host_cpus": sc["host.cpus"],
+            "duration_s": sc["run.duration_s"], "seed": sc["run.seed"],
+            "slos": [s.text for s in self.slos],
+            "uncertainty": self.uncertainty.description,
+            "current": {**self.current.as_dict(self.slos), "cpu_limit_cores": sc["cgroup.cpu_limit"],
+                        "limit_schedule": sc["cgroup.limit_schedule"], "meets_all": self.current.met},
+            "recommendation": self.result.winner.as_dict(self.slos) if self.result.winner else None,
+            "runner_up": self.result.runner_up.as_dict(self.slos) if self.result.runner_up else None,
+            "slo_costs": {k: (None if e is None else {"cpu_limit_cores": e.candidate.limit,
+                                                      "gomaxprocs_policy": e.candidate.gomaxprocs,
+                                                      "gomaxprocs": e.gomaxprocs, "burst_us": e.candidate.burst_us})
+                          for k, e in self.slo_costs.items()},
+            "peers": [p.as_dict(self.slos) for p in self.peers], "peer_history": self.peer_history,
+            "simulations": self.simulations, "wall_s": self.wall_s, "warnings": self.warnings,
+        }
+
+
+def recommend(scenario: Scenario, slos: Sequence[SLO], uncertainty: Uncertainty | None = None,
+              options: SearchOptions | None = None, peers: bool = True, vpa_rounds: int = 3,
+              source: str = "", history=None) -> Report:
+    """Search the cheapest robust configuration, the cost of each SLO alone, and the peers' choices.
+
+    The peers read ``history`` (``t_s`` from the run's start and the cumulative
+    ``container_cpu_usage_seconds_total``, e.g. :func:`observed_history` of a lab run) or, by
+    default, the usage of the current configuration simulated.
+    """
+    wall0 = time.perf_counter()
+    s = Searcher(scenario, uncertainty, options)
+    slos = list(slos)
+    current = s.current(slos)
+    result = s.search(slos)
+    costs: dict[str, Evaluation | None] = {}
+    for slo in slos:
+        costs[slo.text] = result.winner if len(slos) == 1 else s.search([slo]).winner
+    peer_list: list[PeerChoice] = []
+    if peers:
+        hist = history if history is not None else s.run_full()["_series"]
+        peer_list = peer_choices(s.scenario, slos, s.run_full, hist, vpa_rounds)
+    return Report(s.scenario, slos, s.uncertainty, current, result, costs, peer_list, s.simulations,
+                  time.perf_counter() - wall0, source, horizon_warnings(s.scenario, slos),
+                  "observed" if history is not None else "simulated")
+
+
+def horizon_warnings(scenario: Scenario, slos: Sequence[SLO]) -> list[str]:
+    """SLOs a run of this length cannot miss: lag and latency never exceed the time simulated."""
+    out = []
+    dur = float(scenario["run.duration_s"])
+    for slo in slos:
+        if (slo.key == "lag_final_s" or slo.key.startswith("latency_")) and slo.upper_bound and slo.threshold >= dur:
+            out.append(f"SLO {slo.text} cannot be missed in a {dur:g} s run (lag and latency are at most the "
+                       f"time simulated); simulate longer, e.g. --duration {max(2 * slo.threshold, 60):g}")
+    return out
+
+
+def from_lab_run(run_dir: str | Path, params: str | Path | None = None,
+                 overrides: Sequence[str] = ()) -> tuple[Scenario, Uncertainty, str]:
+    """A lab run's resolved scenario and its grid's calibration (``grid_norm`` cost factor from
+    the grid's ``calib-*`` runs, times a params file's ``cost_factor`` when given)."""
+    from cfsim.validation.normalise import grid_norm
+    from cfsim.validation.twin import find_runs, is_run_folder, run_scenario
+
+    run = Path(run_dir)
+    if not is_run_folder(run):
+        raise FileNotFoundError(f"{run}: not a lab run folder (needs manifest.json, summary.json, scenario.toml)")
+    sc = run_scenario(run)
+    if overrides:
+        sc = sc.with_overrides(list(overrides))
+    try:
+        norm = grid_norm(find_runs(run.parent))
+        factor, note = norm.factor, (f"grid {run.parent.name}: cost factor {norm.factor:.3g} from "
+                                     f"{len(norm.factors)} calibration run(s)" if norm.factors else
+                                     f"grid {run.parent.name}: no calibration runs, cost factor 1")
+    except FileNotFoundError:
+        factor, note = 1.0, "no grid calibration"
+    unc = uncertainty_for(sc, params, factor)
+    return sc, Uncertainty(unc.nominal, unc.pessimistic, f"{note}; {unc.description}"), str(run)
+
+
+def observed_history(run_dir: str | Path):
+    """A lab run's real usage counter as a history for the peers: ``t_s`` since the run's start."""
+    import pandas as pd
+
+    from cfsim.io import read_lab_run
+
+    frames, meta = read_lab_run(run_dir)
+    f = frames.get("container_cpu_usage_seconds_total")
+    if f is None or not len(f):
+        raise FileNotFoundError(f"{run_dir}: no container_cpu_usage_seconds_total export")
+    times = (meta.get("manifest") or {}).get("times") or {}
+    ts = f["timestamp"].astype("int64").to_numpy() / 1e9
+    t0 = float(times.get("start_unix_s", ts[0]))
+    v = f["value"].to_numpy(dtype=float)
+    keep = ts >= t0 - 1e-9
+    return pd.DataFrame({"t_s": ts[keep] - t0, "container_cpu_usage_seconds_total": v[keep] - v[keep][0]})
+
+
+# ---------------------------------------------------------------------------------------------
+# text output
+
+
+def _num(x: Any, fmt: str = ".3g") -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return format(x, fmt)
+    return str(x)
+
+
+def _outcome(summary: dict[str, Any]) -> str:
+    thr = summary.get("throttled_ratio")
+    parts = [f"usage {_num(summary.get('cpu_usage_cores'))} cores",
+             f"throttled {'-' if thr is None else _num(100 * thr, '.0f')} %"]
+    if summary.get("throughput_per_s") is not None:
+        parts.append(f"throughput {_num(summary.get('throughput_per_s'), '.4g')}/s")
+    if "latency_p99_s" in summary:
+        parts.append(f"p99 {_num(summary.get('latency_p99_s'))} s")
+    if "lag_final_s" in summary:
+        parts.append(f"lag {_num(summary.get('lag_final_s'))} s")
+    return ", ".join(parts)
+
+
+def _misses(slos: Sequence[SLO], summary: dict[str, Any]) -> str:
+    bad = [s.text for s in slos if not s.met(summary)]
+    return "meets all SLOs" if not bad else "misses " + ", ".join(bad)
+
+
+def _config(e: Evaluation) -> str:
+    return f"{e.candidate.describe()} (GOMAXPROCS {e.gomaxprocs})"
+
+
+def format_report(rep: Report) -> str:
+    sc = rep.scenario
+    lines = [f"scenario: {rep.source or sc.source} ({sc['workload.kind']}, {sc['host.cpus']} CPUs, "
+             f"{sc['run.duration_s']:g} s simulated, seed {sc['run.seed']})",
+             f"SLOs: {', '.join(s.text for s in rep.slos)}",
+             f"safety margin: {rep.uncertainty.description}"]
+    cur = rep.current
+    lim = sc["cgroup.cpu_limit"]
+    sched = " (with its limit schedule)" if sc["cgroup.limit_schedule"] else ""
+    for w in rep.warnings:
+        lines.append(f"warning: {w}")
+    lim_text = "no limit" if lim is None else f"limit {_num(lim)} cores"
+    lines.append(f"current:     {lim_text}{sched}, {sc['go.gomaxprocs']} (GOMAXPROCS {cur.gomaxprocs})"
+                 f" -> {_outcome(cur.summary)}; {_misses(rep.slos, cur.summary)}")
+    w, r = rep.result.winner, rep.result.runner_up
+    if w is None:
+        lines.append(f"recommend:   nothing up to {sc['host.cpus']} cores meets every SLO robustly")
+    else:
+        lines.append(f"recommend:   {_config(w)} -> {_outcome(w.summary)}")
+        if w.pessimistic is not None:
+            lines.append(f"             at the pessimistic parameters -> {_outcome(w.pessimistic)}")
+    if r is not None:
+        lines.append(f"runner-up:   {_config(r)} -> {_outcome(r.summary)}")
+    lines.append("cost of each SLO (cheapest robust limit meeting it alone):")
+    for k, e in rep.slo_costs.items():
+        lines.append(f"  {k:<28} " + ("not met up to the node's CPUs" if e is None else _config(e)))
+    if rep.peers:
+        lines.append(f"peers ({rep.peer_history} usage history; each choice simulated with GOMAXPROCS policy "
+                     f"{sc['go.gomaxprocs']}):")
+        for p in rep.peers:
+            lim_s = "no limit" if p.limit_cores is None else f"limit {p.limit_cores:g}"
+            lines.append(f"  {p.name:<17} request {p.request_cores:g}, {lim_s} (GOMAXPROCS {_num(p.gomaxprocs)})"
+                         f" -> {_outcome(p.summary)}; {_misses(rep.slos, p.summary)}")
+            rounds = p.extra.get("rounds") if p.extra else None
+            if rounds and len(rounds) > 1:
+                steps = " -> ".join(f"{x['request_cores']:g}" for x in rounds)
+                lines.append(f"  {'':<17} re-applied to its own usage: request {steps} cores")
+    lines.append(f"simulations: {rep.simulations} ({rep.wall_s:.1f} s)")
+    return "\n".join(lines)

@@ -1,0 +1,416 @@
+"""The cheapest (CPU limit, GOMAXPROCS policy or value, optional CFS burst) that meets every SLO.
+
+Cost is the CPU limit [cores]; at equal limits no burst beats a burst, then the larger margins
+win (relative slacks over the SLOs at the pessimistic parameters, smallest first), then the order of
+the GOMAXPROCS choices: the scenario's own policy, ``go1.25``, ``automaxprocs``, explicit values.
+
+The search, per *series* (one GOMAXPROCS choice with or without burst), on a lattice of limits
+that are multiples of ``fine_step`` (default 0.05 cores) up to the node's CPUs:
+
+1. coarse: every multiple of ``coarse_step`` (default 0.25 cores) is simulated;
+2. the first coarse limit that meets the SLOs *robustly* is found (walking up from the first
+   nominal pass): robust = met at the nominal parameters AND at the pessimistic ones (the
+   per-item CPU cost x exp(sigma) from a calibration file, or x 1.10 without one; see
+   :class:`Uncertainty`);
+3. fine: every lattice limit between the coarse limit below it and that one is simulated; the
+   cheapest robust one is the series' answer.
+
+The winner is the cheapest series answer; the runner-up is the cheapest other series answer with
+another limit or effective GOMAXPROCS (or, failing that, the winner's with or without burst). Every candidate runs with
+the scenario's own seed (common random numbers: candidates differ only by their configuration),
+so the search is deterministic and independent of the worker count; identical configurations are
+simulated once. A tighter SLO can never get a cheaper answer: its robust-pass set is a subset of
+the looser one's, and the coarse interval it refines is never below.
+
+Candidates replace ``cgroup.limit_schedule`` by a static limit (a recommendation is one limit).
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from cfsim.advice.slo import SLO, all_met
+from cfsim.goruntime.gomaxprocs import gomaxprocs_value, version_tuple
+from cfsim.scenario import Scenario
+from cfsim.validation.normalise import COST_KEYS
+
+__all__ = ["Candidate", "Evaluation", "Uncertainty", "SearchOptions", "SearchResult", "Searcher",
+           "search", "uncertainty_for", "policy_kinds", "DEFAULT_REL_UNCERTAINTY"]
+
+#: Pessimistic per-item cost without a calibration file: +10 %.
+DEFAULT_REL_UNCERTAINTY = 0.10
+#: Most coarse limits per series (the coarse step grows on big nodes).
+MAX_COARSE = 40
+#: Runtime parameters whose *smaller* value costs more CPU (rates); all others cost more when larger.
+_SMALLER_IS_WORSE = ("go.gc_scan_mb_per_ms",)
+_GO125 = "1.25"
+
+
+# --------------------------------------------------------------------------------------------
+# Candidates
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration: a CPU limit [cores], a GOMAXPROCS policy or explicit value, a burst [us]."""
+
+    limit_m: int
+    gomaxprocs: str | int
+    burst_us: int = 0
+
+    @property
+    def limit(self) -> float:
+        return self.limit_m / 1000.0
+
+    def overrides(self, scenario: Scenario) -> list[tuple[str, Any]]:
+        out: list[tuple[str, Any]] = [("cgroup.cpu_limit", self.limit), ("cgroup.limit_schedule", None),
+                                      ("cgroup.burst_us", int(self.burst_us)), ("go.gomaxprocs", self.gomaxprocs)]
+        if self.gomaxprocs == "go1.25" and version_tuple(scenario["go.version"]) < version_tuple(_GO125):
+            out.append(("go.version", _GO125))  # the container-aware default needs go.mod >= 1.25
+        return out
+
+    def describe(self) -> str:
+        g = self.gomaxprocs if isinstance(self.gomaxprocs, str) else f"GOMAXPROCS={self.gomaxprocs}"
+        b = f", burst {self.burst_us / 1000:g} ms" if self.burst_us else ""
+        return f"limit {self.limit:g} cores, {g}{b}"
+
+
+def policy_kinds(scenario: Scenario, requested: Sequence[str | int] | None = None) -> list[str | int]:
+    """The GOMAXPROCS choices searched, in order of preference.
+
+    Default: the scenario's own policy, ``go1.25``, ``automaxprocs`` and ``"ceil"`` (an explicit
+    ``GOMAXPROCS = ceil(limit)``). ``requested`` may name policies, ``"ceil"``, ``"floor"`` or integers.
+    """
+    kinds: list[str | int] = list(requested) if requested else [scenario["go.gomaxprocs"], "go1.25",
+                                                                  "automaxprocs", "ceil"]
+    out: list[str | int] = []
+    for k in kinds:
+        if isinstance(k, str) and k.strip().lstrip("-").isdigit():
+            k = int(k)
+        if isinstance(k, str) and k not in ("host", "automaxprocs", "go1.25", "ceil", "floor"):
+            raise ValueError(f"--gomaxprocs: unknown choice {k!r}; use host, automaxprocs, go1.25, ceil, "
+                             f"floor or an integer >= 1")
+        if isinstance(k, int) and k < 1:
+            raise ValueError(f"--gomaxprocs: an explicit value must be >= 1 (got {k})")
+        if k not in out:
+            out.append(k)
+    return out
+
+
+def _resolve(kind: str | int, limit_m: int) -> str | int:
+    if kind == "ceil":
+        return max(1, -(-limit_m // 1000))
+    if kind == "floor":
+        return max(1, limit_m // 1000)
+    return kind
+
+
+def effective_gomaxprocs(scenario: Scenario, gomaxprocs: str | int, limit: float | None) -> int:
+    """The value a process runs with for a policy at a static limit (go1.25 with go.mod >= 1.25)."""
+    version = scenario["go.version"]
+    if gomaxprocs == "go1.25" and version_tuple(version) < version_tuple(_GO125):
+        version = _GO125
+    return gomaxprocs_value(gomaxprocs, limit, scenario["host.cpus"], version, scenario["go.round"],
+                            scenario["cgroup.period_us"])
+
+
+# --------------------------------------------------------------------------------------------
+# Parameter uncertainty
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """Scenario overrides at the nominal and at the pessimistic parameters."""
+
+    nominal: tuple[tuple[str, Any], ...] = ()
+    pessimistic: tuple[tuple[str, Any], ...] = ()
+    description: str = ""
+
+
+def _read_uncertainty(path: str | Path) -> tuple[dict[str, float], dict[str, float]]:
+    data = tomllib.loads(Path(path).read_text())
+    if "params" not in data:
+        raise ValueError(f"{path}: no [params] table (write it with `cfsim calibrate --out`)")
+    params = {k: float(v) for k, v in data["params"].items()}
+    sig: dict[str, float] = {}
+    for k, v in (data.get("uncertainty") or {}).items():
+        if isinstance(v, Mapping) and "sigma_log" in v:
+            s = float(v["sigma_log"])
+            if math.isfinite(s):
+                sig[k] = s
+    return params, sig
+
+
+def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, base_factor: float = 1.0,
+                    default_rel: float = DEFAULT_REL_UNCERTAINTY) -> Uncertainty:
+    """Nominal and pessimistic overrides for ``scenario``.
+
+    ``base_factor`` scales the workload's per-item CPU (a grid's calibration factor, see
+    :func:`cfsim.validation.normalise.grid_norm`). A params file (``cfsim calibrate --out``) adds its
+    ``cost_factor`` and runtime keys; the pessimistic side moves each by ``exp(sigma_log)`` in its
+    costly direction (the per-item cost up, scan rates down, runtime CPU costs up). Without a file,
+    or for a parameter without a finite sigma, the cost moves by ``default_rel`` (10 %).
+    """
+    cost_key = COST_KEYS.get(scenario["workload.kind"])
+    params: dict[str, float] = {}
+    sigma: dict[str, float] = {}
+    if params_path is not None:
+        params, sigma = _read_uncertainty(params_path)
+    factor = base_factor * params.get("cost_factor", 1.0)
+    cost_sigma = sigma.get("cost_factor", math.log1p(default_rel))
+    nominal: list[tuple[str, Any]] = []
+    pess: list[tuple[str, Any]] = []
+    if cost_key is not None:
+        base = scenario[cost_key]
+        nominal.append((cost_key, base * factor))
+        pess.append((cost_key, base * factor * math.exp(cost_sigma)))
+    for k, v in params.items():
+        if k == "cost_factor":
+            continue
+        nominal.append((k, v))
+        s = sigma.get(k, 0.0)
+        pess.append((k, v * (math.exp(-s) if k in _SMALLER_IS_WORSE else math.exp(s))))
+    if params_path is not None:
+        desc = (f"params {params_path}: cost x{factor:.3g}; pessimistic cost x{math.exp(cost_sigma):.3g}"
+                + (f" (sigma_log {cost_sigma:.3g})" if "cost_factor" in sigma else " (default)")
+                + "".join(f", {k} {'/' if k in _SMALLER_IS_WORSE else 'x'}{math.exp(s):.3g}"
+                          for k, s in sigma.items() if k != "cost_factor" and k in params))
+    else:
+        desc = (f"cost x{factor:.3g} (grid calibration)" if base_factor != 1.0 else "nominal parameters") \
+            + f"; pessimistic: per-item CPU +{(math.exp(cost_sigma) - 1) * 100:.0f} %"
+    return Uncertainty(tuple(nominal), tuple(pess), desc)
+
+
+# --------------------------------------------------------------------------------------------
+# Evaluation
+
+
+@dataclass
+class Evaluation:
+    """A candidate simulated at the nominal (and, once needed, the pessimistic) parameters."""
+
+    candidate: Candidate
+    gomaxprocs: int                       # effective value
+    summary: dict[str, Any]               # nominal
+    met: bool                             # nominal meets every SLO
+    pessimistic: dict[str, Any] | None = None
+    robust: bool | None = None            # met at nominal and pessimistic (None: not checked)
+
+    def as_dict(self, slos: Sequence[SLO] = ()) -> dict[str, Any]:
+        c = self.candidate
+        keys = ("cpu_usage_cores", "throttled_ratio", "throughput_per_s", "latency_p50_s", "latency_p99_s",
+                "latency_p999_s", "lag_final_s", "backlog_final")
+        out = {"cpu_limit_cores": c.limit, "gomaxprocs_policy": c.gomaxprocs, "gomaxprocs": self.gomaxprocs,
+               "burst_us": c.burst_us, "description": c.describe(),
+               "summary": {k: self.summary.get(k) for k in keys if k in self.summary},
+               "slos_met": {s.text: s.met(self.summary) for s in slos}, "robust": self.robust}
+        if self.pessimistic is not None:
+            out["pessimistic_summary"] = {k: self.pessimistic.get(k) for k in keys if k in self.pessimistic}
+        return out
+
+
+def _clean_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in summary.items() if v is None or isinstance(v, (int, float, str, bool))}
+
+
+def simulate_point(task: tuple[Scenario, tuple[tuple[str, Any], ...]]) -> dict[str, Any]:
+    """Picklable point function: the summary of ``scenario`` with ``overrides``."""
+    from cfsim.simulation import simulate
+
+    scenario, overrides = task
+    return _clean_summary(simulate(scenario.with_overrides(list(overrides))).summary)
+
+
+@dataclass
+class SearchOptions:
+    coarse_step: float = 0.25
+    fine_step: float = 0.05
+    min_limit: float | None = None        # default: fine_step
+    max_limit: float | None = None        # default: host.cpus
+    gomaxprocs: Sequence[str | int] | None = None
+    burst: bool = True
+    duration_s: float | None = None       # shorten every simulation (run.duration_s)
+    workers: int = 0                      # 0 = in this process; n = a local process pool
+
+
+@dataclass
+class SearchResult:
+    slos: list[SLO]
+    winner: Evaluation | None
+    runner_up: Evaluation | None
+    series: dict[str, Evaluation | None] = field(default_factory=dict)
+    simulations: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"slos": [s.text for s in self.slos],
+                "recommendation": self.winner.as_dict(self.slos) if self.winner else None,
+                "runner_up": self.runner_up.as_dict(self.slos) if self.runner_up else None,
+                "simulations": self.simulations}
+
+
+class Searcher:
+    """Holds the base scenario, the uncertainty and a cache of simulated configurations, so that
+    several searches (all SLOs, each SLO alone, peers) share simulations."""
+
+    def __init__(self, scenario: Scenario, uncertainty: Uncertainty | None = None,
+                 options: SearchOptions | None = None):
+        self.options = options or SearchOptions()
+        o = self.options
+        base = scenario
+        if o.duration_s is not None:
+            base = base.with_overrides([("run.duration_s", float(o.duration_s)),
+                                        ("run.warmup_s", min(base["run.warmup_s"], float(o.duration_s) / 3))])
+        self.scenario = base
+        self.uncertainty = uncertainty or uncertainty_for(base)
+        self.kinds = policy_kinds(base, o.gomaxprocs)
+        self.fine_m = max(1, int(round(o.fine_step * 1000)))
+        coarse_m = max(self.fine_m, int(round(o.coarse_step * 1000)))
+        self.coarse_m = coarse_m - coarse_m % self.fine_m or self.fine_m
+        cpus_m = int(base["host.cpus"]) * 1000
+        hi = int(round((o.max_limit if o.max_limit is not None else base["host.cpus"]) * 1000))
+        lo = int(round((o.min_limit if o.min_limit is not None else o.fine_step) * 1000))
+        self.hi_m = max(self.fine_m, min(hi, cpus_m) // self.fine_m * self.fine_m)
+        self.lo_m = max(self.fine_m, -(-lo // self.fine_m) * self.fine_m, 10)  # quota >= 1 ms per 100 ms
+        if self.hi_m // self.coarse_m > MAX_COARSE:  # big nodes: at most MAX_COARSE coarse points
+            self.coarse_m = -(-self.hi_m // MAX_COARSE // self.fine_m) * self.fine_m
+        self.cache: dict[tuple, dict[str, Any]] = {}
+        self.simulations = 0
+
+    # -- simulation --------------------------------------------------------------------------
+    def _key(self, cand: Candidate, variant: str) -> tuple:
+        return (cand.limit_m, effective_gomaxprocs(self.scenario, cand.gomaxprocs, cand.limit),
+                cand.burst_us, variant)
+
+    def _run(self, pairs: Iterable[tuple[Candidate, str]]) -> None:
+        todo: dict[tuple, tuple[Scenario, tuple]] = {}
+        for cand, variant in pairs:
+            key = self._key(cand, variant)
+            if key in self.cache or key in todo:
+                continue
+            unc = self.uncertainty.nominal if variant == "nominal" else self.uncertainty.pessimistic
+            todo[key] = (self.scenario, tuple(cand.overrides(self.scenario)) + tuple(unc))
+        if not todo:
+            return
+        keys = sorted(todo)
+        if self.options.workers and len(keys) > 1:
+            from cfsim.sweep import make_executor
+
+            by_task = {id(todo[k]): k for k in keys}
+            with make_executor(self.options.workers) as ex:
+                for task, result, exc in ex.imap_unordered(simulate_point, [todo[k] for k in keys]):
+                    if exc is not None:
+                        raise exc
+                    self.cache[by_task[id(task)]] = result
+        else:
+            for k in keys:
+                self.cache[k] = simulate_point(todo[k])
+        self.simulations += len(keys)
+
+    def evaluate(self, cands: Sequence[Candidate], slos: Sequence[SLO], robust: bool = False) -> list[Evaluation]:
+        self._run((c, "nominal") for c in cands)
+        evs = []
+        for c in cands:
+            s = self.cache[self._key(c, "nominal")]
+            evs.append(Evaluation(c, effective_gomaxprocs(self.scenario, c.gomaxprocs, c.limit), s, all_met(slos, s)))
+        if robust:
+            self._check_robust([e for e in evs if e.met], slos)
+        return evs
+
+    def _check_robust(self, evs: Sequence[Evaluation], slos: Sequence[SLO]) -> None:
+        self._run((e.candidate, "pessimistic") for e in evs)
+        for e in evs:
+            e.pessimistic = self.cache[self._key(e.candidate, "pessimistic")]
+            e.robust = e.met and all_met(slos, e.pessimistic)
+
+    def current(self, slos: Sequence[SLO]) -> Evaluation:
+        """The scenario as given (its own limit, schedule, policy, burst) at the nominal parameters."""
+        key = ("current", "nominal")
+        if key not in self.cache:
+            self.cache[key] = simulate_point((self.scenario, tuple(self.uncertainty.nominal)))
+            self.simulations += 1
+        s = self.cache[key]
+        lim = self.scenario["cgroup.cpu_limit"]
+        cand = Candidate(int(round(lim * 1000)) if lim is not None else 0, self.scenario["go.gomaxprocs"],
+                         self.scenario["cgroup.burst_us"])
+        return Evaluation(cand, int(s.get("gomaxprocs") or effective_gomaxprocs(self.scenario, cand.gomaxprocs, lim)),
+                          s, all_met(slos, s))
+
+    def run_full(self, overrides: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
+        """Simulate the scenario with ``overrides`` at the nominal parameters; the summary with the
+        1 s cAdvisor series under ``"_series"`` (for usage histories)."""
+        from cfsim.simulation import simulate
+
+        res = simulate(self.scenario.with_overrides(list(overrides) + list(self.uncertainty.nominal)))
+        self.simulations += 1
+        return {**_clean_summary(res.summary), "_series": res.series}
+
+    # -- the search ---------------------------------------------------------------------------
+    def _cand(self, kind: str | int, limit_m: int, burst: bool) -> Candidate:
+        quota_us = limit_m * self.scenario["cgroup.period_us"] // 1000
+        return Candidate(limit_m, _resolve(kind, limit_m), quota_us if burst else 0)
+
+    def _series_best(self, kind: str | int, burst: bool, slos: Sequence[SLO]) -> Evaluation | None:
+        coarse = list(range(self.coarse_m, self.hi_m + 1, self.coarse_m))
+        if not coarse or coarse[-1] != self.hi_m:
+            coarse.append(self.hi_m)
+        coarse = [m for m in coarse if m >= self.lo_m] or [self.hi_m]
+        evs = self.evaluate([self._cand(kind, m, burst) for m in coarse], slos)
+        first = None
+        for i, e in enumerate(evs):
+            if not e.met:
+                continue
+            self._check_robust([e], slos)
+            if e.robust:
+                first = i
+                break
+        if first is None:
+            return None
+        below = coarse[first - 1] if first > 0 else self.lo_m - self.fine_m
+        fine = [m for m in range(below + self.fine_m, coarse[first], self.fine_m) if m >= self.lo_m]
+        fevs = self.evaluate([self._cand(kind, m, burst) for m in fine], slos, robust=True)
+        for e in fevs:
+            if e.robust:
+                return e
+        return evs[first]
+
+    def search(self, slos: Sequence[SLO]) -> SearchResult:
+        slos = list(slos)
+        found: dict[str, Evaluation | None] = {}
+        ranked: list[tuple[tuple, Evaluation]] = []
+        for rank, kind in enumerate(self.kinds):
+            for burst in ((False, True) if self.options.burst else (False,)):
+                name = f"{kind}{'+burst' if burst else ''}"
+                best = self._series_best(kind, burst, slos)
+                found[name] = best
+                if best is not None:
+                    ranked.append(((best.candidate.limit_m, burst, _margins(slos, best), rank), best))
+        ranked.sort(key=lambda t: t[0])
+        winner = ranked[0][1] if ranked else None
+        runner = None
+        if winner is not None:
+            def config(e: Evaluation, with_burst: bool) -> tuple:
+                return (e.candidate.limit_m, e.gomaxprocs) + ((e.candidate.burst_us > 0,) if with_burst else ())
+
+            for with_burst in (False, True):  # prefer another limit or GOMAXPROCS over "the same + burst"
+                runner = next((e for _, e in ranked[1:] if config(e, with_burst) != config(winner, with_burst)), None)
+                if runner is not None:
+                    break
+        return SearchResult(slos, winner, runner, found, self.simulations)
+
+
+def _margins(slos: Sequence[SLO], e: Evaluation) -> tuple[float, ...]:
+    """Sort key for equal limits: the relative slacks over the SLOs at the pessimistic parameters,
+    smallest first, negated (larger margins sort first; rounded to 0.1 % so that noise does not
+    reorder equal configurations)."""
+    summary = e.pessimistic if e.pessimistic is not None else e.summary
+    vals = sorted(-1e9 if v is None else v for v in (sl.slack(summary) for sl in slos))
+    return tuple(-round(v, 3) for v in vals)
+
+
+def search(scenario: Scenario, slos: Sequence[SLO], uncertainty: Uncertainty | None = None,
+           options: SearchOptions | None = None) -> SearchResult:
+    """The cheapest configuration meeting every SLO robustly; see the module docstring."""
+    return Searcher(scenario, uncertainty, options).search(slos)

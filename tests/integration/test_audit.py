@@ -1,0 +1,151 @@
+"""`cfsim audit` on exports of known configurations: simulated exports (always) and real lab runs
+from data/lab (skipped, with the reason, while the runs are absent)."""
+from pathlib import Path
+
+import pytest
+
+from cfsim import simulate
+from cfsim.advice.audit import audit, load_containers, write_report
+from cfsim.advice.exports import write_simulated_exports
+from cfsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIO = str(ROOT / "data/lab/scenarios/cpu-stream.toml")      # demand 1.6 cores, 2-CPU node
+SHORT = ["run.duration_s=10", "run.warmup_s=1"]
+KNOWN = {
+    ("shop", "trapped-0", "app"): ["cgroup.cpu_limit=1.5", "go.gomaxprocs=1"],
+    ("shop", "throttled-0", "app"): ["cgroup.cpu_limit=0.5", "go.gomaxprocs=8"],
+    ("shop", "healthy-0", "app"): ["cgroup.cpu_limit=2.0", "go.gomaxprocs=2"],
+}
+EXPECTED = {"trapped-0": {"trapped"}, "throttled-0": {"throttled", "gomaxprocs_above_limit"}, "healthy-0": set()}
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("exports")
+    results = {k: simulate(SCENARIO, SHORT + v) for k, v in KNOWN.items()}
+    write_simulated_exports(results, folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def result(exports):
+    return audit(exports, duration_s=6.0)
+
+
+def _flags(result):
+    return {name.split("/")[1]: set(flags) for name, flags in result.flags_by_container().items()}
+
+
+def test_flags_on_simulated_exports(result):
+    assert _flags(result) == EXPECTED
+    throttled = [f for f in result.findings if f.flag == "throttled"][0]
+    assert "at its limit" in throttled.detail
+
+
+def test_evidence_fix_and_effect(result):
+    by = {(f.container.key[1], f.flag): f for f in result.findings}
+    trap = by[("trapped-0", "trapped")]
+    assert "GOMAXPROCS 1" in trap.evidence and "limit 1.5 cores" in trap.evidence
+    assert trap.fix_overrides == [("go.gomaxprocs", 2)]
+    assert trap.after["throughput_per_s"] > 1.3 * trap.before["throughput_per_s"]   # 1 core -> 1.5
+    over = by[("throttled-0", "gomaxprocs_above_limit")]
+    assert over.fix_overrides == [("go.gomaxprocs", 1)]
+    raise_ = by[("throttled-0", "throttled")]
+    assert raise_.fix.startswith("raise the limit")
+    assert raise_.after["throttled_ratio"] <= 0.1
+    # performance findings rank above headroom, and by simulated impact
+    impacts = [f.impact for f in result.findings if f.flag != "headroom"]
+    assert impacts == sorted(impacts, reverse=True)
+
+
+def test_report_files(result, tmp_path):
+    paths = write_report(result, tmp_path / "audit")
+    csv = paths["csv"].read_text()
+    assert csv.splitlines()[0].startswith("rank,namespace,pod,container,flag")
+    assert len(csv.splitlines()) == 1 + len(result.findings)
+    assert "| rank |" in paths["md"].read_text() and "No findings: shop/healthy-0/app" in paths["md"].read_text()
+    html = paths["html"].read_text()
+    assert html.count("data:image/png;base64,") == 3 and "No findings." in html
+
+
+def test_without_gomaxprocs_metric_assumes_automaxprocs(tmp_path):
+    k = ("shop", "trapped-1", "app")
+    write_simulated_exports({k: simulate(SCENARIO, SHORT + ["cgroup.cpu_limit=1.75", "go.gomaxprocs=automaxprocs"])},
+                            tmp_path, gomaxprocs=False)
+    res = audit(tmp_path, simulate=False)
+    (f,) = res.findings
+    assert f.flag == "trapped" and "assumed floor(limit) = automaxprocs" in f.evidence
+
+
+def test_cli(exports, tmp_path, capsys):
+    rc = main(["audit", str(exports), "--report", str(tmp_path / "a"), "--no-simulate"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "3 containers, 3 findings" in out and "no findings: shop/healthy-0/app" in out
+    assert (tmp_path / "a.html").is_file()
+
+
+# ---------------------------------------------------------------------------------------------
+# real lab runs
+
+
+def _lab_runs():
+    from cfsim.validation.twin import find_runs, is_calibration_run, observed_summary, run_scenario
+
+    lab = ROOT / "data/lab"
+    try:
+        runs = find_runs(lab) if lab.is_dir() else []
+    except FileNotFoundError:
+        return []
+    out = []
+    for r in runs:
+        if is_calibration_run(r):
+            continue
+        sc = run_scenario(r)
+        if sc["cgroup.limit_schedule"]:
+            continue
+        if sc["workload.kind"] == "stream":
+            demand = sc["workload.rate_per_s"] * sc["workload.cpu_ms_per_item"] / 1000
+        elif sc["workload.kind"] == "closed" and sc["workload.think_ms"] == 0:
+            demand = float("inf")   # closed loop without think time: uses whatever it gets
+        else:
+            continue
+        out.append((r, sc, demand, observed_summary(r)))
+    return out
+
+
+PICKS = {
+    # explicit GOMAXPROCS 1 under a non-integer limit in (1, 2) with demand above 1.2 cores
+    "trapped": lambda L, g, d: g == 1 and L is not None and 1 < L < 2 and L != int(L) and 1.2 < d < 10,
+    # many Ps on a small quota: GOMAXPROCS 8 or 16 at 0.5 cores (or 6/8 at 0.1, the menu grid)
+    "throttled": lambda L, g, d: isinstance(g, int) and ((g in (8, 16) and L == 0.5) or (g >= 6 and L == 0.1))
+    and d > 2 * L,
+    # limit at least 0.3 cores above the nominal demand, GOMAXPROCS = the (integer) limit
+    "healthy": lambda L, g, d: L is not None and L == int(L) and g == int(L) and L >= d + 0.3,
+}
+
+
+def _healthy_in_fact(obs):
+    """The lab run kept up with its load unthrottled (GC can push a nominally healthy run over)."""
+    arr, thr = obs.get("arrival_rate_per_s"), obs.get("throughput_per_s")
+    return (obs.get("throttled_ratio") or 0.0) < 0.05 and (not arr or (thr or 0.0) >= 0.97 * arr)
+
+
+EXPECT = {"trapped": (lambda f: "trapped" in f and "throttled" not in f),
+          "throttled": (lambda f: {"throttled", "gomaxprocs_above_limit"} <= f),
+          "healthy": (lambda f: f == set())}
+
+
+@pytest.mark.parametrize("kind", list(PICKS))
+def test_flags_on_real_lab_runs(kind):
+    runs = [r for r, sc, d, obs in _lab_runs() if PICKS[kind](sc["cgroup.cpu_limit"], sc["go.gomaxprocs"], d)
+            and (kind != "healthy" or _healthy_in_fact(obs))]
+    if not runs:
+        pytest.skip(f"data/lab has no {kind} run yet (collect with `bash data/lab/collect.sh`: the "
+                    f"cpu-stream / alloc-stream / closed-menu grids)")
+    for run in runs[:3]:
+        (c,) = load_containers(run)
+        res = audit(containers=[c], simulate=False)
+        flags = set(res.flags_by_container()[c.name])
+        assert EXPECT[kind](flags), (str(run), flags, [f.evidence for f in res.findings])

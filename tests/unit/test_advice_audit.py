@@ -1,0 +1,79 @@
+"""Reading and flag rules of the audit on hand-made series (no simulation)."""
+import numpy as np
+
+from cfsim.advice.audit import analyse, containers_from_frame
+from cfsim.io.labels import format_labels
+from cfsim.io.tidy import make_frame
+
+T0_MS = 1_767_225_600_000
+
+
+def _frame(series):
+    """series: list of (metric, labels dict, values per 15 s step)."""
+    ts, ms, ls, vs = [], [], [], []
+    for metric, labels, values in series:
+        n = len(values)
+        ts.append(T0_MS + 15_000 * np.arange(n))
+        ms += [metric] * n
+        ls += [format_labels(labels)] * n
+        vs.append(np.asarray(values, dtype=float))
+    return make_frame(np.concatenate(ts), ms, ls, np.concatenate(vs))
+
+
+def _pod(ns, pod, container, usage_cores, limit, gomaxprocs=None, throttled=0.0, n=40, pod_name_labels=False):
+    lab = ({"namespace": ns, "pod_name": pod, "container_name": container} if pod_name_labels
+           else {"namespace": ns, "pod": pod, "container": container})
+    periods = np.arange(n) * 150.0                      # 10 periods/s, 15 s steps
+    out = [("container_cpu_usage_seconds_total", {**lab, "id": "/kubepods/x"}, np.arange(n) * 15 * usage_cores),
+           ("container_cpu_cfs_periods_total", lab, periods),
+           ("container_cpu_cfs_throttled_periods_total", lab, periods * throttled),
+           ("container_cpu_cfs_throttled_seconds_total", lab, np.arange(n) * 15 * throttled * 0.5),
+           ("kube_pod_container_resource_limits", {"namespace": ns, "pod": pod, "container": container,
+                                                   "resource": "cpu", "unit": "core"}, [limit] * n),
+           ("kube_pod_container_resource_limits", {"namespace": ns, "pod": pod, "container": container,
+                                                   "resource": "memory", "unit": "byte"}, [2 ** 30] * n)]
+    if gomaxprocs is not None:
+        out.append(("go_sched_gomaxprocs_threads", {"namespace": ns, "pod": pod, "job": "app"}, [gomaxprocs] * n))
+    return out
+
+
+def test_grouping_skips_pod_cgroup_and_pause_and_matches_gomaxprocs():
+    series = (_pod("a", "p1", "app", 1.0, 1.5, gomaxprocs=1)
+              + _pod("a", "p2", "app", 0.3, 2.0, gomaxprocs=2, pod_name_labels=True)
+              + [("container_cpu_usage_seconds_total", {"namespace": "a", "pod": "p1", "container": ""},
+                  np.arange(40) * 20.0),
+                 ("container_cpu_usage_seconds_total", {"namespace": "a", "pod": "p1", "container": "POD"},
+                  np.arange(40) * 0.01)])
+    cs = {c.name: c for c in containers_from_frame(_frame(series))}
+    assert sorted(cs) == ["a/p1/app", "a/p2/app"]
+    c = cs["a/p1/app"]
+    assert np.allclose(c.usage, 1.0) and np.allclose(c.limit, 1.5) and np.allclose(c.gomaxprocs, 1)
+    assert np.allclose(cs["a/p2/app"].gomaxprocs, 2)   # cAdvisor pod_name/container_name labels, app pod label
+
+
+def test_flags_from_hand_made_series():
+    series = (_pod("a", "trapped", "app", 1.0, 1.5, gomaxprocs=1)
+              + _pod("a", "over", "app", 0.5, 0.5, gomaxprocs=8, throttled=0.9)
+              + _pod("a", "bursty", "app", 0.6, 1.0, gomaxprocs=1, throttled=0.3)
+              + _pod("a", "idle", "app", 0.2, 2.0, gomaxprocs=2)
+              + _pod("a", "ok", "app", 1.7, 2.0, gomaxprocs=2))
+    got = {}
+    for c in containers_from_frame(_frame(series)):
+        st, fs = analyse(c)
+        got[c.key[1]] = {f.flag: f.detail for f in fs}
+    assert set(got["trapped"]) == {"trapped"}
+    assert set(got["over"]) == {"throttled", "gomaxprocs_above_limit"}
+    assert "at its limit" in got["over"]["throttled"]
+    assert got["bursty"] == {"throttled": "throttled below its limit (bursty demand)"}
+    assert set(got["idle"]) == {"headroom"}
+    assert got["ok"] == {}
+
+
+def test_saved_rate_export_is_read_as_usage():
+    n = 30
+    lab = {"namespace": "a", "pod": "p", "container": "app"}
+    frame = _frame([("rate(container_cpu_usage_seconds_total[5m])", lab, [0.4] * n),
+                    ("kube_pod_container_resource_limits", {**lab, "resource": "cpu"}, [2.0] * n)])
+    (c,) = containers_from_frame(frame)
+    st, fs = analyse(c)
+    assert np.allclose(c.usage, 0.4) and [f.flag for f in fs] == ["headroom"]

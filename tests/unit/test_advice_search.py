@@ -1,0 +1,126 @@
+"""The recommendation search (cfsim.advice.search) and `cfsim recommend`."""
+import json
+import math
+
+import pytest
+
+from cfsim import load_scenario, simulate
+from cfsim.advice.search import (Candidate, SearchOptions, Searcher, policy_kinds, search, uncertainty_for)
+from cfsim.advice.slo import parse_slos
+from cfsim.cli import main
+
+# demand 1.6 cores of 1 ms records on a 2-CPU node; short runs keep the tests fast
+SCENARIO = "data/lab/scenarios/cpu-stream.toml"
+SHORT = ["run.duration_s=4", "run.warmup_s=1"]
+FAST = dict(burst=False, gomaxprocs=["ceil", "automaxprocs"], coarse_step=0.5, fine_step=0.1)
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    return load_scenario(SCENARIO, SHORT)
+
+
+@pytest.fixture(scope="module")
+def searcher(scenario):
+    return Searcher(scenario, options=SearchOptions(**FAST))
+
+
+def _resimulate(scenario, cand: Candidate, overrides):
+    return simulate(scenario.with_overrides(cand.overrides(scenario) + list(overrides))).summary
+
+
+@pytest.mark.parametrize("slos", [["throughput_per_s>=1500"], ["latency_p99_s<=0.05", "lag_final_s<=0.5"]])
+def test_recommendation_resimulated_meets_its_slos(scenario, searcher, slos):
+    parsed = parse_slos(slos)
+    res = searcher.search(parsed)
+    assert res.winner is not None and res.winner.robust
+    unc = searcher.uncertainty
+    for overrides in (unc.nominal, unc.pessimistic):          # nominal and the safety margin
+        summary = _resimulate(scenario, res.winner.candidate, overrides)
+        for s in parsed:
+            assert s.met(summary), (s.text, summary.get(s.key))
+    # usage capped by the limit: a configuration that meets throughput >= 1500 needs >= 1.5 cores
+    assert res.winner.candidate.limit >= 1.5
+    if res.runner_up is not None:
+        assert res.runner_up.robust
+        assert (res.runner_up.candidate.limit_m, res.runner_up.gomaxprocs) != \
+            (res.winner.candidate.limit_m, res.winner.gomaxprocs)
+
+
+def test_tighter_slo_never_cheaper(searcher):
+    limits = []
+    for thr in (600, 1000, 1300, 1500, 1580):
+        w = searcher.search(parse_slos([f"throughput_per_s>={thr}"])).winner
+        limits.append(math.inf if w is None else w.candidate.limit)
+    assert limits == sorted(limits), limits
+    lat = []
+    for thr in (1.0, 0.1, 0.04):
+        w = searcher.search(parse_slos([f"latency_p99_s<={thr}"])).winner
+        lat.append(math.inf if w is None else w.candidate.limit)
+    assert lat == sorted(lat), lat
+
+
+def test_unreachable_slo_gives_no_answer(searcher):
+    res = searcher.search(parse_slos(["throughput_per_s>=5000"]))   # arrivals are 1600/s
+    assert res.winner is None and res.runner_up is None
+
+
+def test_deterministic_and_worker_independent(scenario):
+    slos = parse_slos(["throughput_per_s>=1400"])
+    a = search(scenario, slos, options=SearchOptions(**FAST))
+    b = search(scenario, slos, options=SearchOptions(**FAST, workers=2))
+    assert a.winner.candidate == b.winner.candidate
+    assert a.winner.summary == b.winner.summary
+
+
+def test_trap_is_avoided_not_recommended(scenario):
+    """automaxprocs floors 1.6-1.95 cores to GOMAXPROCS 1: its answer is 2 cores; ceil does better."""
+    s = Searcher(scenario, options=SearchOptions(burst=False, gomaxprocs=["automaxprocs", "ceil"],
+                                                 coarse_step=0.5, fine_step=0.1))
+    res = s.search(parse_slos(["throughput_per_s>=1500"]))
+    assert res.series["automaxprocs"].candidate.limit == 2.0
+    assert res.winner.candidate.gomaxprocs == 2 and res.winner.candidate.limit < 2.0
+
+
+def test_uncertainty_from_params_file(tmp_path, scenario):
+    p = tmp_path / "params.toml"
+    p.write_text("[params]\ncost_factor = 1.2\n\"go.gc_scan_mb_per_ms\" = 2.0\n"
+                 "[uncertainty.cost_factor]\nsigma_log = 0.2\n"
+                 "[uncertainty.\"go.gc_scan_mb_per_ms\"]\nsigma_log = 0.5\n")
+    u = uncertainty_for(scenario, p, base_factor=0.5)
+    nom, pes = dict(u.nominal), dict(u.pessimistic)
+    assert nom["workload.cpu_ms_per_item"] == pytest.approx(1.0 * 0.5 * 1.2)
+    assert pes["workload.cpu_ms_per_item"] == pytest.approx(0.6 * math.exp(0.2))
+    assert pes["go.gc_scan_mb_per_ms"] == pytest.approx(2.0 * math.exp(-0.5))   # slower scan = costlier
+    default = uncertainty_for(scenario)
+    assert dict(default.pessimistic)["workload.cpu_ms_per_item"] == pytest.approx(1.1)
+
+
+def test_policy_kinds_validation(scenario):
+    assert policy_kinds(scenario)[0] == scenario["go.gomaxprocs"]
+    assert policy_kinds(scenario, ["3", "go1.25"]) == [3, "go1.25"]
+    with pytest.raises(ValueError, match="unknown choice 'nproc'"):
+        policy_kinds(scenario, ["nproc"])
+
+
+def test_cli_json(capsys):
+    rc = main(["recommend", SCENARIO, "--set", "run.duration_s=4", "--set", "run.warmup_s=1",
+               "--slo", "throughput_per_s>=1500", "--slo", "latency_p99_s<=0.1", "--no-burst",
+               "--coarse-step", "0.5", "--fine-step", "0.1", "--gomaxprocs", "ceil,automaxprocs",
+               "--vpa-rounds", "1", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    rec = out["recommendation"]
+    assert rec["slos_met"] == {"throughput_per_s>=1500": True, "latency_p99_s<=0.1": True}
+    assert set(out["slo_costs"]) == {"throughput_per_s>=1500", "latency_p99_s<=0.1"}
+    for cost in out["slo_costs"].values():      # each SLO alone is never dearer than all of them
+        assert cost["cpu_limit_cores"] <= rec["cpu_limit_cores"]
+    assert [p["name"] for p in out["peers"]] == ["vpa", "krr-simple", "krr-simple_limit"]
+    assert out["peers"][1]["limit_cores"] is None
+
+
+def test_cli_slo_error(capsys):
+    rc = main(["recommend", SCENARIO, "--slo", "p99<=1"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "SLO 'p99<=1': unknown key 'p99'" in err and "latency_p99_s" in err
