@@ -7,6 +7,6 @@ bash scripts/setup.sh
 mkdir -p out
 python3 -m cfsim trap --out out/trap --json > out/trap.json
 python3 -m cfsim sweep grab-sinktos3 --grid cgroup.cpu_limit=0.25:4:0.05 \
-    --grid go.gomaxprocs=automaxprocs,go1.25,host,2 --out out/limits
+    --grid go.gomaxprocs=automaxprocs,go1.25,host,2 --out out/limits --overwrite --no-progress
 python3 -m cfsim sweep --plot out/limits
 echo "wrote out/trap.json, out/trap/, out/limits/ (Parquet, PNG, SVG)"
