@@ -85,6 +85,8 @@ class LocalExecutor:
         self._pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> "LocalExecutor":
+        if self._pool is not None:
+            return self
         ctx = multiprocessing.get_context(self.start_method)
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
         return self
@@ -97,6 +99,7 @@ class LocalExecutor:
     def _restart(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
         self.__enter__()
 
     def imap_unordered(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Outcome]:
@@ -180,12 +183,19 @@ class DaskExecutor:
         self.cluster: Any = None
 
     def __enter__(self) -> "DaskExecutor":
+        if self.client is not None:
+            return self
         from distributed import Client, LocalCluster
 
         if self.address == "local":
-            self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                        processes=self.processes, dashboard_address=None,
-                                        silence_logs=40)
+            import dask
+
+            # the workers' statistical profiler samples every 10 ms: measurable CPU on a
+            # busy 2-core machine, and nobody looks at it without a dashboard
+            with dask.config.set({"distributed.worker.profile.enabled": False}):
+                self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
+                                            processes=self.processes, dashboard_address=None,
+                                            silence_logs=40)
             self.client = Client(self.cluster)
         else:
             try:

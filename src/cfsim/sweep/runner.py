@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cfsim.scenario import Scenario, ScenarioError, load_scenario
 from cfsim.scenario.schema import SCHEMA
-from cfsim.sweep.executors import Executor, make_executor
+from cfsim.sweep.executors import Executor, ExecutorUnavailable, make_executor
 from cfsim.sweep.grid import Grid, GridError
 from cfsim.sweep.progress import Progress
 from cfsim.sweep.seeds import point_id, run_seed
@@ -335,6 +335,12 @@ def run_sweep(scenario: str | Path | Scenario | Mapping[str, Any] | None, grid: 
     runner = functools.partial(execute_run, ctx=ctx)
 
     t0 = time.perf_counter()
+    try:
+        ex.__enter__()
+    except ExecutorUnavailable:
+        if old is None:  # nothing ran: leave no half-made sweep behind
+            store.delete()
+        raise
     with ex, Progress(total=len(tasks), initial=report.skipped, enabled=progress) as bar:
         report.executor, report.workers = ex.name, ex.workers
         for task, row, exc in ex.imap_unordered(runner, todo):
