@@ -279,12 +279,17 @@ def measure(sc: Scenario, cg: cgroup.CpuCgroup, workload: Workload, loadgen: Loa
                   {"start": load0, "end": os.getloadavg()})
 
 
+def export_range(window: Window, step_s: float) -> tuple[float, float]:
+    """Whole-second range ends (step times then line up across runs and with other tools),
+    from 2 steps before t=0 to at least one step after the end."""
+    return float(math.floor(window.start_unix_s - 2 * step_s)), float(math.ceil(window.end_unix_s + step_s))
+
+
 def export_all(prom: prometheus.Prometheus, sc: Scenario, window: Window, folder: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     """Write ``prom/{raw,samples,rate}.jsonl`` (response bodies byte for byte, one per line) and
     return the manifest's export index and the raw bodies by metric."""
     kind, step = sc["workload.kind"], sc["lab.step_s"]
-    # whole-second range ends: step times then line up across runs and with other tools
-    q0, q1 = float(math.floor(window.start_unix_s - 2 * step)), float(math.ceil(window.end_unix_s + step))
+    q0, q1 = export_range(window, step)
     exports: dict[str, Any] = {"start_s": round(q0, 3), "end_s": round(q1, 3), "step_s": step,
                                "format": "one /api/v1/query_range response body per line, byte for byte; "
                                          "line numbers below (0-based); read with cfsim.lab.export.load_run",
@@ -376,10 +381,11 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         time.sleep(sc["lab.scrape_interval_s"] + 0.2)
 
         window = measure(sc, cg, workload, loadgen, log, run_id)
-        # one more scrape after the end so the exports cover the whole window
-        time.sleep(sc["lab.scrape_interval_s"] + 0.5)
-        procs.stop_all()
+        # keep everything running until a scrape after the export range's end: stopping earlier
+        # would put Prometheus' staleness markers inside the exported range
+        _sleep_until(export_range(window, sc["lab.step_s"])[1] + sc["lab.scrape_interval_s"] + 0.3)
         exports, raw_bodies = export_all(prom, sc, window, out_dir)
+        procs.stop_all()
 
         warmup, duration = sc["run.warmup_s"], sc["run.duration_s"]
         limit_mean = summary.mean_limit_cores(start_limit, sc["cgroup.limit_schedule"], warmup, duration)
