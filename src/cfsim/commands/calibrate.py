@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def _param_specs(items: list[str]) -> tuple[list[str] | None, dict[str, tuple[fl
 
 def run(args) -> int:
     from cfsim.validation import validate, write_report
-    from cfsim.validation.calibrate import calibrate
+    from cfsim.validation.calibrate import MAX_SIGMA_LOG, calibrate
     from cfsim.validation.report import to_markdown
 
     names, bounds = _param_specs(args.param)
@@ -55,13 +56,16 @@ def run(args) -> int:
     if args.report and test_report:
         write_report(test_report, args.report)
     if args.json:
-        json.dump({"params": cal.params, "sigma_log": cal.sigma_log, "train_runs": len(train_runs),
+        json.dump({"params": cal.params,
+                   "sigma_log": {k: (v if v < MAX_SIGMA_LOG else None) for k, v in cal.sigma_log.items()}, "train_runs": len(train_runs),
                    "validation_runs": len(test_runs), "train_errors": train_report.errors,
                    "validation_errors": test_report.errors if test_report else {}}, sys.stdout, default=str)
         sys.stdout.write("\n")
     else:
-        print("fitted:", ", ".join(f"{k} = {v:.4g} (x/÷ {2.718281828 ** cal.sigma_log[k]:.3f})"
-                                   for k, v in cal.params.items()))
+        def spread(k: str) -> str:
+            sig = cal.sigma_log[k]
+            return f"x/÷ {math.exp(sig):.3f}" if sig < MAX_SIGMA_LOG else "not constrained by the training runs"
+        print("fitted:", ", ".join(f"{k} = {v:.4g} ({spread(k)})" for k, v in cal.params.items()))
         print(f"trained on {len(train_runs)} runs; validated on {len(test_runs)} held-out runs")
         if test_report:
             print(to_markdown(test_report))

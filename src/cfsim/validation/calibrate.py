@@ -34,6 +34,8 @@ DEFAULT_PARAMS: dict[str, tuple[float, float]] = {
     "go.gc_scan_mb_per_ms": (0.05, 20.0),
     "go.sched_spin_per_p_us": (0.01, 20.0),
 }
+#: above this 1-sigma (log) the data say nothing about a parameter (a factor of e^5 ~ 150)
+MAX_SIGMA_LOG = 5.0
 RESIDUAL_METRICS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "gc_cpu_share")
 _OPS = {"<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
         "<": operator.lt, ">": operator.gt}
@@ -80,9 +82,11 @@ class Calibration:
     def to_toml(self, validation: Mapping[str, Any] | None = None) -> str:
         doc: dict[str, Any] = {
             "params": dict(self.params),
-            "uncertainty": {k: {"sigma_log": v, "low_1sigma": self.params[k] * math.exp(-v),
-                                "high_1sigma": self.params[k] * math.exp(v)}
-                            for k, v in self.sigma_log.items() if math.isfinite(v)},
+            "uncertainty": {k: ({"sigma_log": v, "low_1sigma": self.params[k] * math.exp(-v),
+                                 "high_1sigma": self.params[k] * math.exp(v)} if v < MAX_SIGMA_LOG else
+                                {"identified": False,
+                                 "note": "the training runs do not constrain this parameter"})
+                            for k, v in self.sigma_log.items()},
             "fit": {"train_runs": self.train_runs, "cost": self.cost, "nfev": self.nfev,
                     "bounds": {k: list(v) for k, v in self.bounds.items()}},
         }
