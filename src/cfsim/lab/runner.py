@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.lab import build, cgroup, exporter, launch, preflight, prometheus, queries, summary
 from cfsim.scenario import Scenario, ScenarioError
 
@@ -101,7 +102,7 @@ def host_facts() -> dict[str, Any]:
         pass
     return {"kernel": platform.release(), "kernel_version": platform.version(), "machine": platform.machine(),
             "cpu_model": cpu_model, "host_cpus": os.cpu_count(), "affinity_cpus": len(os.sched_getaffinity(0)),
-            "hostname": platform.node(), "python": sys.version.split()[0]}
+            "hostname": platform.node(), "python": sys.version.split()[0], "hz": kernel_hz()}
 
 
 def initial_limit(sc: Scenario) -> float | None:

@@ -8,9 +8,11 @@ calibration runs (the machine's speed drifts between runs: comparisons normalise
 from __future__ import annotations
 
 import json
+import platform
 from pathlib import Path
 from typing import Any, Mapping
 
+from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.simulation import SimulationResult, simulate
 
@@ -78,11 +80,25 @@ def host_contention_cores(run_dir: Path, scenario: Scenario) -> float:
     return float(min(stolen, 0.9 * cpus))
 
 
+def run_hz(run_dir: Path) -> int | None:
+    """The tick rate of the kernel the run used: recorded by the lab, or (for runs recorded
+    before it was) read from this machine when the run was made on this same kernel."""
+    host = run_manifest(run_dir).get("host") or {}
+    if host.get("hz"):
+        return int(host["hz"])
+    if host.get("kernel") == platform.release():
+        return kernel_hz()
+    return None
+
+
 def twin(run_dir: Path, params: Mapping[str, Any] | None = None, contention: bool = True) -> SimulationResult:
     """Simulate the run's scenario with optional parameter overrides (``section.key`` -> value),
     and (``contention``) with the CPU other processes took on a saturated host."""
     scenario = run_scenario(run_dir)
     overrides = dict(params or {})
+    hz = run_hz(run_dir)
+    if hz and hz != scenario["host.hz"] and "host.hz" not in overrides:
+        overrides["host.hz"] = hz  # the real kernel's tick, not the scenario's default
     if contention and "host.background_cores" not in overrides:
         background = host_contention_cores(run_dir, scenario)
         if background:
