@@ -33,7 +33,8 @@ def allocation_curves(report, out: Path) -> list[Path]:
         for ax, label in zip(axes, ("throughput [1/s]", "CPU usage [cores]")):
             ax.set_xlabel("CPU limit [cores]")
             ax.set_ylabel(label)
-            for k in range(1, 5):
+            top = max((r["scenario"]["cgroup.cpu_limit"] for r in runs), default=1.0)
+            for k in range(1, int(top) + 1):
                 ax.axvline(k, color="0.85", lw=0.8, zorder=0)
             ax.grid(alpha=0.3)
         axes[0].legend(fontsize=7, ncol=2)
