@@ -179,7 +179,7 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
 
     try:
         fit = least_squares(residuals, np.array(x0), bounds=(lo, hi), diff_step=0.05, max_nfev=max_nfev,
-                            x_scale=1.0)
+                            x_scale="jac")
     finally:
         if pool:
             pool.shutdown()
