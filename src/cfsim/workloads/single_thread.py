@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 
 from cfsim.workloads._arrivals import RateFn
-from cfsim.workloads._go import count_at, latency_keys, sample_interval_ns
-from cfsim.workloads.stream import FETCH_INTERVAL_NS, RecordStream
+from cfsim.workloads._go import sample_interval_ns
+from cfsim.workloads.stream import (FETCH_INTERVAL_NS, RecordStream, record_series, record_summary,
+                                   sample_row)
 
 RUN_NS = 10_000_000
 
@@ -61,43 +62,21 @@ class SingleThreadWorkload:
         return None
 
     def _sample(self) -> None:
-        s = self.stream
-        now = self.eng.now
-        self.samples.append((now, s.arrived, s.completed, s.arrived - s.completed, s.lag_s(now)))
+        self.samples.append(sample_row(self.stream, self.eng.now))
         self.eng.call_later(self.sample_ns, self._sample)
 
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
-        s = self.stream
-        span = (t1_ns - t0_ns) / 1e9
-        idx, t_done = s.completion_table()
-        win = (t_done > t0_ns / 1e9) & (t_done <= t1_ns / 1e9)
-        lat = t_done[win] - s.arrival_times(idx[win])
-        now = self.eng.now
-        done_in = (count_at(self.samples, t1_ns, 2, now, s.completed)
-                   - count_at(self.samples, t0_ns, 2, now, s.completed))
-        out = {
+        out = record_summary(self.stream, self.samples, t0_ns, t1_ns, self.eng.now)
+        out.update({
             "gomaxprocs": 1,
-            "throughput_per_s": done_in / span,
-            "records_completed": int(done_in),
-            "backlog_final": int(s.arrived - s.completed),
-            "lag_final_s": s.lag_s(t1_ns),
             "gc_cycles": 0, "gc_cpu_fraction": 0.0, "sched_cpu_fraction": 0.0,
             "user_cpu_fraction": 1.0,
             "thread_cpu_s": self.eng.thread_cpu_ns(self.tid) / 1e9,
-        }
-        out.update(latency_keys(lat))
+        })
         return out
 
     def series(self, step_ns: int) -> pd.DataFrame:
-        arr = np.asarray(self.samples, dtype=float)
-        if arr.size == 0:
-            return pd.DataFrame()
-        arr = arr[::max(1, int(round(step_ns / self.sample_ns)))]
-        dt = np.diff(arr[:, 0], prepend=np.nan) / 1e9
-        return pd.DataFrame({"t_s": arr[:, 0] / 1e9, "records_arrived_total": arr[:, 1],
-                             "records_consumed_total": arr[:, 2],
-                             "consumption_rate_per_s": np.diff(arr[:, 2], prepend=np.nan) / dt,
-                             "backlog_records": arr[:, 3], "lag_s": arr[:, 4]})
+        return record_series(self.samples, step_ns, self.sample_ns)
 
 
 def build(engine, scenario, rng: np.random.Generator) -> SingleThreadWorkload:

@@ -195,44 +195,56 @@ class StreamWorkload:
         self.eng.call_later(FETCH_INTERVAL_NS, self._fetch)
 
     def _sample(self) -> None:
-        s = self.stream
-        now = self.eng.now
-        self.samples.append((now, s.arrived, s.completed, s.arrived - s.completed, s.lag_s(now)))
+        self.samples.append(sample_row(self.stream, self.eng.now))
         self.eng.call_later(self.sample_ns, self._sample)
 
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
         s = self.stream
         span = (t1_ns - t0_ns) / 1e9
-        idx, t_done = s.completion_table()
-        win = (t_done > t0_ns / 1e9) & (t_done <= t1_ns / 1e9)
-        lat = t_done[win] - s.arrival_times(idx[win])
-        now = self.eng.now
-        done_in = (count_at(self.samples, t1_ns, 2, now, s.completed)
-                   - count_at(self.samples, t0_ns, 2, now, s.completed))
         arrived_in = (s.initial if t0_ns <= 0 else 0) + float(s.rate.cum(t1_ns / 1e9) - s.rate.cum(t0_ns / 1e9))
-        out = {
-            "throughput_per_s": done_in / span,
-            "arrival_rate_per_s": arrived_in / span,
-            "records_completed": int(done_in),
-            "backlog_final": int(s.arrived - s.completed),
-            "lag_final_s": s.lag_s(t1_ns),
-        }
-        out.update(latency_keys(lat))
+        out = record_summary(s, self.samples, t0_ns, t1_ns, self.eng.now)
+        out["arrival_rate_per_s"] = arrived_in / span
         out.update(self.rt.summary(t0_ns, t1_ns))
         return out
 
     def series(self, step_ns: int) -> pd.DataFrame:
-        arr = np.asarray(self.samples, dtype=float)
-        if arr.size == 0:
-            return pd.DataFrame()
-        every = max(1, int(round(step_ns / self.sample_ns)))
-        arr = arr[::every]
-        dt = np.diff(arr[:, 0], prepend=np.nan) / 1e9
-        df = pd.DataFrame({"t_s": arr[:, 0] / 1e9, "records_arrived_total": arr[:, 1],
-                           "records_consumed_total": arr[:, 2],
-                           "consumption_rate_per_s": np.diff(arr[:, 2], prepend=np.nan) / dt,
-                           "backlog_records": arr[:, 3], "lag_s": arr[:, 4]})
-        return merge_series(self.rt.series(step_ns), df)
+        df = record_series(self.samples, step_ns, self.sample_ns)
+        return df if df.empty else merge_series(self.rt.series(step_ns), df)
+
+
+def sample_row(s: RecordStream, now: int) -> tuple:
+    """One sample of a record stream: time, arrived, consumed, backlog, lag."""
+    return (now, s.arrived, s.completed, s.arrived - s.completed, s.lag_s(now))
+
+
+def record_summary(s: RecordStream, samples: list[tuple], t0_ns: int, t1_ns: int, now: int) -> dict[str, Any]:
+    """Throughput, backlog, lag and record latencies (FIFO arrival/departure curves) over (t0, t1]."""
+    span = (t1_ns - t0_ns) / 1e9
+    idx, t_done = s.completion_table()
+    win = (t_done > t0_ns / 1e9) & (t_done <= t1_ns / 1e9)
+    lat = t_done[win] - s.arrival_times(idx[win])
+    done_in = count_at(samples, t1_ns, 2, now, s.completed) - count_at(samples, t0_ns, 2, now, s.completed)
+    out = {
+        "throughput_per_s": done_in / span,
+        "records_completed": int(done_in),
+        "backlog_final": int(s.arrived - s.completed),
+        "lag_final_s": s.lag_s(t1_ns),
+    }
+    out.update(latency_keys(lat))
+    return out
+
+
+def record_series(samples: list[tuple], step_ns: int, sample_ns: int) -> pd.DataFrame:
+    """The stream's samples at ``step_ns`` under Prometheus-like names."""
+    arr = np.asarray(samples, dtype=float)
+    if arr.size == 0:
+        return pd.DataFrame()
+    arr = arr[::max(1, int(round(step_ns / sample_ns)))]
+    dt = np.diff(arr[:, 0], prepend=np.nan) / 1e9
+    return pd.DataFrame({"t_s": arr[:, 0] / 1e9, "records_arrived_total": arr[:, 1],
+                         "records_consumed_total": arr[:, 2],
+                         "consumption_rate_per_s": np.diff(arr[:, 2], prepend=np.nan) / dt,
+                         "backlog_records": arr[:, 3], "lag_s": arr[:, 4]})
 
 
 def build(engine, scenario, rng: np.random.Generator) -> StreamWorkload:
