@@ -166,13 +166,19 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
             start = 1.0
         else:
             start = run_scenario(train_runs[0])[k]
-        x0.append(math.log(min(max(start, lo * 1.0001), hi * 0.9999)))
-    lo = np.log([bnd[k][0] for k in names])
-    hi = np.log([bnd[k][1] for k in names])
+        x0.append(math.log(min(max(start, lo * 1.01), hi * 0.99) / lo))
+    # x = log(value / lower bound) > 0: least_squares' finite-difference step is relative to x,
+    # so x must stay away from 0
+    base = np.array([bnd[k][0] for k in names])
+    lo = np.zeros(len(names))
+    hi = np.log(np.array([bnd[k][1] for k in names]) / base)
     pool = ProcessPoolExecutor(workers) if workers > 1 else None
 
+    def values(x: np.ndarray) -> np.ndarray:
+        return base * np.exp(x)
+
     def residuals(x: np.ndarray) -> np.ndarray:
-        p = dict(zip(names, np.exp(x)))
+        p = {k: float(v) for k, v in zip(names, values(x))}
         jobs = [(str(r), apply_params(r, p, factors[r.parent]), duration_s) for r in train_runs]
         results = list(pool.map(_residuals_for_run, jobs)) if pool else [_residuals_for_run(j) for j in jobs]
         return np.concatenate(results)
@@ -192,6 +198,6 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
             sigma = {k: float(math.sqrt(max(cov[i, i], 0.0))) for i, k in enumerate(names)}
         except np.linalg.LinAlgError:
             pass
-    cal = Calibration({k: float(v) for k, v in zip(names, np.exp(fit.x))}, sigma,
+    cal = Calibration({k: float(v) for k, v in zip(names, values(fit.x))}, sigma,
                       [str(r) for r in train_runs], float(fit.cost), int(fit.nfev), dict(bnd))
     return cal, train_runs, test_runs
