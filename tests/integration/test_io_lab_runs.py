@@ -14,7 +14,8 @@ import pytest
 from cfsim.io import check_lab_rates, check_tidy, read_lab_run
 
 LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
-ALL_RUNS = sorted(p.parent for p in LAB.rglob("manifest.json")) if LAB.is_dir() else []
+ALL_RUNS = sorted(p.parent for p in LAB.rglob("manifest.json")
+                  if (p.parent / "summary.json").is_file()) if LAB.is_dir() else []
 RUNS = ALL_RUNS if os.environ.get("CFSIM_IO_ALL_LAB_RUNS") or len(ALL_RUNS) <= 3 else \
     [ALL_RUNS[0], ALL_RUNS[len(ALL_RUNS) // 2], ALL_RUNS[-1]]
 
