@@ -259,6 +259,14 @@ def measure(sc: Scenario, cg: cgroup.CpuCgroup, workload: Workload, loadgen: Loa
     events = sorted((float(t), lim) for t, lim in (sc["cgroup.limit_schedule"] or []) if 0 < t < duration)
     marks: list[tuple[float, str, Any]] = [(warmup, "snapshot", None)] + [(t, "quota", lim) for t, lim in events]
     quota_changes: list[dict[str, Any]] = []
+    lab_vpa = None
+    if sc["lab.vpa_in_the_loop"]:
+        from cfsim.lab.vpa_loop import LabVpa
+
+        def apply_limit(lim: float) -> None:
+            cg.set_bandwidth(bandwidth_for(sc, lim))
+        lab_vpa = LabVpa(sc, lambda: cg.read_stat().usage_ns, apply_limit, initial_limit(sc))
+        marks += [(t, "vpa", None) for t in lab_vpa.tick_times(duration)]
     snap0: summary.Snapshot | None = None
     host0 = (0.0, 0.0)
     # a quota change at the same instant as the warm-up end comes after the snapshot
@@ -266,6 +274,13 @@ def measure(sc: Scenario, cg: cgroup.CpuCgroup, workload: Workload, loadgen: Loa
         _sleep_until(t_start + t)
         if what == "snapshot":
             snap0, host0 = _snapshot(cg, workload.url, l_url), host_busy_s()
+            continue
+        if what == "vpa":
+            change = lab_vpa.tick(round(time.time() - t_start, 4))
+            if change:
+                quota_changes.append({**change, "applied_t_s": round(time.time() - t_start, 4)})
+                log(f"[{run_id}] t={change['t_s']:g} s: VPA {change['vpa_action']} -> "
+                    f"limit {change['cpu_limit_cores']} cores ({change['reason']})")
             continue
         bw = bandwidth_for(sc, lim)
         cg.set_bandwidth(bw)

@@ -261,5 +261,8 @@ register_section("lab", {
     "harness_shares": Key(None, "int", "cpu.shares of a quota-less cgroup for Prometheus and the load "
                                        "generator; absent = they stay in the caller's cgroup",
                           _between(2, 262144), optional=True),
+    "vpa_in_the_loop": Key(False, "bool", "cfsim's own VPA ([vpa], one pod, in-place resizes) moves the "
+                                          "real quota during the run, with the [vpa] time constants as given "
+                                          "(scale them down so the trap forms in minutes)"),
 })
 # --- end [lab] ---
