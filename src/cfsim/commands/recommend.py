@@ -9,8 +9,9 @@ usage, each simulated.
 from __future__ import annotations
 
 import json
-import math
 import sys
+
+from cfsim.commands._jsonsafe import json_safe
 
 
 def add_parser(sub) -> None:
@@ -40,16 +41,6 @@ def add_parser(sub) -> None:
                    help="with --from: the peers read the lab run's real usage instead of the simulated one")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
-
-
-def _clean(x):
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    return x
 
 
 def run(args) -> int:
@@ -92,7 +83,7 @@ def run(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        json.dump(_clean(rep.as_dict()), sys.stdout, default=str)
+        json.dump(json_safe(rep.as_dict()), sys.stdout, default=str)
         sys.stdout.write("\n")
     else:
         print(format_report(rep))

@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cfsim.commands._jsonsafe import json_safe
+
 DEFAULT_SCENARIO = "grab-sinktos3"
 DEFAULT_DAYS = 7.0  # when the scenario has no vpa.days
 ROW_FIELDS = ("t_s", "t_h", "replicas", "request_cores", "limit_cores", "gomaxprocs", "usage_cores",
@@ -59,16 +61,6 @@ def fix_overrides(sc, limit_ratio: float = 2.0) -> dict[str, list[tuple[str, Any
         "go1.25": go,
         "limit_above_request": [("vpa.limit_to_request_ratio", float(limit_ratio))],
     }
-
-
-def _clean(x: Any) -> Any:
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    return x
 
 
 def _row_at(rows: list[dict], t_s: float) -> dict:
@@ -170,7 +162,7 @@ def run_trap(scenario: str = DEFAULT_SCENARIO, overrides: list[str] | None = Non
                                          "events": res.events}
     out["phases"] = phases(base, results.get("t3_manual_override"), t3_at)
     out["wall_s"] = sum(r.wall_s for r in results.values())
-    return {"data": _clean(out), "results": results}
+    return {"data": json_safe(out), "results": results}
 
 
 # ----------------------------------------------------------------------------- output
