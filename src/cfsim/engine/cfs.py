@@ -76,32 +76,54 @@ class CpuStat:
 
 
 class _CpuEvent(simpy.events.Timeout):
-    """A CPU's next completion or refill; stale once the CPU's version moved on."""
+    """A CPU's next completion or refill; stale once the CPU's version moved on.
+
+    CPU events at the same instant (ticks are aligned across CPUs) run in the order of the
+    CPU's ``rank`` (which CPU's tick handler wins the race for the pool), after other events,
+    so ties resolve identically however the events were scheduled.
+
+    They are the engine's most frequent object, so the engine recycles them: once simpy has
+    processed one (and dropped it), ``CfsEngine._schedule_cpu`` puts it back on simpy's queue
+    with the entry ``Environment.schedule`` would make, instead of building a new Timeout.
+    """
 
     __slots__ = ("cpu", "ver")
 
-    def __init__(self, env: simpy.Environment, delay: int, cpu: int, ver: int, rank: int):
-        # Not Timeout.__init__: CPU events at the same instant (ticks are aligned across CPUs)
-        # run in the order of ``rank`` — which CPU's tick handler wins the race for the pool —
-        # after other events, so ties resolve identically however the events were scheduled.
+    def __init__(self, env: simpy.Environment) -> None:
+        # Not Timeout.__init__: the engine schedules it
         self.env = env
-        self.callbacks = []
+        self._value = None
+        self._ok = True
+        self._delay = 0
+
+
+class _Timer(simpy.events.Timeout):
+    """A cancellable callback ``fn(*args)`` on the simpy clock (no closure per call: the
+    workloads schedule one of these per wake-up, so it is on the hot path)."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, env: simpy.Environment, delay: int, fn: Callable[..., None] | None,
+                 args: tuple):
+        # Timeout's own initialisation, inlined, at simpy's NORMAL priority
+        self.env = env
+        self.callbacks = [_fire_timer]
         self._value = None
         self._delay = delay
         self._ok = True
-        self.cpu = cpu
-        self.ver = ver
-        env.schedule(self, 2 + rank, delay)
-
-
-@dataclass
-class _Timer:
-    """A cancellable callback on the simpy clock."""
-
-    fn: Callable[[], None] | None
+        self.fn = fn
+        self.args = args
+        # env.schedule(self, NORMAL, delay), inlined (see _CpuEvent)
+        heapq.heappush(env._queue, (env._now + delay, simpy.events.NORMAL, next(env._eid), self))
 
     def cancel(self) -> None:
         self.fn = None
+
+
+def _fire_timer(ev: _Timer) -> None:
+    fn = ev.fn
+    if fn is not None:
+        fn(*ev.args)
 
 
 @dataclass
@@ -127,6 +149,23 @@ class CfsEngine:
     >>> abs(st.usage_ns / 10e9 - 1.0) < 0.02, st.nr_throttled >= st.nr_periods - 1
     (True, True)
     """
+
+    # Slots, not a __dict__: the engine's state is read and written on every event, and slot
+    # access is markedly cheaper (about 8 % of the 200-thread benchmark's instructions).
+    __slots__ = (
+        "env", "ncpus", "tick_ns", "rng", "_speed", "_prefetch_on",
+        # per CPU
+        "_nq", "_heap", "_vt", "_rr", "_upd", "_thr", "_thr_clock", "_ver", "_ev_t", "_rank",
+        "_usage", "_pf_t1", "_pf_t2", "_pf_tk", "_epoch_end", "_overloaded", "_balance_pending",
+        "_free_events", "_cpu_cb",
+        # per thread
+        "_t_cpu", "_t_last", "_t_start_v", "_t_end_v", "_t_gen", "_t_cb", "_t_base", "_t_name",
+        "_seq",
+        # group bandwidth
+        "_bw", "_quota", "_period", "_burst", "_slice", "_slice_eff", "_legacy", "_phase_ns",
+        "_fifo", "_stat", "_periods", "_timer_active", "_timer_ver", "_next_fire", "_idle",
+        "_slack_pending", "_pool", "_snap", "_usage_at_period",
+    )
 
     def __init__(self, cpus: int, hz: int = 1000, bandwidth: Bandwidth | None = None,
                  seed: int = 0, env: simpy.Environment | None = None, prefetch: bool = True,
@@ -155,6 +194,8 @@ class CfsEngine:
         # period (the kernel gives no order), so no CPU is favoured period after period
         self._rank = list(range(cpus))
         self._balance_pending = False
+        self._free_events: list[_CpuEvent] = []
+        self._cpu_cb = self._cpu_event_cb  # one bound method, not one per event
         self._usage = [0] * cpus
         self._pf_t1 = [0] * cpus          # prefetch bookkeeping (see _prefetch)
         self._pf_t2 = [0] * cpus
@@ -224,7 +265,11 @@ class CfsEngine:
         if work_ns <= 0:
             raise ValueError(f"work_ns must be > 0 (got {work_ns})")
         self._t_cb[tid] = on_done
-        c = self._select_cpu(tid)
+        prev = self._t_last[tid]
+        if prev >= 0 and (self._nq[prev] == 0 or self._thr[prev]):
+            c = prev  # _select_cpu's first choice, inlined: most wake-ups take it
+        else:
+            c = self._select_cpu(tid)
         self._enqueue(c, tid, float(work_ns))
 
     def stop(self, tid: int) -> int:
@@ -256,18 +301,15 @@ class CfsEngine:
             done += min(self._vt[c], self._t_end_v[tid]) - self._t_start_v[tid]
         return int(round(done))
 
-    def call_at(self, t_ns: int, fn: Callable[[], None]) -> _Timer:
-        timer = _Timer(fn)
-        delay = max(0, int(t_ns) - self.env._now)
+    def call_at(self, t_ns: int, fn: Callable[..., None], *args: object) -> _Timer:
+        """Call ``fn(*args)`` at ``t_ns`` (now if that is past); ``.cancel()`` the result to drop it."""
+        delay = int(t_ns) - self.env._now
+        return _Timer(self.env, delay if delay > 0 else 0, fn, args)
 
-        def fire(_ev, timer=timer):
-            if timer.fn is not None:
-                timer.fn()
-        self.env.timeout(delay).callbacks.append(fire)
-        return timer
-
-    def call_later(self, delay_ns: int, fn: Callable[[], None]) -> _Timer:
-        return self.call_at(self.now + int(delay_ns), fn)
+    def call_later(self, delay_ns: int, fn: Callable[..., None], *args: object) -> _Timer:
+        """Call ``fn(*args)`` after ``delay_ns`` (now if that is negative)."""
+        delay = int(delay_ns)
+        return _Timer(self.env, delay if delay > 0 else 0, fn, args)
 
     def run_until(self, t_ns: int) -> None:
         self.env.run(until=int(t_ns))
@@ -373,10 +415,13 @@ class CfsEngine:
             self._ev_t[c] = -1
             return
         heap = self._heap[c]
-        t_gen = self._t_gen
-        t_cpu = self._t_cpu
-        while heap and (heap[0][2] != t_gen[heap[0][1]] or t_cpu[heap[0][1]] != c):
-            heapq.heappop(heap)
+        if heap:
+            _, tid, gen = heap[0]
+            if gen != self._t_gen[tid] or self._t_cpu[tid] != c:
+                t_gen = self._t_gen
+                t_cpu = self._t_cpu
+                while heap and (heap[0][2] != t_gen[heap[0][1]] or t_cpu[heap[0][1]] != c):
+                    heapq.heappop(heap)
         if not heap:
             # only the thread completing right now is queued (we are inside its callback):
             # the completion handler re-arms this CPU when the callback returns
@@ -386,33 +431,46 @@ class CfsEngine:
         t0 = self._upd[c]
         left = heap[0][0] - self._vt[c]
         speed = self._speed
-        t_next = t0 + (math.ceil(left * k / speed) if left > 0 else 0)
+        if speed == 1.0:
+            t_next = t0 + (math.ceil(left * k) if left > 0 else 0)
+        else:
+            t_next = t0 + (math.ceil(left * k / speed) if left > 0 else 0)
         if self._bw is not None:
             rr = self._rr[c]
-            # the silo runs dry at t0 + rr; the next tick's update_curr notices it
-            tick = self.tick_ns
+            # the silo runs dry at t0 + rr; the next tick's update_curr notices it (no sooner
+            # than t_dry, so only a silo that runs dry before t_next can move it)
             t_dry = t0 + (rr if speed == 1.0 else math.ceil(rr / speed))
-            t_ref = -(-t_dry // tick) * tick
-            if t_ref < t0:
-                t_ref = t0
-            if t_ref < t_next:
-                t_next = t_ref
+            if t_dry < t_next:
+                tick = self.tick_ns
+                t_ref = -(-t_dry // tick) * tick
+                if t_ref < t0:
+                    t_ref = t0
+                if t_ref < t_next:
+                    t_next = t_ref
         if t_next == self._ev_t[c]:
             return  # the pending event already fires then
-        self._ver[c] += 1
+        ver = self._ver[c] + 1
+        self._ver[c] = ver
         self._ev_t[c] = t_next
-        ev = _CpuEvent(self.env, t_next - self.env._now, c, self._ver[c], self._rank[c])
-        ev.callbacks.append(self._cpu_event_cb)
+        free = self._free_events
+        env = self.env
+        ev = free.pop() if free else _CpuEvent(env)
+        ev.callbacks = [self._cpu_cb]
+        ev.cpu = c
+        ev.ver = ver
+        # env.schedule(ev, 2 + rank, t_next - now), inlined
+        heapq.heappush(env._queue, (t_next, 2 + self._rank[c], next(env._eid), ev))
 
     def _cpu_event_cb(self, ev: "_CpuEvent") -> None:
+        """CPU c's completion or refill is due (unless the event went stale)."""
         c = ev.cpu
-        if ev.ver == self._ver[c]:
-            self._ev_t[c] = -1
-            self._on_cpu_event(c)
-
-    def _on_cpu_event(self, c: int) -> None:
+        self._free_events.append(ev)  # simpy is done with it (see _CpuEvent)
+        if ev.ver != self._ver[c]:
+            return
+        self._ev_t[c] = -1
         now = self.env._now
-        self._advance(c, now)
+        if now > self._upd[c]:
+            self._advance(c, now)
         heap = self._heap[c]
         vt = self._vt[c]
         t_gen = self._t_gen
@@ -426,28 +484,32 @@ class CfsEngine:
             if end_v - vt > _EPS:
                 break
             heapq.heappop(heap)
-            blocked |= self._complete(c, tid, now)
+            # the thread's work is done: its callback continues it or it blocks
+            self._t_base[tid] += self._t_end_v[tid] - self._t_start_v[tid]
+            cb = self._t_cb[tid]
+            more = cb(tid) if cb is not None else None
+            if t_cpu[tid] != c:
+                blocked = True  # the callback moved or stopped it
+            elif more and more > 0:
+                gen = t_gen[tid] + 1
+                t_gen[tid] = gen
+                start = self._vt[c]
+                self._t_start_v[tid] = start
+                end_v = start + float(more)
+                self._t_end_v[tid] = end_v
+                heapq.heappush(heap, (end_v, tid, gen))
+            else:
+                self._dequeue(c, tid, now)
+                blocked = True
             vt = self._vt[c]
         # a thread that just keeps computing is no kernel event: only a tick or a dequeue
         # charges the silo here
-        self._after_change(c, now, blocked or now % self.tick_ns == 0)
-
-    def _complete(self, c: int, tid: int, now: int) -> bool:
-        """A thread's work is done: continue it or block it. Returns True if it blocked."""
-        self._t_base[tid] += self._t_end_v[tid] - self._t_start_v[tid]
-        cb = self._t_cb[tid]
-        more = cb(tid) if cb is not None else None
-        if self._t_cpu[tid] != c:
-            return True  # the callback moved or stopped it
-        if more and more > 0:
-            self._t_gen[tid] += 1
-            start = self._vt[c]
-            self._t_start_v[tid] = start
-            self._t_end_v[tid] = start + float(more)
-            heapq.heappush(self._heap[c], (start + float(more), tid, self._t_gen[tid]))
-            return False
-        self._dequeue(c, tid, now)
-        return True
+        if (blocked or now % self.tick_ns == 0) and self._bw is not None and self._nq[c] \
+                and not self._thr[c] and self._rr[c] <= 0:
+            self._account(c, now)
+        if self._nq[c] == 0 and self._overloaded:
+            self._idle_balance(c, now)
+        self._schedule_cpu(c)
 
     def _after_change(self, c: int, now: int, charge: bool = True) -> None:
         """Charge runtime at a scheduling event (``update_curr``) and re-arm the CPU."""
@@ -547,43 +609,50 @@ class CfsEngine:
         self._schedule_cpu(c)
 
     # ------------------------------------------------------------------ queueing and placement
-    def _enqueue(self, c: int, tid: int, work: float) -> None:
+    def _enqueue(self, c: int, tid: int, work: float, arm: bool = True) -> None:
         now = self.env._now
-        self._advance(c, now)
-        was_empty = self._nq[c] == 0
-        self._nq[c] += 1
-        if self._nq[c] == 2 and not self._thr[c]:
+        if now > self._upd[c]:
+            self._advance(c, now)
+        n = self._nq[c] + 1
+        self._nq[c] = n
+        throttled = self._thr[c]
+        if n == 2 and not throttled:
             self._overloaded.add(c)
             self._arm_balance()
         self._t_cpu[tid] = c
-        self._t_gen[tid] += 1
+        gen = self._t_gen[tid] + 1
+        self._t_gen[tid] = gen
         start = self._vt[c]
+        end = start + work
         self._t_start_v[tid] = start
-        self._t_end_v[tid] = start + work
-        heapq.heappush(self._heap[c], (start + work, tid, self._t_gen[tid]))
+        self._t_end_v[tid] = end
+        heapq.heappush(self._heap[c], (end, tid, gen))
         if self._bw is not None:
-            if self._thr[c]:
-                if was_empty and self._thr_clock[c] < 0:
+            if throttled:
+                if n == 1 and self._thr_clock[c] < 0:
                     self._thr_clock[c] = now  # enqueue into a throttled runqueue starts the clock
             elif self._rr[c] <= 0:
                 # update_curr at enqueue (check_enqueue_throttle for an empty runqueue)
                 self._account(c, now)
-        self._schedule_cpu(c)
+        if arm:
+            self._schedule_cpu(c)
 
     def _dequeue(self, c: int, tid: int, now: int) -> None:
-        if self._nq[c] == 2:
+        n = self._nq[c]
+        if n == 2:
             self._overloaded.discard(c)
-        self._nq[c] -= 1
+        self._nq[c] = n - 1
         self._t_cpu[tid] = -1
         self._t_last[tid] = c
         self._t_gen[tid] += 1
-        if self._nq[c] == 0 and self._bw is not None:
+        if n == 1 and self._bw is not None:
             if self._thr[c]:
                 if self._thr_clock[c] >= 0:
                     self._stat.throttled_time_ns += now - self._thr_clock[c]
                     self._thr_clock[c] = -1
             else:
-                self._unprefetch(c, now)
+                if self._pf_tk[c] > now:
+                    self._unprefetch(c, now)
                 if self._rr[c] <= 0:
                     # update_curr at dequeue charges first and may take a slice...
                     self._start_timer()
@@ -619,6 +688,8 @@ class CfsEngine:
 
     def _on_balance(self, _ev=None) -> None:
         self._balance_pending = False
+        self._free_events: list[_CpuEvent] = []
+        self._cpu_cb = self._cpu_event_cb  # one bound method, not one per event
         now = self.env._now
         for c in range(self.ncpus):
             if not self._overloaded:
@@ -632,13 +703,16 @@ class CfsEngine:
         (throttled hierarchies are not migrated: ``throttled_lb_pair``)."""
         if self._thr[c]:
             return
+        nq = self._nq
         busiest, load = -1, 1
         for d in self._overloaded:
-            if self._nq[d] > load or (self._nq[d] == load and d < busiest):
-                busiest, load = d, self._nq[d]
+            n = nq[d]
+            if n > load or (n == load and d < busiest):
+                busiest, load = d, n
         if busiest < 0:
             return
-        self._advance(busiest, now)
+        if now > self._upd[busiest]:
+            self._advance(busiest, now)
         heap = self._heap[busiest]
         # migrate the queued thread with the most work left (least likely to finish soon)
         t_gen, t_cpu = self._t_gen, self._t_cpu
@@ -652,7 +726,7 @@ class CfsEngine:
         self._dequeue(busiest, tid, now)
         self._t_cb[tid] = cb
         self._schedule_cpu(busiest)
-        self._enqueue(c, tid, max(left, 1.0))
+        self._enqueue(c, tid, max(left, 1.0), arm=False)  # every caller re-arms CPU c next
 
     # ------------------------------------------------------------------ group timers
     def _ns_to_refresh(self, now: int) -> int:
@@ -681,7 +755,7 @@ class CfsEngine:
         st = self._stat
         throttled = bool(self._fifo)
         st.nr_periods += 1
-        self._rank = [int(x) for x in self.rng.permutation(self.ncpus)]
+        self._rank = self.rng.permutation(self.ncpus).tolist()
         self._pool, self._snap, burst_used = bwr.refill(self._pool, self._snap, self._quota, self._burst)
         if burst_used > 0:
             st.nr_bursts += 1
@@ -722,12 +796,13 @@ class CfsEngine:
                 self._unthrottle(c, now)
 
     def _return_slack(self, c: int, now: int) -> None:
-        self._unprefetch(c, now)
+        # (the caller, _dequeue, has already handed prefetched slices back)
         self._pool, self._rr[c] = bwr.return_slack(self._pool, self._rr[c])
-        if bwr.should_arm_slack_timer(self._pool, self._slice, bool(self._fifo),
-                                      self._ns_to_refresh(now), self._slack_pending):
+        # (no throttled CPU: the rule says no, so skip asking on this hot path)
+        if self._fifo and bwr.should_arm_slack_timer(self._pool, self._slice, True,
+                                                     self._ns_to_refresh(now), self._slack_pending):
             self._slack_pending = True
-            self.env.timeout(bwr.SLACK_PERIOD_NS).callbacks.append(lambda _ev: self._on_slack())
+            self.call_later(bwr.SLACK_PERIOD_NS, self._on_slack)
 
     def _on_slack(self) -> None:
         self._slack_pending = False
