@@ -169,6 +169,20 @@ def test_single_thread_saturates_at_one_core():
     assert s["backlog_final"] > 9000 and s["lag_final_s"] > 0.9
 
 
+@pytest.mark.parametrize("kind", ["stream", "single-thread"])
+def test_fetch_interval_sets_the_latency_floor(kind):
+    # an unloaded consumer: a record waits on average half a fetch interval before it is handed
+    # over, so the median latency follows workload.fetch_interval_ms
+    p50 = {}
+    for ms in (5.0, 40.0):
+        s = run(kind=kind, rate_per_s=500, cpu_ms_per_item=0.1, limit=2.0, dur=3.0, warm=0.5,
+                fetch_interval_ms=ms).summary
+        assert s["throughput_per_s"] == pytest.approx(500, rel=0.05)
+        p50[ms] = s["latency_p50_s"]
+    assert p50[5.0] == pytest.approx(2.5e-3, abs=1.5e-3)
+    assert p50[40.0] == pytest.approx(20e-3, rel=0.25)
+
+
 def test_rate_specs_steps_and_diurnal():
     s = run(rate_per_s=[[0, 1000], [1, 3000]], cpu_ms_per_item=0.1, dur=2.0).summary
     assert s["arrival_rate_per_s"] == pytest.approx(2000, rel=0.01)

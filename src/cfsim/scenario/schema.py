@@ -165,6 +165,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "cpu_ms_per_item": Key(0.3, "float", "CPU per record [ms]", _gt(0)),
         "alloc_kb_per_item": Key(4.0, "float", "heap allocation per record [KiB]", _ge(0)),
         "initial_backlog": Key(0, "int", "records waiting at t=0", _ge(0)),
+        "fetch_interval_ms": Key(20.0, "float", "consumer fetch cadence: records arriving in between are "
+                                                "handed over together [ms] (kind=stream, single-thread)",
+                                 _between(0.1, 10_000)),
         # closed / open: requests
         "clients": Key(2, "int", "closed-loop virtual users (kind=closed)", _between(1, 100_000)),
         "fanout": Key(1, "int", "goroutines per request, each doing cpu_ms_per_request/fanout",

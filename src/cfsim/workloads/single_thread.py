@@ -17,7 +17,7 @@ import pandas as pd
 
 from cfsim.workloads._arrivals import RateFn
 from cfsim.workloads._go import sample_interval_ns
-from cfsim.workloads.stream import (FETCH_INTERVAL_NS, RecordStream, record_series, record_summary,
+from cfsim.workloads.stream import (RecordStream, fetch_interval_ns, record_series, record_summary,
                                    sample_row)
 
 RUN_NS = 10_000_000
@@ -33,6 +33,7 @@ class SingleThreadWorkload:
         self.busy = False
         self.claim = None
         self.t0 = 0
+        self.fetch_ns = fetch_interval_ns(scenario)
         self.sample_ns = sample_interval_ns(scenario)
         self.samples: list[tuple] = []
 
@@ -45,7 +46,7 @@ class SingleThreadWorkload:
         if not self.busy and self.stream.has_work():
             self.busy = True
             self.eng.run(self.tid, self._next(), self._done)
-        self.eng.call_later(FETCH_INTERVAL_NS, self._fetch)
+        self.eng.call_later(self.fetch_ns, self._fetch)
 
     def _next(self) -> int:
         s = self.stream

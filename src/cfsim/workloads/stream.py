@@ -1,7 +1,7 @@
 """``kind = "stream"``: a Kafka-style consumer (Grab's SinktoS3 shape) in a Go process.
 
 Records arrive at ``rate_per_s`` (constant, steps, diurnal or CSV) and are fetched by the consumer
-every ``FETCH_INTERVAL_NS`` (one netpoll wake-up per fetch that brings records); ``workers``
+every ``fetch_interval_ms`` (one netpoll wake-up per fetch that brings records); ``workers``
 goroutines each take a record, spend ``cpu_ms_per_item`` of CPU and allocate
 ``alloc_kb_per_item``. A worker keeps taking records while any wait (a channel receive that does
 not block), so a P runs a worker for a chunk of records: the records waiting are shared among
@@ -26,11 +26,15 @@ from cfsim.workloads._arrivals import RateFn
 from cfsim.workloads._go import count_at, latency_keys, make_runtime, merge_series, sample_interval_ns
 
 # Kafka consumers fetch continuously; a fetch returns the records produced since the previous
-# one. 20 ms is our plausible fetch cadence (a model-resolution choice: it bounds latency
-# resolution and sets how often idle Ps are woken), left to calibration.
-FETCH_INTERVAL_NS = 20_000_000
+# one. The default cadence, 20 ms (workload.fetch_interval_ms), is a model-resolution choice: it
+# bounds latency resolution and sets how often idle Ps are woken; it is left to calibration.
 MAX_LATENCY_SAMPLES = 1_000_000
 MAX_DEPARTURE_CHUNKS = 2_000_000   # beyond this, keep every 2nd chunk (then 4th, ...) for latency
+
+
+def fetch_interval_ns(scenario) -> int:
+    """The consumer's fetch cadence in ns (``workload.fetch_interval_ms``)."""
+    return int(round(scenario["workload.fetch_interval_ms"] * 1e6))
 
 
 class DepartureLog:
@@ -179,6 +183,7 @@ class StreamWorkload:
         self.stream = RecordStream(self.rate, w["cpu_ms_per_item"] * 1e6, w["alloc_kb_per_item"] * 1024,
                                    w["workers"], w["initial_backlog"])
         self.rt.source = self.stream
+        self.fetch_ns = fetch_interval_ns(scenario)
         self.sample_ns = sample_interval_ns(scenario)
         self.samples: list[tuple] = []
 
@@ -192,7 +197,7 @@ class StreamWorkload:
         self.stream.parallel = min(self.stream.workers, self.rt.nprocs)
         if self.stream.deliver(self.eng.now) > 0 or self.stream.has_work():
             self.rt.ready(1, spawns=True)   # the consumer goroutine, which hands records to workers
-        self.eng.call_later(FETCH_INTERVAL_NS, self._fetch)
+        self.eng.call_later(self.fetch_ns, self._fetch)
 
     def _sample(self) -> None:
         self.samples.append(sample_row(self.stream, self.eng.now))
