@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-collect every grid in data/lab (129 runs, about 90 minutes). Resumable: finished runs are
+# Re-collect every grid in data/lab (139 runs, about 100 minutes). Resumable: finished runs are
 # skipped, so run it again after an interruption. Needs root, Go and Prometheus.
 #   nohup bash data/lab/collect.sh > /tmp/cfsim-lab-collect.log 2>&1 &
 set -euo pipefail
@@ -16,4 +16,6 @@ python3 -m cfsim lab grid $S/alloc-stream.toml --grid cgroup.cpu_limit=$LIMITS \
     --grid go.gomaxprocs=1,2,4,8,16 --out data/lab/alloc-stream --resume
 python3 -m cfsim lab grid $S/quota-steps-from-1.2.toml --grid go.gomaxprocs=automaxprocs,go1.25 \
     --out data/lab/quota-steps-from-1.2 --resume
+python3 -m cfsim lab grid $S/sched-overhead.toml --grid go.gomaxprocs=1,2,4,8,16,32,64 \
+    --out data/lab/sched-overhead --resume
 echo "collection finished $(date -u +%FT%TZ)"

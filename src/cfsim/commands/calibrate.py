@@ -45,8 +45,12 @@ def run(args) -> int:
     from cfsim.validation.report import to_markdown
 
     names, bounds = _param_specs(args.param)
-    cal, train_runs, test_runs = calibrate(args.path, args.train, names, workers=args.workers,
-                                           max_nfev=args.max_nfev, bounds=bounds)
+    try:
+        cal, train_runs, test_runs = calibrate(args.path, args.train, names, workers=args.workers,
+                                               max_nfev=args.max_nfev, bounds=bounds)
+    except ValueError as exc:  # a bad --train or --param: say which, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     train_report = validate(args.path, params=cal.params, only=train_runs)
     test_report = validate(args.path, params=cal.params, only=test_runs) if test_runs else None
     if args.out:
