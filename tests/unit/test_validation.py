@@ -75,3 +75,15 @@ def test_selector_errors_are_clear():
     with pytest.raises(ValueError, match="cannot read"):
         parse_selector("cpu_limit is small")
     assert parse_selector("go.gomaxprocs==2 and cgroup.cpu_limit>1")({"go.gomaxprocs": 2, "cgroup.cpu_limit": 1.5})
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--param", "go.sched_spin_base_us"], "give bounds as go.sched_spin_base_us=LOW:HIGH"),
+    (["--train", "cgroup.cpu_limit>100"], "selects no run"),
+])
+def test_calibrate_command_reports_bad_arguments_without_a_traceback(grid, capsys, argv, message):
+    from cfsim.cli import main
+    train = [] if "--train" in argv else ["--train", "cgroup.cpu_limit<=1"]
+    assert main(["calibrate", str(grid), *train, *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
