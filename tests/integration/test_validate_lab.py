@@ -38,3 +38,18 @@ def test_committed_lab_run_stays_within_reached_errors(grid, run):
         assert abs(errors[metric]) <= bound, f"{run} {metric}: error {errors[metric]:+.4f} beyond {bound}"
     # the grid's measured noise is reported beside the errors
     assert report.grids[grid]["drift"] is not None
+
+
+def test_hardware_in_the_loop_twin_replays_the_recorded_resizes():
+    # cfsim's VPA resized the real quota five times during this run; the twin replays the writes
+    # from the manifest (without them it kept 0.5 cores and missed the CPU by -47 %)
+    folder = LAB / "vpa-in-the-loop" / "run-automaxprocs"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is not in this checkout (data/lab comes from the lab)")
+    from cfsim.validation.twin import recorded_limit_schedule, run_scenario
+    schedule = recorded_limit_schedule(folder, run_scenario(folder))
+    assert [lim for _, lim in schedule] == [0.627, 0.763, 0.92, 1.101, 1.168]
+    errors = validate(folder).runs[0]["errors"]
+    assert abs(errors["cpu_usage_cores"]) <= 0.01
+    assert abs(errors["throttled_ratio"]) <= 0.01
+    assert errors["gomaxprocs"] == 0.0

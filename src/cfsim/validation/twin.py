@@ -91,11 +91,28 @@ def run_hz(run_dir: Path) -> int | None:
     return None
 
 
+def recorded_limit_schedule(run_dir: Path, scenario: Scenario) -> list[list[float]] | None:
+    """The quota changes a run received from outside its scenario, as ``cgroup.limit_schedule``.
+
+    In a hardware-in-the-loop run (``lab.vpa_in_the_loop``) cfsim's VPA resized the real quota
+    while the run went on; the manifest records each write (``cgroup.quota_changes``, with the
+    instant it was applied). The twin must replay them, or it compares a resized container with
+    one that kept its first limit."""
+    if not scenario["lab.vpa_in_the_loop"]:
+        return None
+    changes = (run_manifest(run_dir).get("cgroup") or {}).get("quota_changes") or []
+    steps = [[float(c.get("applied_t_s", c["t_s"])), float(c["cpu_limit_cores"])] for c in changes]
+    return steps or None
+
+
 def twin(run_dir: Path, params: Mapping[str, Any] | None = None, contention: bool = True) -> SimulationResult:
     """Simulate the run's scenario with optional parameter overrides (``section.key`` -> value),
     and (``contention``) with the CPU other processes took on a saturated host."""
     scenario = run_scenario(run_dir)
     overrides = dict(params or {})
+    schedule = recorded_limit_schedule(run_dir, scenario)
+    if schedule and "cgroup.limit_schedule" not in overrides:
+        overrides["cgroup.limit_schedule"] = schedule
     hz = run_hz(run_dir)
     if hz and hz != scenario["host.hz"] and "host.hz" not in overrides:
         overrides["host.hz"] = hz  # the real kernel's tick, not the scenario's default
