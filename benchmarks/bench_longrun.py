@@ -17,7 +17,8 @@ import json
 import statistics
 import time
 
-from cfsim.engine.longrun import nominal_demand_cores, response_for, run_longrun
+from cfsim.engine.longrun import nominal_demand_cores, run_longrun
+from cfsim.engine.response import response_for
 from cfsim.scenario import load_scenario
 
 GOAL_S = 10.0

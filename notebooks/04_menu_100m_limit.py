@@ -227,7 +227,8 @@ lab
 # throughput.
 
 # %%
-from cfsim.engine.longrun import SurfaceGrid, response_for, run_longrun
+from cfsim.engine.longrun import run_longrun
+from cfsim.engine.response import SurfaceGrid, response_for
 
 r0, (b0, b1) = 0.5, HPA_BATCH_S
 hpa_base = base.with_overrides([

@@ -1,5 +1,4 @@
 """The CFS engine: kernel invariants on random scenarios, and the behaviours the kernel docs state."""
-import math
 
 import pytest
 from hypothesis import assume, given

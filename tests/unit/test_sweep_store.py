@@ -1,7 +1,6 @@
 """The store: atomic single-run files, compaction, dedupe, errors recorded as rows, xarray."""
 from __future__ import annotations
 
-import os
 import sys
 
 import pandas as pd

@@ -122,7 +122,8 @@ def _progress(done: int, total: int) -> None:
 def run_trap(scenario: str = DEFAULT_SCENARIO, overrides: list[str] | None = None, response_mode: str = "auto",
              limit_ratio: float = 2.0, with_t3: bool = True) -> dict[str, Any]:
     """Run the trap, the four fixes and (optionally) the T3 override; return plain data + results."""
-    from cfsim.engine.longrun import nominal_demand_cores, response_for, run_longrun
+    from cfsim.engine.longrun import nominal_demand_cores, run_longrun
+    from cfsim.engine.response import response_for
     from cfsim.scenario import load_scenario
 
     sc = load_scenario(scenario, list(overrides or []))

@@ -15,7 +15,6 @@ import functools
 import importlib
 import json
 import subprocess
-import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from cfsim.scenario import Scenario, ScenarioError, load_scenario
+from cfsim.scenario import Scenario, load_scenario
 from cfsim.scenario.schema import SCHEMA
 from cfsim.sweep.executors import Executor, ExecutorUnavailable, make_executor
 from cfsim.sweep.grid import Grid, GridError
