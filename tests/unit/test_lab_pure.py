@@ -191,3 +191,22 @@ def test_check_scenario_refuses_a_hidden_quota():
     with pytest.raises(ScenarioError, match="lab.quota_at"):
         runner.check_scenario(load_scenario({"go": {"gomaxprocs": "automaxprocs"}, "lab": {"quota_at": "run"}}))
     runner.check_scenario(load_scenario({"go": {"gomaxprocs": 4}, "lab": {"quota_at": "run"}}))
+
+
+def test_summarize_request_window_has_client_and_server_latency():
+    def hist(name, fast, total):
+        return (f'{name}_bucket{{le="0.001"}} {fast}\n{name}_bucket{{le="0.01"}} {total}\n'
+                f'{name}_bucket{{le="+Inf"}} {total}\n')
+    wl0 = summary.parse_exposition(hist("cfsim_request_duration_seconds", 0, 0))
+    wl1 = summary.parse_exposition(hist("cfsim_request_duration_seconds", 900, 1000))  # handler: fast
+    lg0 = summary.parse_exposition("cfsim_loadgen_requests_total 0\n" +
+                                   hist("cfsim_loadgen_request_duration_seconds", 0, 0))
+    lg1 = summary.parse_exposition("cfsim_loadgen_requests_total 1000\n" +
+                                   hist("cfsim_loadgen_request_duration_seconds", 100, 1000))  # client: slower
+    s0 = summary.Snapshot(0.0, cgroup.CpuStat(0, 0, 0, 0), wl0, lg0)
+    s1 = summary.Snapshot(10.0, cgroup.CpuStat(1_000_000_000, 100, 0, 0), wl1, lg1)
+    out = summary.summarize("open", s0, s1, None)
+    assert out["throughput_per_s"] == pytest.approx(100)
+    assert out["latency_p50_s"] == pytest.approx(0.001 + 0.009 * 400 / 900)   # the client's view
+    assert out["server_latency_p50_s"] == pytest.approx(0.001 * 500 / 900)    # the handler's
+    assert out["server_latency_p99_s"] > out["server_latency_p50_s"]

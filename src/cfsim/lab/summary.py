@@ -27,6 +27,9 @@ EXTRA_KEYS = ("nr_bursts", "burst_time_s", "duration_s", "records_completed", "a
               "go_cpu_seconds", "go_cpu_cores", "go_sched_gomaxprocs_threads", "user_cpu_fraction",
               *(f"go_cpu_classes_{c}_cpu_seconds_total" for c in CPU_CLASSES),
               "calibration_rounds_per_cpu_ms")
+# request workloads (closed, open): the handler's own latency, without the load generator's
+# HTTP client, loopback and parsing; this is what the simulator's request latency models
+SERVER_LATENCY_KEYS = ("server_latency_p50_s", "server_latency_p99_s", "server_latency_p999_s")
 # the samples the summary reads (kept in the manifest, so a summary can be recomputed)
 WINDOW_PREFIXES = ("cfsim_", "go_cpu_classes_", "go_gc_cycles_total", "go_sched_gomaxprocs", "go_gc_heap_goal",
                    "process_cpu_seconds", "go_gc_duration_seconds")
@@ -93,6 +96,13 @@ def bucket_deltas(name: str, s0: Samples, s1: Samples) -> list[tuple[float, floa
     return out
 
 
+def server_latency(s0: Samples, s1: Samples) -> dict[str, float | None]:
+    """Server-side request latency quantiles over a window, from the workload's
+    ``cfsim_request_duration_seconds`` histogram samples at the window's ends."""
+    hist = bucket_deltas("cfsim_request_duration_seconds", s0, s1)
+    return {key: histogram_quantile(q, hist) for key, q in zip(SERVER_LATENCY_KEYS, (0.5, 0.99, 0.999))}
+
+
 def _delta(name: str, s0: Samples, s1: Samples) -> float | None:
     if name not in s1:
         return None
@@ -146,9 +156,10 @@ def summarize(kind: str, s0: Snapshot, s1: Snapshot, cpu_limit_cores: float | No
         out["backlog_final"] = w1.get("cfsim_backlog_records")
         out["lag_final_s"] = w1.get("cfsim_lag_seconds")
     elif kind in ("closed", "open"):
-        # client-side view, as a load tester (k6) reports it
+        # client-side view, as a load tester (k6) reports it; the server side beside it
         done = _delta("cfsim_loadgen_requests_total", l0, l1)
         hist = bucket_deltas("cfsim_loadgen_request_duration_seconds", l0, l1)
+        out.update(server_latency(w0, w1))
     else:  # threads
         done, hist = _delta("cfsim_burns_total", w0, w1), []
         burns = bucket_deltas("cfsim_burn_duration_seconds", w0, w1)
