@@ -5,6 +5,7 @@ end, throttling and CPU sharing included) are the workload's output.
 """
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from cfsim.scenario import Scenario
 
 class ThreadsWorkload:
     __slots__ = ("engine", "burn_ns", "sleep_ns", "offsets", "tids", "_started", "burn_end_ns",
-                 "burn_wall_ns", "_on_done")
+                 "burn_wall_ns", "_on_done", "_sleepers", "_wake_armed")
 
     def __init__(self, engine: CfsEngine, threads: int, burn_ns: int, sleep_ns: int,
                  jitter_ns: int, rng: np.random.Generator):
@@ -30,6 +31,11 @@ class ThreadsWorkload:
         self.burn_end_ns: list[int] = []
         self.burn_wall_ns: list[int] = []
         self._on_done = self._done  # one bound method for every burn
+        # Sleeping threads in wake-up order: every sleep lasts sleep_ns and begins when a burn
+        # ends, in time order, so they wake FIFO. One timer for the head instead of one per
+        # sleeper keeps the simulator's event queue short (it is a heap: shorter is cheaper).
+        self._sleepers: deque[tuple[int, int]] = deque()
+        self._wake_armed = False
 
     def start(self) -> None:
         for tid, offset in zip(self.tids, self.offsets):
@@ -46,10 +52,23 @@ class ThreadsWorkload:
         if self.sleep_ns == 0:
             self._started[tid] = now
             return self.burn_ns  # CPU-bound: keep burning without blocking
-        # wake straight into the next burn (no extra callback on the hot path)
-        self._started[tid] = now + self.sleep_ns
-        self.engine.call_later(self.sleep_ns, self.engine.run, tid, self.burn_ns, self._on_done)
+        wake = now + self.sleep_ns
+        self._started[tid] = wake
+        self._sleepers.append((wake, tid))
+        if not self._wake_armed:
+            self._wake_armed = True
+            self.engine.call_at(wake, self._wake)
         return None
+
+    def _wake(self) -> None:
+        now = self.engine.now
+        sleepers, run = self._sleepers, self.engine.run
+        while sleepers and sleepers[0][0] <= now:
+            run(sleepers.popleft()[1], self.burn_ns, self._on_done)
+        if sleepers:
+            self.engine.call_at(sleepers[0][0], self._wake)
+        else:
+            self._wake_armed = False
 
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
         ends = np.asarray(self.burn_end_ns, dtype=np.int64)
