@@ -688,8 +688,6 @@ class CfsEngine:
 
     def _on_balance(self, _ev=None) -> None:
         self._balance_pending = False
-        self._free_events: list[_CpuEvent] = []
-        self._cpu_cb = self._cpu_event_cb  # one bound method, not one per event
         now = self.env._now
         for c in range(self.ncpus):
             if not self._overloaded:
