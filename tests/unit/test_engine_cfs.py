@@ -228,3 +228,44 @@ def test_background_cores_take_their_share_of_each_cpu():
     base["cgroup"] = {"cpu_limit": 1.0}
     base["run"] = {"duration_s": 3.0, "warmup_s": 1.0}
     assert simulate(base).summary["cpu_usage_cores"] == pytest.approx(1.0, rel=0.02)
+
+
+def test_timers_take_arguments_fire_in_order_and_can_be_cancelled():
+    eng = CfsEngine(cpus=2, bandwidth=Bandwidth(quota_us=50_000), seed=1)
+    fired = []
+    eng.call_at(5_000_000, fired.append, "b")
+    eng.call_at(1_000_000, fired.append, "a")
+    eng.call_later(5_000_000, fired.append, "c")          # same instant as "b": scheduled later
+    eng.call_later(-10, fired.append, "now")                # a past time fires at once
+    eng.call_at(3_000_000, fired.append, "never").cancel()
+    eng.run_until(10_000_000)
+    assert fired == ["now", "a", "b", "c"]
+
+
+def _burners(env=None):
+    eng = CfsEngine(cpus=8, bandwidth=Bandwidth(quota_us=150_000), seed=7, env=env)
+    for i in range(12):
+        tid = eng.new_thread()
+        eng.call_at(i * 700_000, eng.run, tid, 3_000_000, lambda t: 3_000_000 if t % 3 else None)
+    return eng
+
+
+def test_engine_events_mix_with_other_simpy_processes_on_a_shared_environment():
+    # the engine puts its (recycled) events on simpy's queue itself: a foreign process on the same
+    # environment must neither disturb them nor be disturbed
+    import simpy
+    alone = _burners()
+    alone.run_until(2 * 10**9)
+    env = simpy.Environment()
+    ticks = []
+
+    def ticker():
+        while True:
+            yield env.timeout(1_000_000)
+            ticks.append(env.now)
+    env.process(ticker())
+    shared = _burners(env)
+    shared.run_until(2 * 10**9)
+    assert shared.cpu_stat() == alone.cpu_stat()
+    assert shared.periods_frame().equals(alone.periods_frame())
+    assert len(ticks) == 1999 and ticks[-1] == 1_999_000_000
