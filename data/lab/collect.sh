@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-collect every grid in data/lab (139 runs, about 100 minutes). Resumable: finished runs are
+# Re-collect every grid in data/lab (149 runs, about 110 minutes). Resumable: finished runs are
 # skipped, so run it again after an interruption. Needs root, Go and Prometheus.
 #   nohup bash data/lab/collect.sh > /tmp/cfsim-lab-collect.log 2>&1 &
 set -euo pipefail
@@ -18,4 +18,6 @@ python3 -m cfsim lab grid $S/quota-steps-from-1.2.toml --grid go.gomaxprocs=auto
     --out data/lab/quota-steps-from-1.2 --resume
 python3 -m cfsim lab grid $S/sched-overhead.toml --grid go.gomaxprocs=1,2,4,8,16,32,64 \
     --out data/lab/sched-overhead --resume
+python3 -m cfsim lab grid $S/sched-overhead-fanout8.toml --grid go.gomaxprocs=1,2,4,8,16,32,64 \
+    --out data/lab/sched-overhead-fanout8 --resume
 echo "collection finished $(date -u +%FT%TZ)"
