@@ -55,13 +55,18 @@ def _report(case: str, new: Mapping[str, Any], old: Mapping[str, Any] | None) ->
                            f"{len(problems)} change(s):\n    " + "\n    ".join(problems)))
 
 
+def _load_or_empty(path: Path) -> dict:
+    """The golden file's cases, or none when it does not exist yet."""
+    try:
+        return goldenlib.load(path)
+    except FileNotFoundError:
+        return {}
+
+
 def regenerate_scenarios(reset: bool = False) -> Path:
     from cfsim.scenario import builtin_names
 
-    try:
-        old = goldenlib.load(SCENARIOS_FILE)
-    except FileNotFoundError:
-        old = {}
+    old = _load_or_empty(SCENARIOS_FILE)
     data = _header("Headline numbers of every built-in scenario (a short `python -m cfsim run`) and of "
                    "`python -m cfsim trap` (analytic response), recomputed by tests/golden/test_golden.py.")
     for name in builtin_names():
@@ -80,10 +85,7 @@ def regenerate_scenarios(reset: bool = False) -> Path:
 def regenerate_notebooks(names: list[str], reset: bool = False) -> Path:
     import nbexec
 
-    try:
-        old = goldenlib.load(NOTEBOOKS_FILE)
-    except FileNotFoundError:
-        old = {}
+    old = _load_or_empty(NOTEBOOKS_FILE)
     data = _header("Headline numbers each case-study notebook prints (CFSIM_HEADLINE line) when executed "
                    "at the small CI size (CFSIM_SMALL=1); recomputed by tests/notebooks/test_notebooks.py.")
     stems = {p.stem for p in nbexec.notebook_paths()}

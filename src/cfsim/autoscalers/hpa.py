@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 CPU_INITIALIZATION_PERIOD_S = 300.0
 INITIAL_READINESS_DELAY_S = 30.0
@@ -167,36 +168,31 @@ def _change_in_period(events: list[tuple[float, int]], now_s: float, period_s: f
     return sum(n for t, n in events if t > cut)
 
 
-def scale_up_limit(current: int, state: HpaState, now_s: float, rules: ScalingRules) -> int:
+def _policy_limit(current: int, state: HpaState, now_s: float, rules: ScalingRules,
+                  proposal: Callable[[int, ScalingPolicy], int], most: Callable[..., int],
+                  least: Callable[..., int]) -> int:
+    """Each policy proposes from the replica count at the start of its period; ``selectPolicy``
+    keeps the most permissive proposal (``Max``, the default) or the least (``Min``)."""
     if rules.select_policy == "Disabled":
         return current
-    pick = min if rules.select_policy == "Min" else max
+    pick = least if rules.select_policy == "Min" else most
     result: int | None = None
     for pol in rules.policies:
         start = (current - _change_in_period(state.scale_up_events, now_s, pol.period_s)
                  + _change_in_period(state.scale_down_events, now_s, pol.period_s))
-        if pol.kind == "Pods":
-            proposed = start + pol.value
-        else:
-            proposed = int(math.ceil(start * (1.0 + pol.value / 100.0)))
+        proposed = proposal(start, pol)
         result = proposed if result is None else pick(result, proposed)
     return current if result is None else result
+
+
+def scale_up_limit(current: int, state: HpaState, now_s: float, rules: ScalingRules) -> int:
+    return _policy_limit(current, state, now_s, rules, lambda start, pol: (
+        start + pol.value if pol.kind == "Pods" else int(math.ceil(start * (1.0 + pol.value / 100.0)))), max, min)
 
 
 def scale_down_limit(current: int, state: HpaState, now_s: float, rules: ScalingRules) -> int:
-    if rules.select_policy == "Disabled":
-        return current
-    pick = max if rules.select_policy == "Min" else min
-    result: int | None = None
-    for pol in rules.policies:
-        start = (current - _change_in_period(state.scale_up_events, now_s, pol.period_s)
-                 + _change_in_period(state.scale_down_events, now_s, pol.period_s))
-        if pol.kind == "Pods":
-            proposed = start - pol.value
-        else:
-            proposed = int(start * (1.0 - pol.value / 100.0))
-        result = proposed if result is None else pick(result, proposed)
-    return current if result is None else result
+    return _policy_limit(current, state, now_s, rules, lambda start, pol: (
+        start - pol.value if pol.kind == "Pods" else int(start * (1.0 - pol.value / 100.0))), min, max)
 
 
 def limit_rate(state: HpaState, now_s: float, desired: int, current: int, min_replicas: int, max_replicas: int,

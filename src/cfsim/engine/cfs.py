@@ -265,12 +265,7 @@ class CfsEngine:
         if work_ns <= 0:
             raise ValueError(f"work_ns must be > 0 (got {work_ns})")
         self._t_cb[tid] = on_done
-        prev = self._t_last[tid]
-        if prev >= 0 and (self._nq[prev] == 0 or self._thr[prev]):
-            c = prev  # _select_cpu's first choice, inlined: most wake-ups take it
-        else:
-            c = self._select_cpu(tid)
-        self._enqueue(c, tid, float(work_ns))
+        self._enqueue(self._select_cpu(tid), tid, float(work_ns))
 
     def stop(self, tid: int) -> int:
         """Block a runnable thread now; return its unfinished work [ns]."""
@@ -504,12 +499,7 @@ class CfsEngine:
             vt = self._vt[c]
         # a thread that just keeps computing is no kernel event: only a tick or a dequeue
         # charges the silo here
-        if (blocked or now % self.tick_ns == 0) and self._bw is not None and self._nq[c] \
-                and not self._thr[c] and self._rr[c] <= 0:
-            self._account(c, now)
-        if self._nq[c] == 0 and self._overloaded:
-            self._idle_balance(c, now)
-        self._schedule_cpu(c)
+        self._after_change(c, now, blocked or now % self.tick_ns == 0)
 
     def _after_change(self, c: int, now: int, charge: bool = True) -> None:
         """Charge runtime at a scheduling event (``update_curr``) and re-arm the CPU."""

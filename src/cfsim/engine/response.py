@@ -166,23 +166,8 @@ class SurfaceResponse:
 
     def _weights(self, limit: float, demand: float) -> tuple[int, int, int, int, float, float]:
         """Bilinear cell and weights for (limit, demand), clamped to the grid."""
-        L, D = self.grid.limits_cores, self.grid.demands_cores
-        x = min(max(limit, L[0]), L[-1])
-        y = min(max(demand, D[0]), D[-1])
-        if len(L) == 1:
-            i = i1 = 0
-            fx = 0.0
-        else:
-            i = min(max(bisect.bisect_right(L, x) - 1, 0), len(L) - 2)
-            i1 = i + 1
-            fx = (x - L[i]) / (L[i1] - L[i])
-        if len(D) == 1:
-            j = j1 = 0
-            fy = 0.0
-        else:
-            j = min(max(bisect.bisect_right(D, y) - 1, 0), len(D) - 2)
-            j1 = j + 1
-            fy = (y - D[j]) / (D[j1] - D[j])
+        i, i1, fx = _axis_cell(self.grid.limits_cores, limit)
+        j, j1, fy = _axis_cell(self.grid.demands_cores, demand)
         return i, i1, j, j1, fx, fy
 
     @staticmethod
@@ -210,6 +195,16 @@ class SurfaceResponse:
         if len(self._memo) < 200_000:
             self._memo[key] = out
         return out
+
+
+def _axis_cell(axis, value: float) -> tuple[int, int, float]:
+    """Interval ``(k, k1)`` of a sorted grid axis holding ``value`` (clamped to the axis) and the
+    interpolation weight of ``k1``; a one-point axis gives ``(0, 0, 0.0)``."""
+    if len(axis) == 1:
+        return 0, 0, 0.0
+    v = min(max(value, axis[0]), axis[-1])
+    k = min(max(bisect.bisect_right(axis, v) - 1, 0), len(axis) - 2)
+    return k, k + 1, (v - axis[k]) / (axis[k + 1] - axis[k])
 
 
 def _factor(measured: float, analytic: float) -> float:
