@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cfsim.lab.lock import machine_lock
 from cfsim.simulation import simulate
 
 CPU = Path("/sys/fs/cgroup/cpu")
@@ -47,6 +48,11 @@ def _read_stat(d: Path) -> dict[str, int]:
 
 
 def run_real(procs: int, burn_ms: float, sleep_ms: float, limit: float, seconds: float) -> dict:
+    with machine_lock(f"kernel comparison {procs}x{burn_ms}/{sleep_ms} ms at {limit}"):
+        return _run_real(procs, burn_ms, sleep_ms, limit, seconds)
+
+
+def _run_real(procs: int, burn_ms: float, sleep_ms: float, limit: float, seconds: float) -> dict:
     name = f"cfsim-ktest-{os.getpid()}"
     cpu_dir, acct_dir = CPU / name, CPUACCT / name
     cpu_dir.mkdir()

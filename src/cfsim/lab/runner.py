@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.lab import build, cgroup, exporter, launch, preflight, prometheus, queries, summary
+from cfsim.lab.lock import machine_lock
 from cfsim.scenario import Scenario, ScenarioError
 
 READY_POLL_S = 0.05
@@ -355,9 +356,13 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
     kind = sc["workload.kind"]
     command = command if command is not None else sys.argv
     version = {"auto": None, "v1": 1, "v2": 2}[sc["lab.cgroup_version"]]
-    cgroup.remove_stale(tools.mounts)
 
     with contextlib.ExitStack() as cleanup:  # unwinds in reverse on success, error and Ctrl-C
+        # one real measurement at a time on this machine (released last, after the clean-up)
+        waited = cleanup.enter_context(machine_lock(f"lab run {run_id}"))
+        if waited > 1:
+            log(f"[{run_id}] waited {waited:.0f} s for another real measurement to finish")
+        cgroup.remove_stale(tools.mounts)
         cg = cgroup.create(cgroup.run_name(run_id), tools.mounts, version)
         cleanup.callback(cg.remove)
         if sc["lab.cpu_shares"] is not None:
