@@ -25,6 +25,7 @@ func newRegistry() (*prometheus.Registry, *appMetrics) {
 	reg.MustRegister(
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsAll)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newRuntimeHistograms(),
 	)
 	b := metricsx.LatencyBuckets()
 	m := &appMetrics{

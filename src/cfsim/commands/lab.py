@@ -2,7 +2,8 @@
 
     python -m cfsim lab run SCENARIO --out data/lab/<run-id> [--set section.key=value]
     python -m cfsim lab grid SCENARIO --grid cgroup.cpu_limit=0.5,1,2 --grid go.gomaxprocs=1,2,8 \\
-        --out data/lab/<name> [--resume]
+        --out data/lab/<name> [--resume] [--repeats N]
+    python -m cfsim lab grid SCENARIO --design DESIGNS.toml --out data/lab/<name> [--resume]
 """
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ def add_parser(sub) -> None:
     g = lab_sub.add_parser("grid", help="a cartesian grid of real runs with calibration runs")
     g.add_argument("scenario", help="a scenario TOML file or a built-in name")
     g.add_argument("--grid", action="append", default=[], metavar="SECTION.KEY=A,B,C", help="one axis")
+    g.add_argument("--design", metavar="FILE.toml", help="[[design]] tables: several cartesian designs with "
+                                                          "fixed keys and repeats (see cfsim.lab.grid)")
+    g.add_argument("--repeats", type=int, default=1, metavar="N", help="runs per point, back to back (--grid)")
     g.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override a key")
     g.add_argument("--out", required=True, metavar="DIR", help="grid folder, one sub-folder per run")
     g.add_argument("--resume", action="store_true", help="skip runs that already have summary.json")
@@ -65,8 +69,13 @@ def run(args) -> int:
                     print(f"{key:<{width}}  {value}")
             return 0
         from cfsim.lab import grid
+        designs = grid.read_designs(Path(args.design)) if args.design else None
+        if args.repeats < 1:
+            print("error: --repeats must be >= 1", file=sys.stderr)
+            return 2
         result = grid.run_grid(sc, args.grid, Path(args.out), resume=args.resume,
-                               calibration=not args.no_calibration, command=command)
+                               calibration=not args.no_calibration, command=command, designs=designs,
+                               repeats=args.repeats)
         print(json.dumps(result.get("drift", {}), indent=1, sort_keys=True))
         return 0 if result.get("failed", 0) == 0 else 1
     except KeyboardInterrupt:

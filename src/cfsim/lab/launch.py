@@ -9,10 +9,11 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from cfsim.scenario import Scenario
+from cfsim.scenario import Scenario, ScenarioError
 
 # inherited settings that would silently change the Go runtime under test
-GO_ENV_CLEARED = ("GOMAXPROCS", "GODEBUG", "GOGC", "GOMEMLIMIT", "GOTRACEBACK")
+GO_ENV_CLEARED = ("GOMAXPROCS", "GODEBUG", "GOGC", "GOMEMLIMIT", "GOTRACEBACK", "AUTOMEMLIMIT")
+MIB = 1 << 20
 
 
 def resolve_rate(rate: Any, duration_s: float) -> float | list[list[float]]:
@@ -73,15 +74,50 @@ def workload_command(binary: Path, sc: Scenario, listen: str) -> list[str]:
             "-alloc-kb-per-request", f"{w['alloc_kb_per_request']:g}",
             "-live-heap-mb", f"{g['live_heap_mb']:g}", "-warmup-s", f"{sc['run.warmup_s']:g}",
             "-seed", str(sc["run.seed"]), "-round", g["round"]]
+    if g["gomemlimit_policy"] == "automemlimit":
+        argv += ["-automemlimit", "-automemlimit-ratio", f"{g['automemlimit_ratio']:g}"]
     return argv + gomaxprocs_env(g["gomaxprocs"])[1]
+
+
+def memory_limit_bytes(sc: Scenario) -> int | None:
+    """The container memory limit in bytes, as written to the cgroup (the kernel rounds it down
+    to whole pages)."""
+    mb = sc["cgroup.memory_limit_mb"]
+    return None if mb is None else int(mb * MIB)
+
+
+def expected_gomemlimit(sc: Scenario, page_bytes: int = 4096) -> int | None:
+    """GOMEMLIMIT the policy should give at start-up [bytes]; None = no limit (math.MaxInt64).
+
+    automemlimit (memlimit.ApplyRatio) takes ``uint64(float64(limit) * ratio)`` of the limit the
+    kernel reports, i.e. the written limit rounded down to a page."""
+    if sc["go.gomemlimit_policy"] == "automemlimit":
+        lim = memory_limit_bytes(sc)
+        return None if lim is None else int(float(lim // page_bytes * page_bytes) * sc["go.automemlimit_ratio"])
+    mb = sc["go.gomemlimit_mb"]
+    return None if mb is None else int(mb * MIB)
+
+
+def resolve_lab_keys(sc: Scenario) -> Scenario:
+    """Apply the lab's derived keys: ``lab.load_fraction`` sets the open-loop arrival rate to
+    that fraction of the CPU limit's request capacity (limit / cpu_ms_per_request)."""
+    frac = sc["lab.load_fraction"]
+    if frac is None:
+        return sc
+    if sc["workload.kind"] != "open":
+        raise ScenarioError("lab.load_fraction", f"only for workload.kind = 'open' (got {sc['workload.kind']!r})")
+    if sc["cgroup.cpu_limit"] is None:
+        raise ScenarioError("lab.load_fraction", "needs cgroup.cpu_limit (a fraction of what?)")
+    rate = frac * sc["cgroup.cpu_limit"] * 1000.0 / sc["workload.cpu_ms_per_request"]
+    return sc.with_overrides([("workload.rate_per_s", round(rate, 3))])
 
 
 def workload_env(sc: Scenario, base: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in GO_ENV_CLEARED}
     env.update(gomaxprocs_env(sc["go.gomaxprocs"])[0])
     env["GOGC"] = "off" if sc["go.gogc"] < 0 else str(sc["go.gogc"])
-    if sc["go.gomemlimit_mb"] is not None:
-        env["GOMEMLIMIT"] = f"{int(sc['go.gomemlimit_mb'] * 1024 * 1024)}"
+    if sc["go.gomemlimit_policy"] == "explicit" and sc["go.gomemlimit_mb"] is not None:
+        env["GOMEMLIMIT"] = f"{int(sc['go.gomemlimit_mb'] * MIB)}"
     return env
 
 

@@ -112,6 +112,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "slice_us": Key(5000, "int", "sched_cfs_bandwidth_slice_us [us]", _between(1, 1_000_000)),
         "limit_schedule": Key(None, "list", "[[t_s, cpu_limit_cores], ...] quota changes during the run",
                               _limit_schedule, optional=True),
+        # memory (issue 19): the container's memory limit is enforced by the kernel (OOM kill at the
+        # limit); the Kubernetes request is only a scheduling/VPA quantity, not enforced
+        "memory_limit_mb": Key(None, "float", "container memory limit [MiB] (memory.max / memory.limit_in_bytes); "
+                                              "absent = unlimited", _gt(0), optional=True),
+        "memory_request_mb": Key(None, "float", "Kubernetes memory request [MiB]; not enforced by the kernel",
+                                 _gt(0), optional=True),
     },
     "go": {
         "gomaxprocs": Key("host", "any", "'host' | 'automaxprocs' | 'go1.25' | integer", _gomaxprocs),
@@ -120,6 +126,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
                        choices=("1.20", "1.21", "1.22", "1.23", "1.24", "1.25", "1.26")),
         "gogc": Key(100, "int", "GOGC percent; -1 = off", _ge(-1)),
         "gomemlimit_mb": Key(None, "float", "GOMEMLIMIT [MiB]; absent = none", _gt(0), optional=True),
+        "gomemlimit_policy": Key("explicit", "str", "'explicit': GOMEMLIMIT = go.gomemlimit_mb (or none); "
+                                                    "'automemlimit': ratio x the cgroup memory limit read once at "
+                                                    "start-up (github.com/KimMachineGun/automemlimit), none without "
+                                                    "a limit", choices=("explicit", "automemlimit")),
+        "automemlimit_ratio": Key(0.9, "float", "automemlimit ratio of the memory limit (the library's default 0.9)",
+                                  lambda v: None if 0 < v <= 1 else f"must be in (0, 1] (got {v})"),
         "live_heap_mb": Key(16.0, "float", "live (marked) heap [MiB]", _ge(0)),
         "gc_cpu_limiter": Key(True, "bool", "model the GC CPU limiter (Go >= 1.19)"),
         # Runtime cost parameters (priors and calibration paths: cfsim.goruntime.sched and
@@ -264,6 +276,12 @@ register_section("lab", {
     "harness_shares": Key(None, "int", "cpu.shares of a quota-less cgroup for Prometheus and the load "
                                        "generator; absent = they stay in the caller's cgroup",
                           _between(2, 262144), optional=True),
+    "profile_s": Key(0.0, "float", "pprof CPU profile of this many seconds inside the measured window "
+                                    "(net/http/pprof), split into user / scheduler / GC CPU in the manifest; 0 = none",
+                      _ge(0)),
+    "load_fraction": Key(None, "float", "open kinds: sets workload.rate_per_s = load_fraction x cgroup.cpu_limit / "
+                                        "cpu_ms_per_request (the grid resolves it before the run)",
+                         _gt(0), optional=True),
     "vpa_in_the_loop": Key(False, "bool", "cfsim's own VPA ([vpa], one pod, in-place resizes) moves the "
                                           "real quota during the run, with the [vpa] time constants as given "
                                           "(scale them down so the trap forms in minutes)"),
