@@ -157,6 +157,7 @@ func main() {
 		})
 	})
 	mux.HandleFunc("/work", handleWork(cfg, b, m))
+	mux.HandleFunc("/snapshot", newSnapshots(reg).handle)
 	mux.HandleFunc("/start", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)

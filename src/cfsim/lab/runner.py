@@ -27,6 +27,7 @@ Run folder layout::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import gzip
 import json
@@ -283,24 +284,53 @@ class Watch(threading.Thread):
 
 
 def _snapshot(cgs: RunCgroups, workload_url: str, loadgen_url: str | None, pid: int,
-              ) -> tuple[summary.Snapshot, hostcpu.CpuReading]:
-    """Counters first (cgroups, /proc/stat, memory, RSS: the snapshot instant), then the slower
-    HTTP reads of the workload's and the load generator's /metrics."""
+              booked: str | None = None) -> tuple[summary.Snapshot, hostcpu.CpuReading]:
+    """Counters first (cgroups, /proc/stat, memory, RSS: the snapshot instant), then the HTTP
+    reads of the load generator's and the workload's /metrics. With ``booked``, the workload's
+    samples are a capture it made itself at this instant (:func:`book_capture`), fetched later by
+    :func:`fetch_capture`: a saturated workload answers a read seconds late."""
     reading = cgs.reading()
     stat = cgs.cpu.read_stat()
     mem = cgs.memory.read() if cgs.memory is not None else None
     proc_mem = read_process_memory(pid)
-    w = l = {}
-    try:
-        w = summary.parse_exposition(http_get(workload_url + "/metrics", timeout_s=20))
-    except OSError:
-        pass
-    if loadgen_url:
+    reads: dict[str, Any] = {}
+
+    def metrics(url: str, what: str) -> summary.Samples:
+        t0 = time.time()
         try:
-            l = summary.parse_exposition(http_get(loadgen_url + "/metrics", timeout_s=20))
-        except OSError:
-            pass
+            return summary.parse_exposition(http_get(url + "/metrics", timeout_s=20))
+        except OSError as exc:
+            reads[f"{what}_error"] = f"{type(exc).__name__}: {exc}"
+            return {}
+        finally:
+            reads[f"{what}_s"] = round(time.time() - t0, 3)
+    l = metrics(loadgen_url, "loadgen") if loadgen_url else {}
+    w = metrics(workload_url, "workload") if booked is None else {}
+    SNAPSHOT_READS.append({"t_s": reading.t_s, **reads, **({"workload_capture": booked} if booked else {})})
     return summary.Snapshot(reading.t_s, stat, w, l, mem, proc_mem), reading
+
+
+def book_capture(workload_url: str, name: str, at_unix_s: float) -> None:
+    """Ask the workload to capture its /metrics at ``at_unix_s`` (a timer in the process)."""
+    http_get(f"{workload_url}/snapshot?name={name}&at_unix_ns={int(at_unix_s * 1e9)}", method="POST")
+
+
+def fetch_capture(workload_url: str, name: str, timeout_s: float = 120.0) -> tuple[summary.Samples, dict[str, Any]]:
+    """A booked capture's samples and when it was taken ({} and the error if it cannot be had)."""
+    t0 = time.time()
+    try:
+        text = http_get(f"{workload_url}/snapshot?name={name}", timeout_s=timeout_s)
+    except OSError as exc:
+        return {}, {"name": name, "error": f"{type(exc).__name__}: {exc}", "fetch_s": round(time.time() - t0, 3)}
+    head = dict(kv.split("=", 1) for kv in text.split("\n", 1)[0].split()[2:])
+    info = {"name": name, "booked_unix_s": int(head["booked_unix_ns"]) / 1e9,
+            "captured_unix_s": int(head["captured_unix_ns"]) / 1e9, "fetch_s": round(time.time() - t0, 3)}
+    info["delay_s"] = round(info["captured_unix_s"] - info["booked_unix_s"], 4)
+    return summary.parse_exposition(text), info
+
+
+# how long each snapshot's /metrics reads took, and why one failed (kept in the manifest)
+SNAPSHOT_READS: list[dict[str, Any]] = []
 
 
 def _sleep_until(t_unix: float, abort: Callable[[], bool] = lambda: False) -> bool:
@@ -431,6 +461,8 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
     http_get(workload.url + "/start", method="POST")
     if loadgen:
         http_get(loadgen.url + "/start", method="POST")
+    book_capture(workload.url, "window_start", t_start + warmup)
+    book_capture(workload.url, "window_end", t_start + duration)
     events = sorted((float(t), lim) for t, lim in (sc["cgroup.limit_schedule"] or []) if 0 < t < duration)
     marks: list[tuple[float, str, Any]] = [(warmup, "snapshot", None)] + [(t, "quota", lim) for t, lim in events]
     prof_s = sc["lab.profile_s"] or 0.0
@@ -455,7 +487,7 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
         if _sleep_until(t_start + t, died):
             break
         if what == "snapshot":
-            snap0, cpu0 = _snapshot(cgs, workload.url, l_url, pid)
+            snap0, cpu0 = _snapshot(cgs, workload.url, l_url, pid, booked="window_start")
             if cgs.memory is not None:
                 # the peak since creation includes the heap build; restart it for the window
                 peak_since_start = {"max_usage_bytes": snap0.memory.max_usage_bytes if snap0.memory else None,
@@ -479,13 +511,25 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
         log(f"[{run_id}] t={t:g} s: cpu limit -> {lim} cores")
     oom = None
     if not watch.died and not _sleep_until(t_start + duration, died):
-        snap1, cpu1 = _snapshot(cgs, workload.url, l_url, pid)
+        snap1, cpu1 = _snapshot(cgs, workload.url, l_url, pid, booked="window_end")
         t_end = time.time()
+        captures = []
+        for name, snap in (("window_start", snap0), ("window_end", snap1)):
+            if snap is snap_t0:
+                continue
+            samples, info = fetch_capture(workload.url, name)
+            captures.append(info)
+            if name == "window_start":
+                snap0 = dataclasses.replace(snap0, workload=samples)
+            else:
+                snap1 = dataclasses.replace(snap1, workload=samples)
+        SNAPSHOT_READS.append({"captures": [{**c, **{k: round(c[k] - t_start, 4) for k in
+                                                      ("booked_unix_s", "captured_unix_s") if k in c}}
+                                            for c in captures]})
     else:
         snap1, cpu1, oom, t_end = _after_death(sc, cgs, watch, prom, t_start, snap_t0.t_s, log, run_id)
-        if snap1.t_s <= snap0.t_s or not snap0.workload:
-            # died before (or while) the warm-up snapshot was taken: the window starts at t=0
-            snap0, cpu0 = snap_t0, cpu_t0
+        # the warm-up capture died with the workload: the window starts at t=0
+        snap0, cpu0 = snap_t0, cpu_t0
     prof = None
     if profiler is not None:
         profiler.join(timeout=prof_s + 90)
@@ -510,7 +554,8 @@ def _after_death(sc: Scenario, cgs: RunCgroups, watch: Watch, prom: prometheus.P
            "memory_at_kill": None if alive is None or alive[2] is None else asdict(alive[2]),
            "memory_after_kill": None if mem_now is None else asdict(mem_now),
            "note": "the kill happened between last_alive_t_s and detected_t_s (0.1 s sampling); "
-                   "memory_at_kill is the last reading while the process was alive"}
+                   "memory_at_kill is the last reading while the process was alive; the summary's window "
+                   "runs from t=0 to the workload's last successful scrape"}
     log(f"[{run_id}] workload {'OOM-killed' if oom_kills else 'died'} at t={oom['detected_t_s']:g} s "
         f"(exit {watch.returncode})")
     # wait for Prometheus to have scraped the loadgen and exporter once more, then read the last
@@ -629,6 +674,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
     command = command if command is not None else sys.argv
     version = {"auto": None, "v1": 1, "v2": 2}[sc["lab.cgroup_version"]]
 
+    SNAPSHOT_READS.clear()
     with contextlib.ExitStack() as cleanup:  # unwinds in reverse on success, error and Ctrl-C
         # one real measurement at a time on this machine (released last, after the clean-up)
         waited = cleanup.enter_context(machine_lock(f"lab run {run_id}"))
@@ -785,6 +831,10 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                                "workload": summary.window_samples(s0.workload, s1.workload),
                                "loadgen": summary.window_samples(s0.loadgen, s1.loadgen)},
             "scrapes": derive.scrape_health(raw_bodies, s0.t_s, s1.t_s),
+            "snapshot_reads": {"note": "t_s run-relative; the workload's samples at the window's ends are "
+                                       "captures it took itself at the booked instants (delay_s late)",
+                               "reads": [{**r, **({"t_s": round(r["t_s"] - window.start_unix_s, 3)} if "t_s" in r else {})}
+                                         for r in SNAPSHOT_READS]},
             "command": command,
             "command_line": shlex.join(command),
             "processes": {"workload": {"argv": workload.argv,
