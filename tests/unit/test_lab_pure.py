@@ -380,3 +380,14 @@ def test_window_samples_keep_every_bucket_a_window_quantile_uses():
             cut = summary.histogram_quantile(q, summary.bucket_deltas("cfsim_request_duration_seconds",
                                                                       kept["start"], kept["end"]))
             assert cut == full
+
+
+def test_scrape_health_counts_failed_scrapes_per_job():
+    def body(values_by_job):
+        return {"data": {"result": [{"metric": {"job": j}, "values": [[t, str(v)] for t, v in vals]}
+                                    for j, vals in values_by_job.items()]}}
+    up = body({"workload": [(9, 1), (10, 0), (11, 0), (12, 1), (13, 0)], "cadvisor": [(10, 1), (11, 1), (12, 1)]})
+    dur = body({"workload": [(10, 1.0), (11, 1.0), (12, 0.3)], "cadvisor": [(10, 0.01)]})
+    h = derive.scrape_health({"up": up, "scrape_duration_seconds": dur}, 10, 12)
+    assert h["workload"] == {"steps": 3, "down": 2, "max_scrape_duration_s": 1.0}
+    assert h["cadvisor"]["down"] == 0

@@ -255,6 +255,13 @@ def main(argv: list[str] | None = None) -> int:
                 changed[k] = changed.get(k, 0) + 1
             if d and not check:
                 (folder / "summary.json").write_text(json.dumps(new, indent=1, sort_keys=True) + "\n")
+    if not check:
+        from cfsim.lab import grid, table
+
+        for root in roots:
+            for grid_json in sorted(Path(root).rglob("grid.json")):
+                grid.refresh_drift(grid_json.parent)
+                table.write_csv(grid_json.parent)
     for k, n in sorted(changed.items()):
         print(f"{k}: {n} runs")
     return 0

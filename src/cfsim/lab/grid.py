@@ -220,9 +220,11 @@ def _load_run(folder: Path) -> dict[str, Any] | None:
     m = json.loads((folder / "manifest.json").read_text())
     host = m.get("host_cpu") or {}
     pre = host.get("pre_run") or {}
+    # other tenants' CPU: measured before the run (pre_run), else during it; runs made before the
+    # harness had its own cgroup only know "others" (tenants + harness)
+    tenants = pre.get("tenants_cores", host.get("tenants_cores", host.get("others_cores")))
     return {"summary": json.loads(s.read_text()), "calibration": m.get("calibration_rounds_per_cpu_ms"),
-            "start_utc": m["times"]["start_utc"], "status": m.get("status", "ok"),
-            "tenants_cores": pre.get("tenants_cores", host.get("tenants_cores"))}
+            "start_utc": m["times"]["start_utc"], "status": m.get("status", "ok"), "tenants_cores": tenants}
 
 
 @dataclass
@@ -331,5 +333,27 @@ def run_grid(base: Scenario, axis_texts: list[str], out_dir: Path, resume: bool 
         state["updated_utc"] = dt.datetime.now(dt.timezone.utc).isoformat()
         grid_path.write_text(json.dumps(state, indent=1, sort_keys=True, default=str) + "\n")
     state["finished_utc"] = dt.datetime.now(dt.timezone.utc).isoformat()
+    grid_path.write_text(json.dumps(state, indent=1, sort_keys=True, default=str) + "\n")
+    return state
+
+
+def refresh_drift(grid_dir: Path) -> dict[str, Any]:
+    """Recompute ``grid.json``'s drift from the run folders (after their summaries were re-derived);
+    the plan (points, repeats) is the one ``grid.json`` recorded."""
+    grid_path = Path(grid_dir) / "grid.json"
+    state = json.loads(grid_path.read_text())
+    runs = {name: r for name in state["order"] if (r := _load_run(Path(grid_dir) / name)) is not None}
+    groups: dict[str, list[str]] = {}
+    repeat_of = None
+    for name, entry in state["runs"].items():
+        if entry.get("role") == "point":
+            groups.setdefault(name, [name])
+    for name, entry in state["runs"].items():
+        if entry.get("role") == "repeat":
+            of = entry.get("repeat_of") or name.split("-", 1)[1]
+            groups.setdefault(of, [of]).append(name)
+            if name.startswith("repeat-"):
+                repeat_of = of
+    state["drift"] = drift_report(runs, repeat_of, groups)
     grid_path.write_text(json.dumps(state, indent=1, sort_keys=True, default=str) + "\n")
     return state
