@@ -334,6 +334,10 @@ def run_grid(base: Scenario, axis_texts: list[str], out_dir: Path, resume: bool 
         grid_path.write_text(json.dumps(state, indent=1, sort_keys=True, default=str) + "\n")
     state["finished_utc"] = dt.datetime.now(dt.timezone.utc).isoformat()
     grid_path.write_text(json.dumps(state, indent=1, sort_keys=True, default=str) + "\n")
+    if any((out_dir / n / "summary.json").exists() for n in state["order"]):
+        from cfsim.lab import table
+
+        table.write_csv(out_dir)
     return state
 
 

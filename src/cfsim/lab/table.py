@@ -20,7 +20,7 @@ def run_row(folder: Path) -> dict[str, Any] | None:
         return None
     summ = json.loads((folder / "summary.json").read_text())
     man = json.loads((folder / "manifest.json").read_text())
-    sc = man["scenario"]
+    sc = man.get("scenario") or {}
     host = man.get("host_cpu") or {}
     row: dict[str, Any] = {
         "run": folder.name,
@@ -30,13 +30,13 @@ def run_row(folder: Path) -> dict[str, Any] | None:
         "scenario.cpu_limit": sc.get("cgroup", {}).get("cpu_limit"),
         "scenario.gomaxprocs": str(sc.get("go", {}).get("gomaxprocs")),
         **{f"scenario.{k}": sc.get(sec, {}).get(k) for sec, k in SCENARIO_COLUMNS},
-        "start_utc": man["times"]["start_utc"],
+        "start_utc": (man.get("times") or {}).get("start_utc"),
         "others_cores": host.get("others_cores"),
         "host_busy_cores": host.get("host_busy_cores"),
         "harness_cores": host.get("harness_cores"),
         "tenants_cores": host.get("tenants_cores"),
         "pre_run_tenants_cores": (host.get("pre_run") or {}).get("tenants_cores"),
-        "gomaxprocs_expected": man["gomaxprocs"]["expected_at_start"],
+        "gomaxprocs_expected": (man.get("gomaxprocs") or {}).get("expected_at_start"),
     }
     row.update(summ)
     return row
