@@ -140,6 +140,8 @@ func main() {
 	arrivals := flag.String("arrivals", "poisson", "poisson | fixed (open)")
 	durationS := flag.Float64("duration-s", 0, "stop after this long; 0 = until killed")
 	maxInFlight := flag.Int64("max-in-flight", 10000, "open mode: arrivals beyond this are dropped and counted")
+	maxConns := flag.Int("max-conns", 1024, "TCP connections to the workload at most; further requests wait for one "+
+		"(without a cap a stalled server made the generator open connections until it ran out of file descriptors)")
 	seed := flag.Uint64("seed", 0, "random seed")
 	flag.Parse()
 
@@ -167,8 +169,9 @@ func main() {
 		defer cancel()
 	}
 	client := &http.Client{
-		Timeout:   120 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxIdleConns: 1024, DisableCompression: true},
+		Timeout: 120 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: *maxConns, MaxIdleConns: *maxConns, MaxConnsPerHost: *maxConns,
+			DisableCompression: true},
 	}
 	switch *mode {
 	case "closed":

@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func TestSnapshotIsCapturedAtTheBookedInstant(t *testing.T) {
-	reg := prometheus.NewRegistry()
+	reg := newLabRegistry()
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "cfsim_test_total", Help: "x"})
 	reg.MustRegister(c)
 	srv := httptest.NewServer(http.HandlerFunc(newSnapshots(reg).handle))
@@ -39,7 +40,41 @@ func TestSnapshotIsCapturedAtTheBookedInstant(t *testing.T) {
 	if booked != at.UnixNano() || captured < booked || captured-booked > int64(40*time.Millisecond) {
 		t.Fatalf("booked %d captured %d", booked, captured)
 	}
+	// the synchronous collection gives what Gather gives
+	want, _ := reg.Gather()
+	got, err := reg.collectSync()
+	if err != nil || len(got) != len(want) || got[0].String() != want[0].String() {
+		t.Fatalf("collectSync %v:\n%v\nwant\n%v", err, got, want)
+	}
 	if r, _ := http.Get(srv.URL + "/"); r.StatusCode != http.StatusBadRequest {
 		t.Fatalf("a snapshot without a name must be refused, got %d", r.StatusCode)
+	}
+}
+
+func TestCollectSyncCoversTheWholeWorkloadRegistry(t *testing.T) {
+	reg, _ := newRegistry()
+	want, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := reg.collectSync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(fs []*dto.MetricFamily) map[string]int {
+		m := map[string]int{}
+		for _, f := range fs {
+			m[f.GetName()+" "+f.GetType().String()] = len(f.Metric)
+		}
+		return m
+	}
+	g, w := names(got), names(want)
+	if len(g) != len(w) || len(g) < 50 {
+		t.Fatalf("collectSync gave %d families, Gather %d", len(g), len(w))
+	}
+	for k, n := range w {
+		if g[k] != n {
+			t.Errorf("%s: %d metrics, Gather %d", k, g[k], n)
+		}
 	}
 }

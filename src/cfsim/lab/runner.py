@@ -326,6 +326,8 @@ def fetch_capture(workload_url: str, name: str, timeout_s: float = 120.0) -> tup
     info = {"name": name, "booked_unix_s": int(head["booked_unix_ns"]) / 1e9,
             "captured_unix_s": int(head["captured_unix_ns"]) / 1e9, "fetch_s": round(time.time() - t0, 3)}
     info["delay_s"] = round(info["captured_unix_s"] - info["booked_unix_s"], 4)
+    if "collected_unix_ns" in head:  # how long the synchronous collection itself took
+        info["collect_s"] = round(int(head["collected_unix_ns"]) / 1e9 - info["captured_unix_s"], 4)
     return summary.parse_exposition(text), info
 
 
@@ -853,6 +855,14 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         got_gml = workload.info.get("gomemlimit_bytes")
         if got_gml is not None and (expected_gml or (1 << 63) - 1) != got_gml:
             warnings.append(f"GOMEMLIMIT {got_gml} differs from the policy's {expected_gml}")
+        for r in SNAPSHOT_READS:
+            for c in r.get("captures", []):
+                late = max(c.get("delay_s") or 0, c.get("collect_s") or 0)
+                if late > 0.25 or "error" in c:
+                    warnings.append(f"the workload's {c['name']} capture: "
+                                    + (c["error"] if "error" in c else
+                                       f"began {c['delay_s']} s after its instant and took {c.get('collect_s')} s "
+                                       "(a saturated process): its counters are that much late"))
         if warnings:
             manifest["warnings"] = warnings
         summ = derive.summarize_manifest(manifest, raw_bodies)
