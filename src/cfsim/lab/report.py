@@ -73,6 +73,11 @@ def pivot(df: pd.DataFrame, value: str, row: str, col: str, digits: int = 3) -> 
 def rows(df: pd.DataFrame, columns: list[str], digits: int = 3) -> str:
     """A markdown table of some columns, one row per run."""
     lines = ["| " + " | ".join(c.removeprefix("scenario.") for c in columns) + " |", "|" + "---|" * len(columns)]
+    df = df.copy()
+    for c in columns:
+        if c.endswith("_bytes") and c in df:
+            df[c] = df[c] / 2**20  # MiB in the tables
+    lines[0] = lines[0].replace("_bytes", "_MiB")
     for _, r in df.iterrows():
         lines.append("| " + " | ".join(_fmt(r.get(c), digits) for c in columns) + " |")
     return "\n".join(lines)
@@ -129,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
         print("- " + line)
     df = table.grid_table(grid_dir)
     while args:
+        if args[0] == "--match":  # keep the runs whose name contains this text (e.g. a design)
+            df = df[df["run"].str.contains(args[1], regex=False)]
+            del args[:2]
+            continue
         if args[0] == "--pivot":
             value, row, col = args[1:4]
             del args[:4]
