@@ -153,3 +153,49 @@ def test_root_usage_reader_v1_and_v2(tmp_path):
     (tmp_path / "cpu.stat").write_text("usage_usec 42\nuser_usec 40\n")
     assert hostcpu.read_usage_ns(tmp_path / "cpu.stat") == 42_000
     assert hostcpu.read_usage_ns(None) is None
+
+
+def test_snapshot_reads_every_counter_before_the_slow_http_reads(tmp_path, monkeypatch):
+    """The host's and the cgroups' counters are read at the snapshot instant; only then the
+    /metrics reads, which a throttled workload may answer seconds later."""
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from cfsim.lab import runner
+
+    events: list[tuple[str, float]] = []
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_GET(self):
+            events.append(("http", time.time()))
+            time.sleep(0.3)
+            body = b"cfsim_requests_total 1\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+    class FakeCpu:
+        def read_stat(self):
+            events.append(("cgroup", time.time()))
+            return cgroup.CpuStat(1, 0, 0, 0)
+
+    monkeypatch.setattr(hostcpu, "read_proc_stat", lambda: (events.append(("proc_stat", time.time())),
+                                                            hostcpu.ProcStat(1.0, 2.0, 0.0))[1])
+    cgs = runner.RunCgroups(FakeCpu(), None, FakeCpu(), None)
+    url = f"http://127.0.0.1:{srv.server_address[1]}"
+    try:
+        snap, reading = runner._snapshot(cgs, url, url, pid=os.getpid())
+    finally:
+        srv.shutdown()
+    kinds = [k for k, _ in events]
+    assert kinds.index("http") > max(i for i, k in enumerate(kinds) if k in ("proc_stat", "cgroup"))
+    assert reading.t_s <= events[kinds.index("http")][1] and snap.t_s == reading.t_s
+    assert snap.workload["cfsim_requests_total"] == 1 and snap.loadgen["cfsim_requests_total"] == 1
