@@ -61,6 +61,11 @@ def drift_lines(grid_dir: Path) -> list[str]:
 
 def pivot(df: pd.DataFrame, value: str, row: str, col: str, digits: int = 3) -> str:
     """A markdown pivot of ``value`` (mean over repeats) by two columns."""
+    df = df.copy()
+    for c in (row, col):  # numeric axes in numeric order (GOMAXPROCS is a string column)
+        num = pd.to_numeric(df[c], errors="coerce")
+        if num.notna().all():
+            df[c] = num
     p = df.pivot_table(index=row, columns=col, values=value, aggfunc="mean")
     head = f"| {row.removeprefix('scenario.')} \\ {col.removeprefix('scenario.')} | " + \
         " | ".join(_fmt(c) for c in p.columns) + " |"
