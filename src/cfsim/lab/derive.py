@@ -48,9 +48,9 @@ def _body(b: Any) -> dict:
     return json.loads(b) if isinstance(b, (bytes, str)) else b
 
 
-def _workload_series(body: Any) -> list[tuple[float, float]]:
+def _workload_series(body: Any, job: str = "workload") -> list[tuple[float, float]]:
     for s in _body(body)["data"]["result"]:
-        if s["metric"].get("job", "workload") == "workload":
+        if s["metric"].get("job", job) == job:
             return [(float(t), float(v)) for t, v in s["values"]]
     return []
 
@@ -67,10 +67,10 @@ def export_at(body: Any, t: float) -> float | None:
     return pts[-1][1] if pts else None
 
 
-def samples_at(body: Any, t: float) -> float | None:
+def samples_at(body: Any, t: float, job: str = "workload") -> float | None:
     """A counter at time ``t`` from raw samples (``metric[range]`` at their scrape times), linearly
     interpolated between the two scrapes around ``t``."""
-    pts = _workload_series(body)
+    pts = _workload_series(body, job)
     before = [(tt, v) for tt, v in pts if tt <= t]
     after = [(tt, v) for tt, v in pts if tt >= t]
     if not before or not after:

@@ -88,6 +88,39 @@ def rows(df: pd.DataFrame, columns: list[str], digits: int = 3) -> str:
     return "\n".join(lines)
 
 
+def profile_rows(grid_dir: Path) -> list[dict[str, Any]]:
+    """Per run with a profile: its user / scheduler / GC split and how much of the cgroup's CPU
+    over the profile's interval it sampled (usage interpolated from the exported raw samples of
+    container_cpu_usage_seconds_total)."""
+    from cfsim.io.lab import load_lab_run
+    from cfsim.lab import derive
+
+    out = []
+    g = json.loads((grid_dir / "grid.json").read_text())
+    for name in g["order"]:
+        folder = grid_dir / name
+        if not (folder / "summary.json").exists():
+            continue
+        run = load_lab_run(folder)
+        m = run["manifest"]
+        prof = m.get("profile") or {}
+        split = prof.get("split") or {}
+        if not split.get("cpu_s"):
+            continue
+        t0 = m["times"]["start_unix_s"]
+        usage = run["samples"].get("container_cpu_usage_seconds_total")
+        u0 = derive.samples_at(usage, t0 + prof["start_t_s"], "cadvisor") if usage else None
+        u1 = derive.samples_at(usage, t0 + prof["end_t_s"], "cadvisor") if usage else None
+        cg = None if u0 is None or u1 is None else u1 - u0
+        sc = m["scenario"]
+        out.append({"run": name, "kind": sc["workload"]["kind"], "cpu_limit": sc["cgroup"].get("cpu_limit"),
+                    "gomaxprocs": sc["go"]["gomaxprocs"], "profile_cpu_s": split["cpu_s"], "cgroup_cpu_s": cg,
+                    "coverage": None if not cg else split["cpu_s"] / cg,
+                    **{f"{k}_fraction": v for k, v in split["fraction"].items()},
+                    **{f"detail_{k}_s": v for k, v in split["detail_cpu_s"].items()}})
+    return out
+
+
 def manifest_entry(grid_dir: Path) -> dict[str, Any]:
     """data/lab/manifest.json's entry for a grid, from its grid.json and run manifests."""
     g = json.loads((grid_dir / "grid.json").read_text())
@@ -148,6 +181,13 @@ def main(argv: list[str] | None = None) -> int:
             del args[:4]
             print(f"\n{value}:\n")
             print(pivot(df[df["role"] != "calibration"], value, row, col))
+        elif args[0] == "--profiles":
+            del args[:1]
+            prof = pd.DataFrame(profile_rows(grid_dir))
+            print()
+            print(rows(prof, [c for c in ("run", "cpu_limit", "gomaxprocs", "profile_cpu_s", "cgroup_cpu_s",
+                                          "coverage", "user_fraction", "scheduler_fraction", "gc_fraction",
+                                          "detail_user_alloc_s", "detail_gc_assist_s") if c in prof]))
         elif args[0] == "--rows":
             cols = args[1].split(",")
             del args[:2]

@@ -784,6 +784,14 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
             profile = dict(window.profile)
             if (out_dir / "profile.pb.gz").exists() and not profile.get("error"):
                 profile["split"] = profile_split(bins["profsplit"], out_dir / "profile.pb.gz")
+                # how much of the cgroup's CPU over the profile's interval the profile sampled
+                # (CPU-time timers are checked at ticks: bursty loads lose samples)
+                a = watch.nearest(window.start_unix_s + profile["start_t_s"])
+                b = watch.nearest(window.start_unix_s + profile["end_t_s"])
+                cg_s = (b[1].usage_ns - a[1].usage_ns) / 1e9
+                profile["cgroup_cpu_s"] = round(cg_s, 4)
+                cpu_s = (profile["split"] or {}).get("cpu_s")
+                profile["coverage"] = round(cpu_s / cg_s, 4) if cpu_s and cg_s > 0 else None
         watch_mean = watch.memory_mean(s0.t_s, s1.t_s)
         status = "ok" if window.oom is None else window.oom["status"]
         manifest = {
