@@ -52,7 +52,8 @@ def test_gomaxprocs_far_above_the_limit_costs_cpu_outside_user_code_and_tail_lat
     assert (1 - high["user_cpu_fraction"]) > (1 - one["user_cpu_fraction"])
     assert high["sched_cpu_fraction"] > one["sched_cpu_fraction"]
     assert high["latency_p99_s"] > 1.5 * one["latency_p99_s"]
-    assert high["throughput_per_s"] <= one["throughput_per_s"] * 1.01
+    # never more requests than GOMAXPROCS 1, within one request of the 36 s window's granularity
+    assert high["throughput_per_s"] <= one["throughput_per_s"] + 1.0 / 36
     # STW pauses wait for throttled Ms only when several Ms hold Ps
     assert high["gc_pause_max_s"] > 10 * max(one["gc_pause_max_s"], 1e-5)
 

@@ -46,7 +46,8 @@ import numpy as np
 import pandas as pd
 
 from cfsim.goruntime import gcpacer, gomaxprocs as gmp
-from cfsim.goruntime.sched import DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, may_spin, netpoll_wakeups
+from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, lock_contenders, may_spin,
+                                   netpoll_wakeups, smt_inflation)
 
 MiB = 1 << 20
 
@@ -108,6 +109,8 @@ class GoParams:
     cycle_base_ns: float = 20_000.0
     cycle_per_p_ns: float = 10_000.0
     costs: SchedCosts = SchedCosts()
+    threads_per_core: int = 1
+    smt_slowdown: float = 0.0
 
     @classmethod
     def from_scenario(cls, sc) -> "GoParams":
@@ -119,12 +122,13 @@ class GoParams:
                    gc_cpu_limiter=go["gc_cpu_limiter"], scan_bytes_per_ns=go["gc_scan_mb_per_ms"] * MiB / 1e6,
                    stw_base_ns=go["gc_stw_base_us"] * 1e3, stw_per_p_ns=go["gc_stw_per_p_us"] * 1e3,
                    preempt_ns=go["gc_preempt_us"] * 1e3, cycle_base_ns=go["gc_cycle_base_us"] * 1e3,
-                   cycle_per_p_ns=go["gc_cycle_per_p_us"] * 1e3, costs=SchedCosts.from_go_section(go))
+                   cycle_per_p_ns=go["gc_cycle_per_p_us"] * 1e3, costs=SchedCosts.from_go_section(go),
+                   threads_per_core=sc["host.threads_per_core"], smt_slowdown=sc["host.smt_slowdown"])
 
 
 class _M:
     __slots__ = ("tid", "p", "seg", "work", "pre", "debt", "t_seg", "claim", "spinning", "mark_bytes",
-                 "stopped", "coord", "charged")
+                 "stopped", "coord", "charged", "infl")
 
     def __init__(self, tid: int):
         self.tid = tid
@@ -140,6 +144,7 @@ class _M:
         self.mark_bytes = 0.0
         self.stopped = False
         self.coord = False
+        self.infl = 1.0   # CPU per unit of work of the current segment (SMT sharing)
 
 
 class GoRuntime:
@@ -241,7 +246,24 @@ class GoRuntime:
     def _costs_for(self, procs: int) -> None:
         c = self.costs
         self.c_wake, self.c_park, self.c_switch = c.wake(), c.park(), c.switch()
-        self.c_spin, self.c_steal = c.spin(procs), c.steal(procs)
+        self.c_spin, self.c_steal = c.spin(procs, self.cpus), c.steal(procs, self.cpus)
+        self.c_lock = c.lock()
+        self.smt = self.prm.threads_per_core > 1 and self.prm.smt_slowdown > 0
+
+    def _lock_ns(self) -> int:
+        """``sched.lock`` contention of one slow path: the other Ms that can be in the scheduler."""
+        if not self.c_lock:
+            return 0
+        return self.c_lock * lock_contenders(self.nprocs - len(self.free_ps), self.cpus)
+
+    def _infl(self) -> float:
+        """CPU per unit of work of a segment starting now: threads of this process beyond one per
+        physical core share a core with a sibling (the kernel's ``select_idle_core`` fills idle
+        cores first), and a shared core does each thread's work slower."""
+        if not self.smt:
+            return 1.0
+        return smt_inflation(min(len(self.holders), self.cpus), self.cpus, self.prm.threads_per_core,
+                             self.prm.smt_slowdown)
 
     # ------------------------------------------------------------------ setup
     def start(self) -> None:
@@ -298,11 +320,13 @@ class GoRuntime:
                 ni[i] = self.n_pc[i]
                 neg[i] += self.n_pc[i] * now
 
-    def _seg(self, m: _M, seg: int, work: float, pre: float = 0) -> int:
+    def _seg(self, m: _M, seg: int, work: float, pre: float = 0, infl: float = 1.0) -> int:
         """Start segment ``seg`` on ``m`` (already holding its P, if any) after ``pre`` ns of
-        scheduler overhead; returns the total CPU to burn."""
+        scheduler overhead; ``infl``: CPU per unit of ``work`` (SMT sharing). Returns the total
+        CPU to burn."""
         pre = int(pre)
-        total = max(1, int(work) + pre)
+        m.infl = infl
+        total = max(1, int(work * infl) + pre)
         if m.p >= 0:
             self._pc_move(_SEG_PC_L[m.seg], _SEG_PC_L[seg])
         m.seg = seg
@@ -376,7 +400,7 @@ class GoRuntime:
         if spinning:
             m.spinning = True
             self.nmspinning += 1
-        extra = self.c_wake + m.debt
+        extra = self.c_wake + self._lock_ns() + m.debt
         m.debt = 0
         w = self._schedule(m, extra)
         if w:
@@ -452,14 +476,14 @@ class GoRuntime:
                 if m.spinning:
                     pre += self.c_steal
                     m.claim = c
-                    w = self._seg(m, USER, c.work, pre)
+                    w = self._seg(m, USER, c.work, pre, self._infl())
                     m.spinning = False
                     self.nmspinning -= 1
                     if self.nmspinning == 0:
                         self.wakep()   # resetspinning
                     return w
                 m.claim = c
-                return self._seg(m, USER, c.work, pre)
+                return self._seg(m, USER, c.work, pre, self._infl())
         # Nothing runnable: spin (steal) if the "half the busy Ps" rule allows it, then an idle
         # mark worker or park. The search is decided at once (no work appears in its few us in
         # this model) and its CPU is owed by the M, burnt at its next run. For the rule, an M
@@ -470,7 +494,7 @@ class GoRuntime:
             heapq.heappop(ends)
         nv = len(ends)
         if may_spin(m.spinning, self.nmspinning + nv, self.nprocs, self.npidle - nv):
-            extra += self.c_spin
+            extra += self.c_spin + self._lock_ns()
             heapq.heappush(ends, now + self.c_spin)
         if m.spinning:
             m.spinning = False
@@ -490,7 +514,7 @@ class GoRuntime:
             return w
         self._release_p(m)
         m.seg = PARK
-        m.debt += self.c_park
+        m.debt += self.c_park + self._lock_ns()
         self.idle_ms.append(m)
         return None
 
@@ -515,7 +539,7 @@ class GoRuntime:
                 self.mark_unclaimed -= scan
                 self.mark_inflight += 1
                 m.mark_bytes = scan
-                return self._seg(m, ASSIST, scan / self.prm.scan_bytes_per_ns)
+                return self._seg(m, ASSIST, scan / self.prm.scan_bytes_per_ns, 0, self._infl())
         elif self.phase == OFF and not self.stw and self.goal and self.heap_live >= self.trigger_bytes:
             return self._gc_start(m, periodic=False)
         return None
@@ -663,7 +687,7 @@ class GoRuntime:
         self.mark_unclaimed -= b
         self.mark_inflight += 1
         m.mark_bytes = b
-        return self._seg(m, seg, ns, pre)
+        return self._seg(m, seg, ns, pre, self._infl())
 
     def _mark_return(self, m: _M, left: int) -> None:
         """A mark segment stopped early: count the part done, return the rest to the pool."""
@@ -768,7 +792,7 @@ class GoRuntime:
         if seg == USER:
             c = m.claim
             m.claim = None
-            left = min(left, c.work)
+            left = min(int(left / m.infl), c.work)
             if left > 0 and c.work > 0:
                 done_alloc = int(c.alloc * (1 - left / c.work))
                 self.source.requeue(c, left, m.t_seg, self.eng.now)
