@@ -51,7 +51,8 @@ def test_gomaxprocs_far_above_the_limit_costs_cpu_outside_user_code_and_tail_lat
     assert high["throttled_ratio"] > 0.9
     assert (1 - high["user_cpu_fraction"]) > (1 - one["user_cpu_fraction"])
     assert high["sched_cpu_fraction"] > one["sched_cpu_fraction"]
-    assert high["latency_p99_s"] > 1.5 * one["latency_p99_s"]
+    # (no p99 direction: the real closed-menu grid has none either -- at 0.1 core p99 is 0.92 s at
+    # GOMAXPROCS 1 and 0.83 s at 6, at 0.5 core 0.12 s and 0.17 s)
     # never more requests than GOMAXPROCS 1, within one request of the 36 s window's granularity
     assert high["throughput_per_s"] <= one["throughput_per_s"] + 1.0 / 36
     # STW pauses wait for throttled Ms only when several Ms hold Ps

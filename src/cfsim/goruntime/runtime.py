@@ -111,6 +111,7 @@ class GoParams:
     costs: SchedCosts = SchedCosts()
     threads_per_core: int = 1
     smt_slowdown: float = 0.0
+    background_cores: float = 0.0
 
     @classmethod
     def from_scenario(cls, sc) -> "GoParams":
@@ -123,7 +124,8 @@ class GoParams:
                    stw_base_ns=go["gc_stw_base_us"] * 1e3, stw_per_p_ns=go["gc_stw_per_p_us"] * 1e3,
                    preempt_ns=go["gc_preempt_us"] * 1e3, cycle_base_ns=go["gc_cycle_base_us"] * 1e3,
                    cycle_per_p_ns=go["gc_cycle_per_p_us"] * 1e3, costs=SchedCosts.from_go_section(go),
-                   threads_per_core=sc["host.threads_per_core"], smt_slowdown=sc["host.smt_slowdown"])
+                   threads_per_core=sc["host.threads_per_core"], smt_slowdown=sc["host.smt_slowdown"],
+                   background_cores=sc["host.background_cores"])
 
 
 class _M:
@@ -165,6 +167,10 @@ class GoRuntime:
         self.source: WorkSource | None = None
         self.sample_ns = int(sample_ns)
         self.costs = params.costs
+        self.wake_busy = min(1.0, params.background_cores / cpus) if cpus else 0.0
+        self.wake_slice_ns = int(750_000 * (1 + int(np.log2(min(max(cpus, 1), 8)))))
+        # its own stream, drawn from the engine's only when used (other scenarios keep theirs)
+        self.wake_rng = np.random.default_rng(int(engine.rng.integers(2**62))) if self.wake_busy > 0 else None
         self.nprocs = gmp.gomaxprocs_value(params.gomaxprocs, base_limit, cpus, params.version,
                                            params.round, period_us)
         self._costs_for(self.nprocs)
@@ -392,19 +398,40 @@ class GoRuntime:
         self._startm(spinning=True)
 
     def _startm(self, spinning: bool) -> None:
-        """``startm``: an idle M takes an idle P. Its first decision is taken at once (the wake
-        latency, a few us, is not worth an event); the wake cost and any park cost still owed
-        are burnt first."""
+        """``startm`` (proc.go): an idle M takes an idle P and is woken (``notewakeup`` ->
+        ``futexwakeup``). It decides what to run only once it has run its wake-up (the futex
+        return and switch-in, plus any park cost still owed): on a host whose CPUs are busy that
+        takes a while, and a spinning M keeps ``nmspinning`` up meanwhile, so no other ``wakep``
+        starts an M (``wakep``: "only start one if none exist already") -- the spinning chain
+        advances one M at a time, as fast as Ms get CPUs."""
         m = self._new_m()
         self._acquire_p(m)
         if spinning:
             m.spinning = True
             self.nmspinning += 1
-        extra = self.c_wake + self._lock_ns() + m.debt
+        w = self._seg(m, WAKE, 0, self.c_wake + self._lock_ns() + m.debt)
         m.debt = 0
-        w = self._schedule(m, extra)
-        if w:
+        delay = self._os_wake_delay()
+        if delay:
+            self.eng.call_later(delay, self._run_woken, m, w, m.t_seg)
+        else:
             self.eng.run(m.tid, w, self._on_done)
+
+    def _os_wake_delay(self) -> int:
+        """The OS's wake-up latency of a woken M on a host other processes use: with the chance
+        that its CPU runs another process's task (``background_cores / cpus``), it waits for the
+        kernel to preempt that task, up to one base slice (``sysctl_sched_base_slice`` = 0.75 ms
+        x (1 + log2(min(CPUs, 8))) in ``kernel/sched/fair.c``), uniformly."""
+        if self.wake_busy <= 0:
+            return 0
+        if self.wake_rng.random() >= self.wake_busy:
+            return 0
+        return int(self.wake_rng.random() * self.wake_slice_ns)
+
+    def _run_woken(self, m: _M, w: int, t_seg: int) -> None:
+        if m.p < 0 or m.seg != WAKE or m.t_seg != t_seg or self.eng.is_runnable(m.tid):
+            return   # stopped meanwhile (stop the world) or already running
+        self.eng.run(m.tid, w, self._on_done)
 
     def _yield_idle_worker(self) -> None:
         """``pollWork``: idle mark workers notice runnable goroutines (within ~100 us, taken as
@@ -447,6 +474,8 @@ class GoRuntime:
             return self._user_done(m)
         if seg in _MARK_SEGS:
             return self._mark_done(m)
+        if seg == WAKE:
+            return self._schedule(m)
         if seg == PARK:
             self.idle_ms.append(m)
             return None
