@@ -46,8 +46,8 @@ import numpy as np
 import pandas as pd
 
 from cfsim.goruntime import gcpacer, gomaxprocs as gmp
-from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, lock_contenders, may_spin,
-                                   netpoll_wakeups, smt_inflation)
+from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, may_spin, netpoll_wakeups,
+                                   smt_inflation)
 
 MiB = 1 << 20
 
@@ -167,6 +167,8 @@ class GoRuntime:
         self.source: WorkSource | None = None
         self.sample_ns = int(sample_ns)
         self.costs = params.costs
+        self._deferring = False
+        self._deferred: list[tuple] = []
         self.wake_busy = min(1.0, params.background_cores / cpus) if cpus else 0.0
         self.wake_slice_ns = int(750_000 * (1 + int(np.log2(min(max(cpus, 1), 8)))))
         # its own stream, drawn from the engine's only when used (other scenarios keep theirs)
@@ -260,7 +262,11 @@ class GoRuntime:
         """``sched.lock`` contention of one slow path: the other Ms that can be in the scheduler."""
         if not self.c_lock:
             return 0
-        return self.c_lock * lock_contenders(self.nprocs - len(self.free_ps), self.cpus)
+        # lock_contenders(busy Ps, CPUs), inlined: this runs on every slow path
+        n = self.nprocs - len(self.free_ps)
+        if n > self.cpus:
+            n = self.cpus
+        return self.c_lock * (n - 1) if n > 1 else 0
 
     def _infl(self) -> float:
         """CPU per unit of work of a segment starting now: threads of this process beyond one per
@@ -373,6 +379,11 @@ class GoRuntime:
         """
         if self.stw:
             return
+        if self._deferring:
+            # readied by the goroutine that just finished on the current M: ``runqput`` puts it
+            # in that P's ``runnext``, which the M runs first; the wake-ups happen after that
+            self._deferred.append((k, netpoll, spawns))
+            return
         if netpoll:
             if self.free_ps:
                 self._startm(spinning=False)
@@ -409,9 +420,18 @@ class GoRuntime:
         if spinning:
             m.spinning = True
             self.nmspinning += 1
+        delay = self._os_wake_delay()
+        if not delay and len(self.holders) <= self.cpus:
+            # a CPU is free for it: it runs at once, and its few microseconds of wake-up change
+            # nothing the model resolves -- decide now (one engine event fewer per wake-up)
+            extra = self.c_wake + self._lock_ns() + m.debt
+            m.debt = 0
+            w = self._schedule(m, extra)
+            if w:
+                self.eng.run(m.tid, w, self._on_done)
+            return
         w = self._seg(m, WAKE, 0, self.c_wake + self._lock_ns() + m.debt)
         m.debt = 0
-        delay = self._os_wake_delay()
         if delay:
             self.eng.call_later(delay, self._run_woken, m, w, m.t_seg)
         else:
@@ -505,14 +525,14 @@ class GoRuntime:
                 if m.spinning:
                     pre += self.c_steal
                     m.claim = c
-                    w = self._seg(m, USER, c.work, pre, self._infl())
+                    w = self._seg(m, USER, c.work, pre, self._infl() if self.smt else 1.0)
                     m.spinning = False
                     self.nmspinning -= 1
                     if self.nmspinning == 0:
                         self.wakep()   # resetspinning
                     return w
                 m.claim = c
-                return self._seg(m, USER, c.work, pre, self._infl())
+                return self._seg(m, USER, c.work, pre, self._infl() if self.smt else 1.0)
         # Nothing runnable: spin (steal) if the "half the busy Ps" rule allows it, then an idle
         # mark worker or park. The search is decided at once (no work appears in its few us in
         # this model) and its CPU is owed by the M, burnt at its next run. For the rule, an M
@@ -551,11 +571,19 @@ class GoRuntime:
     def _user_done(self, m: _M) -> int | None:
         c = m.claim
         m.claim = None
-        self.source.done(c, m.t_seg, self.eng.now)
+        self._deferring = True
+        try:
+            self.source.done(c, m.t_seg, self.eng.now)
+        finally:
+            self._deferring = False
         w = self._allocated(m, c.alloc)
-        if w is not None:
-            return w
-        return self._schedule(m)
+        if w is None:
+            w = self._schedule(m)
+        if self._deferred:
+            calls, self._deferred = self._deferred, []
+            for args in calls:
+                self.ready(*args)
+        return w
 
     def _allocated(self, m: _M, alloc: int) -> int | None:
         if alloc <= 0:
