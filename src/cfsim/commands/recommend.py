@@ -82,9 +82,17 @@ def run(args) -> int:
             raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from cfsim.overheads.report import band_lines, recommend_notes
+
+    notes = recommend_notes(sc, rep)
     if args.json:
-        json.dump(json_safe(rep.as_dict()), sys.stdout, default=str)
+        json.dump(json_safe({**rep.as_dict(), **notes}), sys.stdout, default=str)
         sys.stdout.write("\n")
     else:
         print(format_report(rep))
+        win = rep.result.winner
+        for line in band_lines(notes["band"], getattr(win, "summary", {}) or {}):
+            print(line)
+        for text in notes["coverage"]:
+            print(f"outside what we cover: {text}")
     return 0 if rep.result.winner is not None else 1

@@ -120,7 +120,7 @@ class SchedCosts:
     park_ns: float = 3000.0
     switch_ns: float = 200.0
     xfer_growth: float = 0.15
-    lock_ns: float = 100.0
+    lock_ns: float = 1000.0
 
     def spin(self, gomaxprocs: int, host_cpus: int = 2) -> int:
         """One futile ``findRunnable`` search: ``a + b x P x xfer(min(P, CPUs))``."""
