@@ -429,6 +429,8 @@ class GoRuntime:
             w = self._schedule(m, extra)
             if w:
                 self.eng.run(m.tid, w, self._on_done)
+            else:
+                self._burn_futile(m)
             return
         w = self._seg(m, WAKE, 0, self.c_wake + self._lock_ns() + m.debt)
         m.debt = 0
@@ -447,6 +449,23 @@ class GoRuntime:
         if self.wake_rng.random() >= self.wake_busy:
             return 0
         return int(self.wake_rng.random() * self.wake_slice_ns)
+
+    def _futile_seg(self, m: _M) -> int:
+        """A woken M that found nothing burns its wake-up, search and park now, then parks (it is
+        taken off the idle list until then): an M woken only to find nothing would otherwise
+        carry that CPU as debt to a next run that may never bring work."""
+        try:
+            self.idle_ms.remove(m)
+        except ValueError:
+            pass
+        w = max(1, int(m.debt))
+        m.debt = 0
+        m.seg, m.work, m.pre, m.t_seg, m.infl = PARK, w, w, self.eng.now, 1.0
+        return w
+
+    def _burn_futile(self, m: _M) -> None:
+        if m.p < 0 and m.debt > 0 and m is not self._cur:
+            self.eng.run(m.tid, self._futile_seg(m), self._on_done)
 
     def _run_woken(self, m: _M, w: int, t_seg: int) -> None:
         if m.p < 0 or m.seg != WAKE or m.t_seg != t_seg or self.eng.is_runnable(m.tid):
@@ -495,7 +514,10 @@ class GoRuntime:
         if seg in _MARK_SEGS:
             return self._mark_done(m)
         if seg == WAKE:
-            return self._schedule(m)
+            w = self._schedule(m)
+            if w is None and m.p < 0 and m.debt > 0:
+                return self._futile_seg(m)
+            return w
         if seg == PARK:
             self.idle_ms.append(m)
             return None

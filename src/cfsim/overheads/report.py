@@ -17,7 +17,21 @@ def annotate(sc: Scenario, summary: Mapping[str, Any], with_band: bool = True) -
     """``{"coverage": [...], "band": {key: {"low", "high"}} | None}`` for a simulated scenario."""
     out: dict[str, Any] = {"coverage": notes_text(sc), "band": None}
     if with_band and depends_on_unpinned(sc):
-        out["band"] = band(sc)
+        out["band"] = widen(band(sc), summary)
+    return out
+
+
+def widen(b: Mapping[str, Mapping[str, Any]] | None, central: Mapping[str, Any]) -> dict | None:
+    """The band, stretched to hold the central answer too (corners and centre are separate runs)."""
+    if b is None:
+        return None
+    out = {}
+    for k, v in b.items():
+        c = central.get(k)
+        lo, hi = v["low"], v["high"]
+        if isinstance(c, (int, float)):
+            lo, hi = min(lo, c), max(hi, c)
+        out[k] = {"low": lo, "high": hi}
     return out
 
 
@@ -42,7 +56,7 @@ def summary_with_band(sc: Scenario) -> dict[str, Any]:
     from cfsim.simulation import simulate
 
     out = dict(simulate(sc).summary)
-    b = band(sc) if depends_on_unpinned(sc) else None
+    b = widen(band(sc), out) if depends_on_unpinned(sc) else None
     for k in BAND_KEYS:
         v = (b or {}).get(k)
         out[f"band_low_{k}"] = None if v is None else v["low"]
@@ -59,7 +73,7 @@ def recommend_notes(sc: Scenario, rep) -> dict[str, Any]:
         chosen = sc.with_overrides(list(win.candidate.overrides(sc)))
         out["coverage"] += [t for t in notes_text(chosen) if t not in out["coverage"]]
         if depends_on_unpinned(chosen):
-            out["band"] = band(chosen)
+            out["band"] = widen(band(chosen), getattr(win, "summary", {}) or {})
     return out
 
 
