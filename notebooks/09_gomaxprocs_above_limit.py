@@ -218,6 +218,24 @@ for name, t in lab_tables.items():
 lab_tables.get("open-latency", pd.DataFrame())
 
 # %% [markdown]
+# The ordering of p99 across GOMAXPROCS, wherever the lab's repeats separate it (the ranges of the
+# three repeats do not overlap): `cfsim.overheads.labcheck.p99_order`.
+
+# %%
+from cfsim.overheads.labcheck import p99_order
+
+if "open-latency" in lab_tables and not lab_tables["open-latency"].empty:
+    order_rows = []
+    for run_name, row in zip(lab_tables["open-latency"]["run"], lab_tables["open-latency"].to_dict("records")):
+        sc_r = load_scenario(lab_root() / "open-latency" / run_name / "scenario.toml")
+        group = (sc_r["cgroup.cpu_limit"], sc_r["workload.rate_per_s"], sc_r["workload.arrivals"], sc_r["go.live_heap_mb"])
+        order_rows.append({"group": group, "gomaxprocs": sc_r["go.gomaxprocs"],
+                           "p99_lab": row["p99 lab [ms]"], "p99_model": row["p99 model [ms]"]})
+    print(p99_order(order_rows))
+else:
+    print("open-latency is not in this checkout: no p99 ordering to check")
+
+# %% [markdown]
 # ## Where the model and the measurements disagree, and why
 #
 # * **A loss needs cores to share or a host to cross.** In the model, GOMAXPROCS above the limit costs

@@ -29,7 +29,7 @@ def test_request_path_wakes_idle_ps_twice_per_request():
     one = simulate(open_sc(go__gomaxprocs=1)).summary
     two = simulate(open_sc(go__gomaxprocs=2)).summary
     per_req = (two["cpu_usage_cores"] - one["cpu_usage_cores"]) / 500.0 * 1e6   # us per request
-    c = 2.0 + 3.0 + 3.0 + 0.3 * 2        # wake + spin base + park + per-P probes (priors)
+    c = 2.0 + 3.0 + 3.0 + 0.05 * 2       # wake + spin base + park + per-P probes (priors)
     assert 1.5 * c < per_req < 2.6 * c
     assert two["sched_cpu_fraction"] > 2 * one["sched_cpu_fraction"]
     # the server path's CPU is charged per request: 40 us by default
@@ -135,3 +135,17 @@ def test_comparison_verdicts():
     assert c.verdict == "within 25 %"
     c = public.Comparison("x", "held-out", "ratio", "h", 0.61, 0.9, 0.8, 0.95, "u", alternative=0.35)
     assert c.verdict == "outside the band"
+
+
+def test_p99_order_counts_only_pairs_the_repeats_separate():
+    from cfsim.overheads.labcheck import p99_order
+    rows = [{"group": "a", "gomaxprocs": g, "p99_lab": v, "p99_model": m}
+            for g, vs, m in ((1, (1.0, 1.2, 1.1), 1.0), (2, (3.0, 2.5, 2.8), 2.0), (8, (2.9, 1.15, 2.0), 5.0))
+            for v in vs]
+    out = p99_order(rows)
+    # 1 vs 2 separated (kept), 1 vs 8 and 2 vs 8 overlap
+    assert out["separated_pairs"] == 1 and out["kept"] == 1 and out["wrong"] == []
+    rows += [{"group": "b", "gomaxprocs": 1, "p99_lab": 5.0, "p99_model": 1.0},
+             {"group": "b", "gomaxprocs": 2, "p99_lab": 1.0, "p99_model": 2.0}]
+    out = p99_order(rows)
+    assert out["separated_pairs"] == 2 and out["wrong"] == [("b", 1, 2)] and out["share_kept"] == 0.5

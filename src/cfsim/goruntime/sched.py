@@ -14,7 +14,8 @@ constants fitted to a story. Each follows a code path of ``src/runtime/proc.go``
 * a futile search (``findRunnable`` -> ``stealWork``: ``stealTries = 4`` passes over all Ps,
   then, after ``releasep``, ``checkRunqsNoP``/``checkTimersNoP`` re-scan every P):
   ``spin_base + P x spin_per_p x xfer(n)``. ``spin_per_p`` is the probe of one other P's run
-  queue head/tail and timer mask (~6 probes per P); ``xfer(n) = 1 + xfer_growth x log2(n / 2)``
+  queue head/tail and timer mask (~6 probes per busy P; idle Ps are skipped through ``idlepMask``;
+  the lab's 2-CPU grids give 0.02-0.05 us per P); ``xfer(n) = 1 + xfer_growth x log2(n / 2)``
   with ``n = min(P, host CPUs)`` is how the cost of the cache-line transfer behind a probe grows
   with the number of CPUs the Ms are spread over (more cores, a longer on-chip mesh, a second
   socket: ~40-50 ns core to core on a small host, 100-200 ns across a large or two-socket one);
@@ -115,7 +116,7 @@ class SchedCosts:
     """CPU cost [ns] of scheduler slow paths; see the module docstring for the priors."""
 
     spin_base_ns: float = 3000.0
-    spin_per_p_ns: float = 300.0
+    spin_per_p_ns: float = 50.0
     wake_ns: float = 2000.0
     park_ns: float = 3000.0
     switch_ns: float = 200.0

@@ -140,8 +140,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
                              _between(0, 10_000)),
         "sched_spin_base_us": Key(3.0, "float", "fixed CPU of one futile findRunnable search [us]",
                                   _between(0, 1000)),
-        "sched_spin_per_p_us": Key(0.3, "float", "CPU per P of one futile search (4 steal passes + re-scans) [us]",
-                                   _between(0, 100)),
+        "sched_spin_per_p_us": Key(0.05, "float", "CPU per P of one futile search (4 steal passes + re-scans; idle Ps "
+                                                  "are skipped by idlepMask) on a small host [us] (fitted on the lab's "
+                                                  "sched-overhead grids: 0.02-0.05; it grows with the host through "
+                                                  "sched_xfer_growth)", _between(0, 100)),
         "sched_wake_us": Key(2.0, "float", "CPU of waking a parked M (futex wake + switch-in) [us]", _between(0, 1000)),
         "sched_park_us": Key(3.0, "float", "CPU of parking an M (stopm, futex sleep, switch-out) [us]",
                              _between(0, 1000)),
