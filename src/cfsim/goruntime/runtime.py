@@ -1,26 +1,32 @@
 """A Go process on the CFS engine: Ps, Ms (engine threads), goroutine work, the scheduler's slow
 paths and the GC, with the runtime's own metrics.
 
-Model (rules from shared/reference/go-runtime.md; pure rules in :mod:`.gomaxprocs`,
-:mod:`.gcpacer`, :mod:`.sched`):
+Model (rules from Go 1.26 ``src/runtime/proc.go``, ``mgc.go``, ``mgcpacer.go``; pure rules in
+:mod:`.gomaxprocs`, :mod:`.gcpacer`, :mod:`.sched`):
 
 * **Ps and Ms.** ``gomaxprocs`` Ps; an M (an engine thread) holding a P is always burning a
-  *segment* of CPU: a chunk of goroutine work, a mark-worker chunk, an assist, the STW work or a
-  safe-point acknowledgement (each after any scheduler overhead it owes). An M without a P is
-  parked (futex). A throttled M keeps its P (the runtime cannot see throttling).
+  *segment* of CPU: a chunk of goroutine work, a mark-worker chunk, an assist, the STW work, a
+  safe-point acknowledgement or its own wake-up (each after any scheduler overhead it owes). An M
+  without a P is parked (futex). A throttled M keeps its P (the runtime cannot see throttling).
 * **Work.** A *work source* (the workload) hands out chunks of runnable goroutine work
   (``claim(max_ns)``); a P runs at most ``forcePreemptNS`` = 10 ms per chunk. Records/requests
   are never simulated one by one when they can be batched.
 * **Scheduler.** ``findRunnable``: GC worker first (dedicated, then fractional), then goroutine
-  work, then a search (spin) if ``2*nmspinning < P - npidle`` (cost ``a + b P``), then an idle
-  mark worker, then release the P and park (cost ``park``). ``wakep`` (idle P, no spinner) after
-  a spinning M finds work (``resetspinning``) and when a running goroutine readies others; a
-  netpoll batch of k goroutines takes one idle P and ``injectglist`` starts ``min(k-1, npidle)``
-  more Ms. A woken M pays ``wake`` plus, if it was spinning, a successful steal. Model
-  resolution: an M's decision after a wake-up or a failed search is taken at once (work cannot
-  appear within the few microseconds of a search), and the CPU of a failed search and of parking
-  is owed by the M and burnt at its next run, so idle transitions cost no engine event; the CPU
-  totals are unchanged, only shifted in time by the M's idle gap.
+  work, then a search (spin) if ``2*nmspinning < P - npidle`` (cost ``a + b P x xfer``), then an
+  idle mark worker, then release the P and park (cost ``park``); every slow path also pays
+  ``sched.lock`` contention per other M in the scheduler. ``wakep`` (idle P, no spinner) after a
+  spinning M finds work (``resetspinning``) and when a running goroutine readies others
+  (``ready``, ``newproc``): a goroutine readied by the one that just finished goes to that P's
+  ``runnext`` and runs there first, and the wake-up follows; a netpoll batch of k goroutines
+  takes one idle P and ``injectglist`` starts ``min(k-1, npidle)`` more Ms. ``startm``: a woken M
+  pays ``wake`` (plus a successful steal if it was spinning); with a free CPU it decides at once
+  (its few microseconds change nothing the model resolves), otherwise it first runs its wake-up
+  as a segment, holding ``nmspinning`` meanwhile, so the spinning chain advances one M at a time
+  as Ms get CPUs; on a host other processes use, the OS may delay it by up to a base slice. A
+  woken M that finds nothing burns its wake-up, search and park at once; an M that parks after
+  work owes its search and park and burns them at its next run (one engine event fewer).
+* **SMT.** With ``host.threads_per_core > 1``, segments started while more Ms run than there
+  are cores take ``1 + smt_slowdown`` times the CPU for the paired share.
 * **GC.** Trigger when ``heapLive >= trigger`` (pacer) or every 2 minutes; STW sweep
   termination: every P-holding M is preempted and must burn ``gc_preempt`` CPU to reach a safe
   point, so a throttled M stretches the pause; concurrent mark: ``D`` dedicated Ps for the whole
