@@ -11,8 +11,9 @@ goroutines and gathers the results (the lab's ``lab/cmd/workload/server.go``):
    (allocating ``alloc_kb_per_request`` in proportion) and blocks on a ``sync.WaitGroup``. Each
    ``go`` statement is ``newproc``, which calls ``wakep``: with an idle P and no spinning M, a
    parked M is woken, searches for work and, if the spawning P ran the goroutine first, parks again.
-3. The last goroutine's ``wg.Done`` readies the connection goroutine (``ready`` -> ``runqput`` +
-   ``wakep``), which writes the response: the other half of the server CPU and garbage.
+3. The last goroutine's ``wg.Done`` readies the connection goroutine (``ready`` ->
+   ``runqput(next=true)``, so it runs next on that P, + ``wakep``), which writes the response: the
+   other half of the server CPU and garbage.
 
 ``cpu_cv`` draws each request's handler CPU from a gamma distribution (mean ``cpu_ms_per_request``,
 that coefficient of variation). Goroutines wait in one FIFO run queue; a P runs one for at most
@@ -127,8 +128,10 @@ class RequestSource:
             self.handler_end.append(t1)
             self.handler_ns.append(t1 - req.t_handler)
             if self.half_ns > 0:
-                self.runq.append([req, self.half_ns, POST])
-                self.rt.ready(1, netpoll=False)   # wg.Done readies the connection goroutine
+                # wg.Done readies the connection goroutine into the P's runnext: it runs next,
+                # ahead of the queue (ready -> runqput(next=true))
+                self.runq.appendleft([req, self.half_ns, POST])
+                self.rt.ready(1, netpoll=False)
                 return
         self._complete(req, t1)
 
