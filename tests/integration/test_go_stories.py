@@ -66,7 +66,9 @@ def test_push_service_32_ps_in_8_cores_spend_more_in_the_scheduler():
                                         "run.warmup_s=1"]).summary
     p32, p8 = push(32), push(8)
     assert p32["gomaxprocs"] == 32 and p8["gomaxprocs"] == 8
-    assert p32["sched_cpu_fraction"] > 1.3 * p8["sched_cpu_fraction"]
+    # more idle Ps to wake and more Ps to scan: more scheduler CPU (by how much rests on the per-P
+    # probe cost, 0.05 us fitted on the lab's 2-CPU grids, and the host's coherence growth)
+    assert p32["sched_cpu_fraction"] > 1.05 * p8["sched_cpu_fraction"]
     assert p32["cpu_usage_cores"] > p8["cpu_usage_cores"]
     # the runtime's own accounting: 32 P-seconds per second of total, mostly idle
     assert p32["go_cpu_classes_total_cpu_seconds_total"] == pytest.approx(32 * 3.0, rel=1e-6)
