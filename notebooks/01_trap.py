@@ -50,7 +50,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import cfsim
-from cfsim.commands.trap import run_trap
+from cfsim.trap import run_trap
 from cfsim.engine.longrun import nominal_demand_cores, run_longrun
 from cfsim.goruntime.gomaxprocs import automaxprocs_value, go125_value
 from cfsim.scenario import load_scenario

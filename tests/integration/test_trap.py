@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from cfsim.commands.trap import run_trap
+from cfsim.trap import run_trap
 from cfsim.engine.longrun import nominal_demand_cores, run_longrun
 from cfsim.engine.response import AnalyticResponse, SurfaceGrid, local_grid, response_for, surface_key, work_shape
 from cfsim.scenario import ScenarioError, load_scenario

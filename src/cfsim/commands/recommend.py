@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-from cfsim.commands._jsonsafe import json_safe
+from cfsim.output import json_safe
 
 
 def add_parser(sub) -> None:
