@@ -118,5 +118,6 @@ def test_get_prometheus_range_unreachable_server():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(PrometheusAPIError, match="connection"):
+    with pytest.raises(PrometheusAPIError, match="cannot connect") as err:
         get_prometheus_range(f"http://127.0.0.1:{port}", "x", 0, 10, 1, timeout=5)
+    assert err.value.error_type == "unreachable"

@@ -80,6 +80,25 @@ def cores_to_millicores(cores: float) -> int:
     return int(math.ceil(round(cores * 1000.0, 6)))
 
 
+def cpu_quantity(amount_m: int) -> str:
+    """A CPU amount [millicores] as the VPA writes it to its status: ``resource.NewMilliQuantity(m,
+    resource.DecimalSI).String()``, the canonical form of k8s.io/apimachinery ``pkg/api/resource/
+    quantity.go`` (the largest SI suffix whose mantissa stays an integer).
+
+    >>> cpu_quantity(1168), cpu_quantity(2000), cpu_quantity(1500), cpu_quantity(0), cpu_quantity(10 ** 14)
+    ('1168m', '2', '1500m', '0', '100G')
+    """
+    m = int(amount_m)
+    if m == 0:
+        return "0"
+    sign, m = ("-", -m) if m < 0 else ("", m)
+    exp = -3
+    while m % 1000 == 0 and exp < 18:
+        m //= 1000
+        exp += 3
+    return f"{sign}{m}{ {-3: 'm', 0: '', 3: 'k', 6: 'M', 9: 'G', 12: 'T', 15: 'P', 18: 'E'}[exp]}"
+
+
 def scale_amount(amount_m: int, factor: float) -> int:
     """``ScaleResource``: ``amount_from_float(amount * factor)``."""
     return amount_from_float(amount_m * factor)
