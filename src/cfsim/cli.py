@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 
+from cfsim.commands import CommandError
 from cfsim.scenario import ScenarioError
 
 # subcommand name -> module under cfsim.commands; each module imports its heavy dependencies inside
@@ -40,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except CommandError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line, whatever the cause said
+        return 2
     except ScenarioError as exc:
         print(f"error: invalid scenario: {exc}", file=sys.stderr)
         return 2

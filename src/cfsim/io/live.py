@@ -42,14 +42,15 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
+from cfsim.io.errors import PrometheusAPIError
 from cfsim.io.http import (Connection, get_prometheus_label_values, get_prometheus_range,
                            get_prometheus_series)
 from cfsim.io.labels import parse_labels
 from cfsim.io.promql import _times_ms, parse_duration
 from cfsim.io.tidy import empty_frame
 
-__all__ = ["get_container_metrics", "Selection", "LiveQueryError", "METRICS", "FAMILIES", "default_step_s",
-           "time_range"]
+__all__ = ["get_container_metrics", "usage_by_container", "Selection", "LiveQueryError", "METRICS", "FAMILIES",
+           "default_step_s", "time_range"]
 
 USAGE = "container_cpu_usage_seconds_total"
 VPA_PREFIX = "kube_verticalpodautoscaler_status_recommendation_containerrecommendations_"
@@ -158,19 +159,32 @@ def time_range(history: str | float | None = None, start: Any = None, end: Any =
 
     >>> time_range("1h", end=7200)
     (3600.0, 7200.0)
-    >>> time_range(start="1970-01-01T01:00:00Z", end=7200.5)
+    >>> time_range(start="1970-01-01T01:00:00Z", end="7200.5")
     (3600.0, 7200.5)
     """
-    end_s = (now_s if now_s is not None else time.time()) if end is None else _times_ms(end)[0] / 1000
+    end_s = (now_s if now_s is not None else time.time()) if end is None else _epoch_s(end, "--end")
     if history is not None and start is not None:
         raise ValueError("give --history or --start, not both")
     if start is not None:
-        start_s = _times_ms(start)[0] / 1000
+        start_s = _epoch_s(start, "--start")
     else:
         start_s = end_s - parse_duration(history if history is not None else "1d") / 1000
     if not end_s > start_s:
         raise ValueError(f"the time range is empty: start {start_s:.3f} is not before end {end_s:.3f}")
     return float(start_s), float(end_s)
+
+
+def _epoch_s(value: Any, name: str) -> float:
+    """Unix seconds from a number, a numeric string, an RFC 3339 string or a datetime."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    try:
+        return float(_times_ms(value)[0]) / 1000
+    except (ValueError, TypeError, OverflowError):
+        raise ValueError(f"{name} {value!r}: expected RFC 3339 (2026-01-01T00:00:00Z) or Unix seconds") from None
 
 
 @dataclass
@@ -181,7 +195,8 @@ class _Log:
 
 def get_container_metrics(url: str, start: Any, end: Any, step: float | str | None = None, *,
                           selection: Selection | None = None, connection: Connection | None = None,
-                          families: Sequence[str] | None = None, batch_pods: int = 50,
+                          families: Sequence[str] | None = None, metrics: Sequence[str] | None = None,
+                          batch_pods: int = 50,
                           progress: Callable[[int, int], None] | None = None
                           ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The metrics of every selected container from a live Prometheus, as one tidy frame.
@@ -199,7 +214,9 @@ def get_container_metrics(url: str, start: Any, end: Any, step: float | str | No
     connection : Connection, optional
         Auth, TLS, retries (:func:`cfsim.io.http.connect`).
     families : list of str, optional
-        Names from :data:`FAMILIES` to ask for (default all); ``["cadvisor"]`` for usage only.
+        Names from :data:`FAMILIES` to ask for (default all).
+    metrics : list of str, optional
+        Only these metrics of the families (``[container_cpu_usage_seconds_total]`` for usage only).
     batch_pods : int
         Most pods per query.
     progress : callable, optional
@@ -229,13 +246,15 @@ def get_container_metrics(url: str, start: Any, end: Any, step: float | str | No
     start_s, end_s = (float(_times_ms(t)[0]) / 1000 for t in (start, end))
     step_s = default_step_s(end_s - start_s) if step is None else parse_duration(step) / 1000
     log = _Log()
-    names, _ = get_prometheus_label_values(url, "__name__", start_s, end_s, connection=conn)
+    names, _ = _asking(url, "label values of __name__", lambda: get_prometheus_label_values(
+        url, "__name__", start_s, end_s, connection=conn))
     log.requests += 1
     present = set(names)
     if USAGE not in present:
         raise LiveQueryError(f"{url}: unknown metric {USAGE}: the server has no series of it between "
                              f"{_iso(start_s)} and {_iso(end_s)} ({METRICS[USAGE][1]})")
-    found, _ = get_prometheus_series(url, [sel.discovery()], start_s, end_s, connection=conn)
+    found, _ = _asking(url, f"series {sel.discovery()}", lambda: get_prometheus_series(
+        url, [sel.discovery()], start_s, end_s, connection=conn))
     log.requests += 1
     if found.empty:
         raise LiveQueryError(f"{url}: empty result: no series match {sel.discovery()} between "
@@ -253,8 +272,8 @@ def get_container_metrics(url: str, start: Any, end: Any, step: float | str | No
             pods_by_ns[ns].append(pod)
     wanted = [f for f in FAMILIES if families is None or f[0] in families]
     plan: list[tuple[str, str]] = []   # (family, query)
-    for fam, metrics, extra, scope in wanted:
-        have = [m for m in metrics if m in present]
+    for fam, fam_metrics, extra, scope in wanted:
+        have = [m for m in fam_metrics if m in present and (metrics is None or m in metrics)]
         if not have:
             continue
         name = f'__name__=~"{"|".join(have)}"' if len(have) > 1 else f'__name__="{have[0]}"'
@@ -271,7 +290,8 @@ def get_container_metrics(url: str, start: Any, end: Any, step: float | str | No
                                                           f'pod=~"{_regex_alternation(batch)}"']) + "}"))
     frames, warnings = [], []
     for i, (fam, query) in enumerate(plan):
-        frame, meta = get_prometheus_range(url, query, start_s, end_s, step_s, connection=conn)
+        frame, meta = _asking(url, f"query_range {query}", lambda: get_prometheus_range(
+            url, query, start_s, end_s, step_s, connection=conn))
         log.requests += meta["requests"]
         warnings += [w for w in meta["warnings"] if w not in warnings]
         log.queries.append({"family": fam, "query": query, "series": meta["series"], "samples": meta["samples"]})
@@ -282,16 +302,48 @@ def get_container_metrics(url: str, start: Any, end: Any, step: float | str | No
     data = pd.concat(frames, ignore_index=True) if frames else empty_frame()
     if len(data):
         data = data.sort_values(["metric", "labels", "timestamp"], kind="stable", ignore_index=True)
-    absent = {m: METRICS[m] for f in wanted for m in f[1] if m not in present}
+    asked = [m for f in wanted for m in f[1] if metrics is None or m in metrics]
+    absent = {m: METRICS[m] for m in asked if m not in present}
     return data, {
         "source": url, "format": "prometheus-live", "start": pd.Timestamp(start_s, unit="s", tz="UTC"),
         "end": pd.Timestamp(end_s, unit="s", tz="UTC"), "step": step_s, "selector": sel.discovery(),
         "containers": containers, "cluster": sel.cluster if sel.cluster is not None else (clusters[0] or None),
-        "present": {m: METRICS[m] for f in wanted for m in f[1] if m in present}, "absent": absent,
+        "present": {m: METRICS[m] for m in asked if m in present}, "absent": absent,
         "queries": log.queries, "requests": log.requests,
         "series": int(data.groupby(["metric", "labels"]).ngroups) if len(data) else 0, "samples": len(data),
         "warnings": warnings,
     }
+
+
+def _asking(url: str, what: str, call: Callable[[], Any]) -> Any:
+    """``call()``, its failure said with the query it was asking."""
+    try:
+        return call()
+    except PrometheusAPIError as exc:
+        raise PrometheusAPIError(f"{url}: {what}", exc.error_type, exc.error, exc.http_status) from None
+
+
+def usage_by_container(frame: pd.DataFrame, step_s: float) -> dict[tuple[str, str, str], list[tuple[float, float]]]:
+    """CPU usage [cores] over each step of ``container_cpu_usage_seconds_total`` on a query grid, per
+    ``(namespace, pod, container)``: PromQL ``irate`` at every grid point (the increase since the
+    point before over the time between; after a counter reset, the new value), stamped at the
+    step's end like a metrics-server reading. Several series of one container (a restart gives a new
+    cgroup ``id``) are summed."""
+    from cfsim.io.promql import irate
+
+    sub = frame[frame["metric"] == USAGE]
+    out: dict[tuple[str, str, str], dict[float, float]] = {}
+    if sub.empty:
+        return {}
+    r = irate(sub, 1.5 * step_s)
+    for labels, grp in r.groupby("labels", sort=True):
+        d = parse_labels(labels)
+        key = (d.get("namespace", ""), d.get("pod", ""), d.get("container", ""))
+        acc = out.setdefault(key, {})
+        for t, v in zip(grp["timestamp"].astype("int64").to_numpy() / 1e9, grp["value"].to_numpy(dtype=float)):
+            if math.isfinite(v):
+                acc[float(t)] = acc.get(float(t), 0.0) + float(v)
+    return {k: sorted(v.items()) for k, v in sorted(out.items())}
 
 
 def _iso(t_s: float) -> str:

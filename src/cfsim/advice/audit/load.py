@@ -272,14 +272,15 @@ def _go_align(t: np.ndarray, series: pd.Series | None, key: Key, single: bool) -
 def _note_missing(c: Container, frame: pd.DataFrame) -> None:
     """What the audit could not learn for ``c``, and what the user can add (:data:`METRICS`)."""
     if c.gomaxprocs is None:
-        c.missing["GOMAXPROCS"] = f"unknown: {METRICS[GOMAXPROCS][1]}"
+        c.missing["GOMAXPROCS"] = (f"unknown (neither {GOMAXPROCS} nor {CPU_CLASSES_TOTAL} matches it): "
+                                   f"{METRICS[GOMAXPROCS][1]}")
     if c.limit is None:
         c.missing["CPU limit"] = (f"unknown (no limit, or neither {LIMITS} nor {QUOTA} is scraped): "
                                   f"{METRICS[LIMITS][1]}")
     if c.throttled_ratio is None:
-        c.missing["throttling"] = f"unknown: {METRICS[THR_PERIODS][1]} ({PERIODS}, {THR_PERIODS})"
+        c.missing["throttling"] = f"unknown (no {PERIODS}, {THR_PERIODS}): {METRICS[THR_PERIODS][1]}"
     if c.request is None:
-        c.missing["CPU request"] = f"unknown: {METRICS[REQUESTS][1]}"
+        c.missing["CPU request"] = f"unknown (no {REQUESTS}): {METRICS[REQUESTS][1]}"
 
 
 _RS_HASH = re.compile(r"^(.+)-[0-9a-f]{5,10}$")
