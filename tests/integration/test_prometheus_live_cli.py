@@ -231,14 +231,19 @@ def test_audit_emits_patches_that_kubectl_applies_and_the_schemas_accept(server,
 QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
 
 
+#: the CPU request and limit each planted workload runs with (what kube-state-metrics reports)
+RUNNING_CPU = {"checkout": "1500m", "api": "2", "report": "3"}
+
+
 def _deployment(name: str, namespace: str, container: str) -> dict:
+    cpu = RUNNING_CPU[name]
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
             "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
                      "template": {"metadata": {"labels": {"app": name}},
                                   "spec": {"containers": [
                                       {"name": container, "image": f"registry.example/{name}:1.0",
-                                       "resources": {"requests": {"cpu": "3", "memory": "256Mi"},
-                                                     "limits": {"cpu": "3", "memory": "512Mi"}},
+                                       "resources": {"requests": {"cpu": cpu, "memory": "256Mi"},
+                                                     "limits": {"cpu": cpu, "memory": "512Mi"}},
                                        "env": [{"name": "LOG_LEVEL", "value": "info"}]},
                                       {"name": "sidecar", "image": "registry.example/proxy:2"}]}}}}
 
@@ -323,6 +328,30 @@ def test_vpa_replay_live_equals_the_replay_of_the_same_data_as_csv(server, plant
     assert live["recommendations"] == offline["recommendations"]
     assert live["final"] == offline["final"]
     assert 900 <= live["final"]["target"] <= 1300   # usage pinned at GOMAXPROCS 1 core: P90 bucket x 1.15
+
+
+def test_recommend_live_answers_in_kubernetes_terms(server, capsys, tmp_path):
+    argv = ["recommend", *_live(server, "--step", "1m", "--namespace", "shop", "--selector", 'pod=~"checkout-.*"'),
+            "--slo", "throttled_ratio<=0.1", "--slo", "throughput_per_s>=1450", "--duration", "3",
+            "--coarse-step", "0.5", "--no-burst", "--gomaxprocs", "automaxprocs,ceil", "--vpa-rounds", "1"]
+    code, out, err = _run(capsys, argv + ["--format", "json"])
+    assert code == 0, err
+    (t,) = json.loads(out)["targets"]
+    assert t["name"] == "shop/deployment/checkout/app"
+    assert t["peer_history"] == "observed"
+    rec = t["recommendation"]
+    # the trapped service (demand fills its 1.5-core limit) needs GOMAXPROCS >= 2: not automaxprocs' 1
+    assert rec["gomaxprocs"] >= 2
+    k8s = t["kubernetes"]
+    c = k8s["patch"]["spec"]["template"]["spec"]["containers"][0]
+    assert c["name"] == "app" and c["env"] == [{"name": "GOMAXPROCS", "value": str(rec["gomaxprocs"])}]
+    assert k8s["vpa_status"]["recommendation"]["containerRecommendations"][0]["containerName"] == "app"
+    code, out, err = _run(capsys, argv + ["--emit", "patch", "--format", "yaml"])
+    assert code == 0, err
+    assert "kubectl patch deployment checkout -n shop --type strategic --patch-file /dev/stdin" in out
+    yaml = pytest.importorskip("yaml")
+    (patch,) = [d for d in yaml.safe_load_all(out) if d]
+    _check_patch(patch, tmp_path)
 
 
 def test_vpa_replay_live_refuses_a_selection_of_several_workload_containers(server, capsys):

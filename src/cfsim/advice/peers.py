@@ -155,6 +155,7 @@ def vpa_choice(points: Sequence[tuple[float, float]], scenario: Scenario) -> dic
     pod = admit(rec, controlled, Resources(template_req, template_lim), cfg.min_allowed_millicores,
                 cfg.max_allowed_millicores)
     return {"target_m": final["target"], "lower_bound_m": final["lower_bound"],
+            "uncapped_target_m": final["uncapped_target"],
             "upper_bound_m": final["upper_bound"], "request_m": pod.request_m, "limit_m": pod.limit_m,
             "samples": final["samples"]}
 

@@ -16,7 +16,7 @@ from cfsim.advice.audit.flags import THROTTLED_MIN, Finding, Stats, ceil_gomaxpr
 from cfsim.advice.audit.load import Container
 from cfsim.scenario import Scenario, load_scenario
 
-__all__ = ["proxy_scenario", "FixSimulator", "simulate_fixes", "effect_text", "EFFECT_KEYS"]
+__all__ = ["proxy_scenario", "demand_estimate", "FixSimulator", "simulate_fixes", "effect_text", "EFFECT_KEYS"]
 
 EFFECT_KEYS = ("cpu_usage_cores", "throttled_ratio", "throughput_per_s", "latency_p99_s", "lag_final_s")
 
@@ -142,22 +142,28 @@ def _cheapest_limit(sc: Scenario, slos: Sequence, kinds: Sequence[str | int]):
     return s.search(slos).winner
 
 
+def demand_estimate(st: Stats, findings: Sequence[Finding]) -> tuple[float, str]:
+    """The CPU demand [cores] a proxy workload stands for, and how it was estimated from the series:
+    a trapped container's demand fills its limit (capped usage shows none above GOMAXPROCS); one
+    throttled at its limit needs its usage plus the throttled seconds per second (an upper bound);
+    otherwise the p95 usage."""
+    L, G = st.limit, st.gomaxprocs
+    if any(f.flag == "trapped" for f in findings):
+        return (L if L is not None else float(G or 1) * 1.5,
+                "demand assumed to fill the limit (usage capped by GOMAXPROCS shows no demand above it)")
+    if any(f.flag == "throttled" and "at its limit" in f.detail for f in findings):
+        return (min(float(G or 64), st.usage_mean + (st.throttled_s_per_s or 0.0)),
+                "demand estimated as usage + throttled seconds per second (an upper bound)")
+    return st.usage_p95, "demand = p95 usage (burstiness below the scrape step is not modelled)"
+
+
 def simulate_fixes(findings: Sequence[Finding], st: Stats, sim: FixSimulator) -> None:
     """Attach to each finding its fix, the simulated before/after and the impact."""
     if not findings:
         return
     c = findings[0].container
-    flags = {f.flag for f in findings}
     L, G = st.limit, st.gomaxprocs
-    if "trapped" in flags:
-        demand = L if L is not None else float(G or 1) * 1.5
-        note = "demand assumed to fill the limit (usage capped by GOMAXPROCS shows no demand above it)"
-    elif any(f.flag == "throttled" and "at its limit" in f.detail for f in findings):
-        demand = min(float(G or 64), st.usage_mean + (st.throttled_s_per_s or 0.0))
-        note = "demand estimated as usage + throttled seconds per second (an upper bound)"
-    else:
-        demand = st.usage_p95
-        note = "demand = p95 usage (burstiness below the scrape step is not modelled)"
+    demand, note = demand_estimate(st, findings)
     if c.run_dir is not None:
         note = "the run's own load profile"
     base, how = sim.base(c, st, demand)
