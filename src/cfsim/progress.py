@@ -73,6 +73,11 @@ class Progress:
                 extra = f" ({note})" if note else ""
                 print(f"{self.desc}: {self.done}/{self.total} {self.unit}{extra}", file=self.stream, flush=True)
 
+    def advance_to(self, done: int) -> None:
+        """Advance to ``done`` items in all (the ``progress(n)`` callback form)."""
+        if done > self.done:
+            self.advance(done - self.done)
+
     def __call__(self, done: int, total: int) -> None:
         """The ``progress(done, total)`` callback form the libraries take."""
         if total != self.total:
