@@ -26,7 +26,9 @@ COMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m cfsim", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="cfsim", description="Go services under Linux CFS CPU limits, GOMAXPROCS, the Go GC and Kubernetes "
+                                  "autoscalers: simulate, audit, recommend, validate (also `python -m cfsim`).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS.values():
         importlib.import_module(f"cfsim.commands.{module}").add_parser(sub)
