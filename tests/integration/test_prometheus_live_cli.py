@@ -361,7 +361,7 @@ def test_vpa_replay_live_refuses_a_selection_of_several_workload_containers(serv
 
 
 @pytest.mark.parametrize("case, argv, expected", [
-    ("wrong password", dict(password="wrong_password"), "HTTP 401 Unauthorized"),
+    ("wrong password", dict(password="wrong_password"), "HTTP 401 Unauthorized: the server refused the credentials"),
     ("bad CA", dict(ca="other_ca"), "TLS handshake failed: unable to get local issuer certificate"),
     ("empty selector", dict(extra=("--selector", 'pod="no-such-pod"')), "empty result: no series match"),
     ("two clusters", dict(cluster=None), "matches containers in 2 clusters (prod-a, prod-b"),

@@ -147,6 +147,8 @@ def test_401_is_not_retried_and_says_what_to_give(server):
     with pytest.raises(PrometheusAPIError, match="401 Unauthorized.*--prometheus-user") as info:
         get_prometheus_range(server, "x", 0, 10, 1, connection=FAST)
     assert info.value.error_type == "unauthorized" and len(_Handler.requests) == 1
+    with pytest.raises(PrometheusAPIError, match="401 Unauthorized: the server refused the credentials given"):
+        get_prometheus_range(server, "x", 0, 10, 1, connection=connect(username="u", password="wrong"))
 
 
 def test_connect_sends_headers_and_the_bearer_token(server, tmp_path):

@@ -203,7 +203,10 @@ def peer_choices(scenario: Scenario, slos: Sequence[SLO], run, history: pd.DataF
         hist = summary.get("_series")
         if hist is None:
             break
-        pts = usage_windows(hist, w_vpa, t0)
+        # the simulated consequence's own windows (the first history may be a long observed one)
+        pts = usage_windows(hist, _window_for(hist, t0, float(scenario["vpa.metrics_window_s"])), t0)
+        if len(pts) < 2:
+            break
         v2 = vpa_choice(pts, scenario)
         if abs(v2["request_m"] - prev) <= thr * prev:
             break

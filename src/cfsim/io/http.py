@@ -160,9 +160,11 @@ def _request(endpoint: str, params: Sequence[tuple[str, str]], conn: Connection,
         except urllib.error.HTTPError as err:
             body = err.read()
             if err.code == 401:
-                raise PrometheusAPIError(endpoint, "unauthorized", "HTTP 401 Unauthorized: the server wants "
-                                         "credentials (--prometheus-user with --prometheus-password-file, "
-                                         "--prometheus-bearer-token-file, or --prometheus-header)", 401) from None
+                why = ("the server refused the credentials given (check the user and password, or the token)"
+                       if any(k.lower() == "authorization" for k in conn.headers) else
+                       "the server wants credentials (--prometheus-user with --prometheus-password-file, "
+                       "--prometheus-bearer-token-file, or --prometheus-header)")
+                raise PrometheusAPIError(endpoint, "unauthorized", f"HTTP 401 Unauthorized: {why}", 401) from None
             if err.code == 403:
                 raise PrometheusAPIError(endpoint, "forbidden", "HTTP 403 Forbidden: the credentials are not "
                                          "allowed to query this server", 403) from None
