@@ -3,4 +3,4 @@
 CFSIM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export VIRTUAL_ENV="${CFSIM_VENV:-$CFSIM_ROOT/.venv}"
 export PATH="$VIRTUAL_ENV/bin:$PATH"
-unset PYTHONHOME
+unset PYTHONHOME PYTHONPATH   # the environment imports this checkout, nothing else
