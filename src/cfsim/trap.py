@@ -132,7 +132,8 @@ def run_trap(scenario: str = DEFAULT_SCENARIO, overrides: list[str] | None = Non
     tell("trap")
     out: dict[str, Any] = {
         "scenario": sc.source, "overrides": sc.overrides, "response": base.response,
-        "demand_cores_per_replica": demand, "gomaxprocs_policy": sc["go.gomaxprocs"], "days": base.rows[-1]["t_s"] / 86400.0 if base.rows else 0.0,
+        "demand_cores_per_replica": demand, "gomaxprocs_policy": sc["go.gomaxprocs"],
+        "days": base.rows[-1]["t_s"] / 86400.0 if base.rows else 0.0,
         "timeline": base.timeline, "final": base.final, "events": base.events,
     }
     results = {"trap": base}
@@ -188,7 +189,8 @@ def plot(results: dict[str, Any], path: Path, title: str) -> None:
               "ls": "--" if name == "t3_manual_override" else "-"}
         axes[0].plot(t, [r["request_cores"] for r in rows], **kw)
         if name == "trap":
-            axes[0].plot(t, [r["vpa_target_cores"] for r in rows], color="grey", lw=0.8, ls=":", label="trap: VPA target")
+            axes[0].plot(t, [r["vpa_target_cores"] for r in rows], color="grey", lw=0.8, ls=":",
+                         label="trap: VPA target")
             axes[0].plot(t, [r["limit_cores"] for r in rows], color="grey", lw=0.8, ls="-.", label="trap: limit")
         axes[1].step(t, [r["gomaxprocs"] for r in rows], where="post", **kw)
         axes[2].plot(t, [r["usage_cores"] for r in rows], **kw)

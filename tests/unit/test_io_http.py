@@ -26,7 +26,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802
         n = int(self.headers.get("Content-Length", 0))
         params = dict(urllib.parse.parse_qsl(self.rfile.read(n).decode()))
-        type(self).requests.append({"path": self.path, **params, "_headers": {k.lower(): v for k, v in self.headers.items()}})
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        type(self).requests.append({"path": self.path, **params, "_headers": headers})
         if self.mode == "flaky" and len(type(self).requests) <= 2:
             return self._send(503, b"overloaded")
         if self.mode == "auth":

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from cfsim.commands import CommandError
-from cfsim.commands._prometheus import add_prometheus_arguments, live_source, one_line_errors
+from cfsim.commands._prometheus import add_prometheus_arguments, given_live_options, live_source, one_line_errors
 from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml, dump_yaml_all, emit, json_safe
 
 
@@ -74,7 +74,8 @@ def _workload(text: str | None) -> tuple[str, str] | None:
 def _row(name: str, rep, k8s: dict | None) -> dict:
     w, cur = rep.result.winner, rep.current
     vpa = next((p for p in rep.peers if p.name == "vpa"), None)
-    return {"target": name, "current_limit_cores": rep.scenario["cgroup.cpu_limit"], "current_gomaxprocs": cur.gomaxprocs,
+    return {"target": name, "current_limit_cores": rep.scenario["cgroup.cpu_limit"],
+            "current_gomaxprocs": cur.gomaxprocs,
             "current_meets_all": cur.met,
             "recommended_limit_cores": w.candidate.limit if w else None,
             "recommended_gomaxprocs": None if w is None else w.candidate.gomaxprocs,
@@ -122,8 +123,6 @@ def run(args) -> int:
     if args.observed_usage and not args.from_run:
         print("error: --observed-usage needs --from RUN_DIR", file=sys.stderr)
         return 2
-    from cfsim.commands._prometheus import given_live_options
-
     live_only = [o for o in given_live_options(args) if o != "--namespace"]
     if live_only and not args.prometheus_url:
         print(f"error: {', '.join(live_only)} only apply with --prometheus-url", file=sys.stderr)

@@ -48,7 +48,8 @@ def add_parser(sub) -> None:
                    help="delete a sweep already in --out and start again")
     p.add_argument("--plot", metavar="DIR", help="plot the sweep in DIR (PNG and SVG) and exit")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_format_argument(p, "the final report (json/yaml: counts, wall time, errors; csv/markdown/html: every run's row)")
+    add_format_argument(p, "the final report (json/yaml: counts, wall time, errors; csv/markdown/html: every "
+                           "run's row)")
     p.add_argument("--point-fn", default=None, help=argparse.SUPPRESS)  # module:function, for tests
     p.set_defaults(func=run)
 

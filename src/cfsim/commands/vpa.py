@@ -63,7 +63,8 @@ def _live_series(args) -> tuple[dict[str, list[tuple[float, float]]], str]:
     groups = sorted({(ns, c) for ns, _pod, c in by_key})
     if len(groups) > 1:
         raise CommandError(f"{meta['selector']} matches {len(groups)} containers "
-                           f"({', '.join('/'.join(g) for g in groups[:6])}{' ...' if len(groups) > 6 else ''}); the VPA "
+                           f"({', '.join('/'.join(g) for g in groups[:6])}{' ...' if len(groups) > 6 else ''}); "
+                           f"the VPA "
                            f"replays one workload container: narrow it with --namespace and --selector "
                            f"'container=\"NAME\"' (and 'pod=~\"WORKLOAD-.*\"')")
     series = {f"{ns}/{pod}/{c}": pts for (ns, pod, c), pts in by_key.items() if pts}

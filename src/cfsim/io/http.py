@@ -254,7 +254,8 @@ def get_prometheus_series(url: str, match: Sequence[str], start: Any, end: Any, 
                    for d in items if isinstance(d, dict)})
     data = pd.DataFrame(rows, columns=["metric", "labels"])
     return data, {"source": endpoint, "format": "prometheus-api-series", "match": list(match),
-                  "start": pd.Timestamp(start_ms, unit="ms", tz="UTC"), "end": pd.Timestamp(end_ms, unit="ms", tz="UTC"),
+                  "start": pd.Timestamp(start_ms, unit="ms", tz="UTC"),
+                  "end": pd.Timestamp(end_ms, unit="ms", tz="UTC"),
                   "series": len(data)}
 
 
@@ -416,6 +417,7 @@ def get_prometheus_samples(url: str, selector: str, start: Any, end: Any, *, chu
     else:
         data = empty_frame()
     return data, {"source": endpoint, "format": "prometheus-api-json", "query": selector,
-                  "start": pd.Timestamp(start_ms, unit="ms", tz="UTC"), "end": pd.Timestamp(end_ms, unit="ms", tz="UTC"),
+                  "start": pd.Timestamp(start_ms, unit="ms", tz="UTC"),
+                  "end": pd.Timestamp(end_ms, unit="ms", tz="UTC"),
                   "requests": requests, "series": int(data.groupby(["metric", "labels"]).ngroups) if len(data) else 0,
                   "samples": len(data), "warnings": warnings}

@@ -22,7 +22,6 @@ container (:attr:`Container.missing`) with what the user can add.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -338,7 +337,8 @@ def _attach_vpa(containers: list[Container], frame: pd.DataFrame) -> None:
             if d.get("resource", "cpu") != "cpu":
                 continue
             k = (d.get("namespace", ""), d.get("target_name", ""), d.get("container", ""))
-            r = recs.setdefault(k, {"name": d.get("verticalpodautoscaler", ""), "target_kind": d.get("target_kind", "")})
+            r = recs.setdefault(k, {"name": d.get("verticalpodautoscaler", ""),
+                                    "target_kind": d.get("target_kind", "")})
             r[f"{field_name}_m"] = int(round(float(grp.sort_values("timestamp")["value"].iloc[-1]) * 1000))
     if not recs:
         return
