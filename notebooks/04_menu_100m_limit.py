@@ -32,7 +32,7 @@ SURFACE_RUN_S = 6.0 if SMALL else 30.0  # event-engine seconds per response-surf
 # %% [markdown]
 # # The 100m limit demo: which GOMAXPROCS is best under a tenth of a core?
 #
-# **Story** (menu / Reazon, Qiita 2025, `shared/seeds/menu-gke-gomaxprocs-throttling-ja.txt`): a Go
+# **Story** (menu / Reazon, Qiita 2025, <https://qiita.com/yoshifumi_ishikura/items/10876573f128ba9a8e8d>): a Go
 # data-pipeline worker on GKE lacked throughput during a nightly batch. An HPA was added first, but
 # "autoscaling was sluggish" and throughput did not improve; the cause turned out to be CPU throttling
 # from GOMAXPROCS far above the CPU limit (Go 1.21 uses the node's CPU count). A minikube demo makes

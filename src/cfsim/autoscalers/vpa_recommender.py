@@ -1,4 +1,7 @@
-"""The VPA recommender's CPU path, as upstream computes it (reference: vpa-hpa.md §1-§2).
+"""The VPA recommender's CPU path, as upstream computes it (kubernetes/autoscaler
+``vertical-pod-autoscaler/pkg/recommender/``: ``routines/recommender.go``, ``model/container.go``,
+``model/aggregations_config.go``, ``logic/recommender.go``, ``logic/estimator.go``,
+``routines/cpu_integer_post_processor.go``; https://github.com/kubernetes/autoscaler).
 
 Pipeline, in this order (amounts are int millicores, every float -> amount truncates toward zero
 and clamps to [0, 1e14]):
@@ -65,7 +68,7 @@ class Recommendation:
 
 
 def amount_from_float(x: float) -> int:
-    """``resourceAmountFromFloat``: truncate toward zero, clamp to [0, 1e14]; NaN -> 0 (see §1.5)."""
+    """``model/types.go: resourceAmountFromFloat``: truncate toward zero, clamp to [0, 1e14]; NaN -> 0."""
     if x != x:  # NaN: Go's conversion is implementation-defined; only minCPU survives the max()
         return 0
     if x < 0:

@@ -1,8 +1,14 @@
 """CFS bandwidth control rules, one pure function per kernel step (times in integer ns).
 
 Each function mirrors a step of ``kernel/sched/fair.c`` (Linux >= 5.4; the pre-5.4 slice expiry
-is :func:`legacy_expire`). The notes in ``shared/reference/cfs-bandwidth-and-gomaxprocs.md``
-§1.3 quote the code these follow; the engine in :mod:`cfsim.engine.cfs` only sequences them.
+is :func:`legacy_expire`); the engine in :mod:`cfsim.engine.cfs` only sequences them.
+
+References
+----------
+Linux ``kernel/sched/fair.c``, https://github.com/torvalds/linux/blob/master/kernel/sched/fair.c
+(each function below names its upstream function); "CFS Bandwidth Control", Linux kernel
+documentation, https://docs.kernel.org/scheduler/sched-bwc.html. Commits ``512ac999d275`` (4.18)
+and ``de53fd7aedb1`` (5.4) for the slice expiry (``docs/references.md``).
 """
 from __future__ import annotations
 

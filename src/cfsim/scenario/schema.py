@@ -122,8 +122,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "gomemlimit_mb": Key(None, "float", "GOMEMLIMIT [MiB]; absent = none", _gt(0), optional=True),
         "live_heap_mb": Key(16.0, "float", "live (marked) heap [MiB]", _ge(0)),
         "gc_cpu_limiter": Key(True, "bool", "model the GC CPU limiter (Go >= 1.19)"),
-        # Runtime cost parameters (priors and calibration paths: cfsim.goruntime.sched and
-        # shared/reference/go-runtime.md §4.4). Priors, not fitted to any story.
+        # Runtime cost parameters (priors, their public anchors and calibration paths:
+        # docs/model-notes.md, "Go runtime cost priors"). Priors, not fitted to any story.
         "roots_mb": Key(0.5, "float", "stacks + globals scanned each GC [MiB] (/gc/scan/stack + /gc/scan/globals)",
                         _between(0, 1_000_000)),
         "gc_scan_mb_per_ms": Key(1.0, "float", "mark scan rate per CPU [MiB/ms] (mgcmark.go: '1-2 MB/ms')",
