@@ -20,6 +20,7 @@ class ScenarioError(ValueError):
 
     def __init__(self, key: str, message: str):
         self.key = key
+        self.reason = message
         super().__init__(f"{key}: {message}")
 
 
@@ -61,21 +62,14 @@ def _gomaxprocs(v: Any) -> str | None:
 
 
 def _rate(v: Any) -> str | None:
-    # a number (constant rate) or a list of [t_s, rate] steps or a path to a CSV
-    if isinstance(v, bool):
-        return "must be a number, a list of [t_s, rate_per_s] steps, or a CSV path"
-    if isinstance(v, (int, float)):
-        return None if v >= 0 else f"must be >= 0 (got {v})"
-    if isinstance(v, str):
-        return None
-    if isinstance(v, list):
-        for i, step in enumerate(v):
-            if not (isinstance(step, list) and len(step) == 2):
-                return f"step {i} must be [t_s, rate_per_s] (got {step!r})"
-            if step[1] < 0 or step[0] < 0:
-                return f"step {i} must have t_s >= 0 and rate_per_s >= 0 (got {step!r})"
-        return None
-    return "must be a number, a list of [t_s, rate_per_s] steps, or a CSV path"
+    # the one parser of arrival rates (imported here because it imports this module)
+    from cfsim.workloads.arrivals import parse_rate
+
+    try:
+        parse_rate(v)
+    except ScenarioError as exc:
+        return exc.reason
+    return None
 
 
 def _limit_schedule(v: Any) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cfsim.workloads._arrivals import RateFn
+from cfsim.workloads.arrivals import RateFn
 from cfsim.workloads._reqwl import RequestWorkload
 
 

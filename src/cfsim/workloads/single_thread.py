@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cfsim.workloads._arrivals import RateFn
+from cfsim.workloads.arrivals import RateFn
 from cfsim.workloads._go import sample_interval_ns
 from cfsim.workloads.stream import (RecordStream, fetch_interval_ns, record_series, record_summary,
                                    sample_row)

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from cfsim.goruntime.runtime import Claim
-from cfsim.workloads._arrivals import RateFn
+from cfsim.workloads.arrivals import RateFn
 from cfsim.workloads._go import count_at, latency_keys, make_runtime, merge_series, sample_interval_ns
 
 # Kafka consumers fetch continuously; a fetch returns the records produced since the previous
