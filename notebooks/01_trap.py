@@ -269,7 +269,7 @@ cpu_per_item = base["workload.cpu_ms_per_item"] / 1000
 rows, t3_model = [], {}
 for need in TABLE3_NEEDS:
     sc = base.with_overrides([("vpa.integer_cpu", True), ("workload.rate_per_s", need / cpu_per_item)])
-    fin = run_longrun(sc, response_mode=RESPONSE).final
+    fin = run_longrun(sc, response_mode=RESPONSE, simulate_fn=cfsim.simulate).final
     t3_model[need] = fin
     story_rec, story_gmp = STORY_T3.get(need, (None, None))
     rows += [{"what": f"need {need:g} -> recommendation [cores]", "story": story_rec, "model": fin["request_cores"],

@@ -243,7 +243,8 @@ grid = SurfaceGrid((base["cgroup.cpu_limit"],), (1, base["host.cpus"]), (0.1, 0.
 hpa_runs, hpa_rows = {}, []
 for label, g in (("default (6)", "host"), ("GOMAXPROCS=1", 1)):
     sc = hpa_base.with_overrides([("go.gomaxprocs", g)])
-    resp = response_for(sc, "surface", HPA_BATCH_RATE * cpu_req_s, grid=grid, directory=surf_dir)
+    resp = response_for(sc, "surface", HPA_BATCH_RATE * cpu_req_s, grid=grid, directory=surf_dir,
+                        simulate_fn=cfsim.simulate)
     r = run_longrun(sc, resp)
     hpa_runs[label] = r
     batch = [x for x in r.rows if b0 < x["t_s"] <= b1 + 1800]

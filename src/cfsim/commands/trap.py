@@ -125,6 +125,7 @@ def run_trap(scenario: str = DEFAULT_SCENARIO, overrides: list[str] | None = Non
     from cfsim.engine.longrun import nominal_demand_cores, run_longrun
     from cfsim.engine.response import response_for
     from cfsim.scenario import load_scenario
+    from cfsim.simulation import simulate
 
     sc = load_scenario(scenario, list(overrides or []))
     if not sc["vpa.enabled"]:
@@ -134,7 +135,7 @@ def run_trap(scenario: str = DEFAULT_SCENARIO, overrides: list[str] | None = Non
     demand = nominal_demand_cores(sc)
 
     def respond(s):  # the engine's response, with a progress line on stderr while a surface is measured
-        return response_for(s, response_mode, demand, progress=_progress)
+        return response_for(s, response_mode, demand, simulate_fn=simulate, progress=_progress)
 
     base = run_longrun(sc, respond(sc))
     out: dict[str, Any] = {

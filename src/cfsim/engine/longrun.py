@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from cfsim.autoscalers.hpa import (HpaState, PodMetric, ScalingPolicy, ScalingRules, Tolerance, reconcile)
 from cfsim.autoscalers.vpa_admission import Resources
@@ -45,14 +45,11 @@ from cfsim.workloads.arrivals import parse_rate
 
 
 def nominal_demand_cores(sc: Scenario) -> float:
-    """CPU one replica needs at the mean arrival rate (analytic: rate x CPU per item)."""
+    """CPU one replica needs: at the nominal arrival rate (analytic: rate x CPU per item), or what
+    the workload itself offers (threads, closed-loop clients)."""
     shape = work_shape(sc)
-    if shape.kind == "threads":
-        busy = sc["workload.burn_ms"] / (sc["workload.burn_ms"] + sc["workload.sleep_ms"])
-        return sc["workload.threads"] * busy
-    if shape.kind == "closed":
-        busy = sc["workload.cpu_ms_per_request"] / (sc["workload.cpu_ms_per_request"] + sc["workload.think_ms"])
-        return sc["workload.clients"] * busy
+    if not shape.rate_driven:
+        return shape.fixed_demand_cores
     return parse_rate(sc["workload.rate_per_s"]).nominal_rate_per_s() * shape.cpu_s_per_item
 
 
@@ -195,8 +192,13 @@ def _gomaxprocs_after_resize(p: LongrunParams, current: int, limit_m: int | None
 
 
 def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode: str = "auto",
-                interventions: list[tuple[float, str, Any]] | None = None) -> LongrunResult:
+                interventions: list[tuple[float, str, Any]] | None = None,
+                simulate_fn: Callable[[Scenario], Any] | None = None) -> LongrunResult:
     """Simulate ``sc`` for ``vpa.days`` (or ``run.duration_s``) with the VPA/HPA loops.
+
+    ``response``: the pod response function; without it, :func:`~cfsim.engine.response.response_for`
+    builds one in ``response_mode``, measuring with ``simulate_fn`` (the event engine,
+    :func:`cfsim.simulation.simulate`) unless the mode is ``"analytic"``.
 
     ``interventions``: ``[(t_s, "vpa.min_allowed_cores" | "vpa.max_allowed_cores" | "vpa.integer_cpu", value)]``
     changes of the VPA policy during the run (e.g. a manual override).
@@ -207,9 +209,10 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
     p = params_from_scenario(sc)
     shape = work_shape(sc)
     demand0 = nominal_demand_cores(sc)
-    resp = response if response is not None else response_for(sc, response_mode, demand0)
-    threads_kind = shape.kind in ("threads", "closed")
-    arrivals = None if threads_kind else parse_rate(sc["workload.rate_per_s"])
+    resp = response if response is not None else response_for(sc, response_mode, demand0,
+                                                              simulate_fn=simulate_fn)
+    fixed_demand = not shape.rate_driven  # the workload (threads, clients), not an arrival rate, sets it
+    arrivals = None if fixed_demand else parse_rate(sc["workload.rate_per_s"])
     cpu_s = shape.cpu_s_per_item
     dt = p.step_s
     n_steps = max(1, int(round(p.duration_s / dt)))
@@ -240,7 +243,7 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
 
     for s in range(replicas):
         pods.append(new_pod(s, 0.0, first=True))
-    backlog = [float(sc["workload.initial_backlog"]) if not threads_kind else 0.0 for _ in range(replicas)]
+    backlog = [float(sc["workload.initial_backlog"]) if not fixed_demand else 0.0 for _ in range(replicas)]
 
     rows: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
@@ -283,7 +286,7 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
             active = (t - pod.ready_s) / dt
             active = 0.0 if active <= 0 else (1.0 if active >= 1 else active)
             usage = 0.0
-            if threads_kind:
+            if fixed_demand:
                 if active > 0:
                     u, tp, thr = respond(pod.limit_cores, pod.gomaxprocs, round(demand0, 9))
                     usage, step_tput_pod, thr = u * active, tp * active, thr

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from cfsim.kernel import limits
+from cfsim.workloads.kinds import kind_names
 
 
 class ScenarioError(ValueError):
@@ -142,8 +143,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "sched_switch_us": Key(0.2, "float", "CPU of a goroutine switch on a running M [us]", _between(0, 1000)),
     },
     "workload": {
-        "kind": Key("threads", "str", "workload model",
-                    choices=("threads", "stream", "closed", "open", "single-thread")),
+        "kind": Key("threads", "str", "workload model (cfsim.workloads)", choices=kind_names()),
         # threads
         "threads": Key(4, "int", "OS threads (kind=threads)", _between(1, 100_000)),
         "burn_ms": Key(10.0, "float", "CPU per burn [ms] (kind=threads)", _gt(0)),

@@ -16,10 +16,10 @@ from typing import Any
 
 from cfsim.scenario import Scenario
 from cfsim.validation.twin import is_calibration_run, observed_summary, run_scenario, twin
+from cfsim.workloads import kind_names, workload_kind
 
-COST_KEYS = {"stream": "workload.cpu_ms_per_item", "single-thread": "workload.cpu_ms_per_item",
-             "closed": "workload.cpu_ms_per_request", "open": "workload.cpu_ms_per_request",
-             "threads": "workload.burn_ms"}
+#: the scenario key of each workload kind's CPU per item (as the kind declares it)
+COST_KEYS = {name: f"workload.{workload_kind(name).cpu_key}" for name in kind_names()}
 
 
 @dataclass
