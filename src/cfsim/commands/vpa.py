@@ -36,7 +36,7 @@ def _iso(ts: float) -> str:
 
 
 def run(args) -> int:
-    from cfsim.autoscalers.usage_history import UsageParseError, read_usage
+    from cfsim.io.usage import UsageParseError, read_usage
     from cfsim.autoscalers.vpa_recommender import config_from_scenario, metrics_server_points, replay
     from cfsim.scenario import ScenarioError, load_scenario
 
@@ -46,7 +46,7 @@ def run(args) -> int:
     sc = load_scenario({}, args.set)
     cfg = config_from_scenario(sc.section("vpa"))
     try:
-        series = read_usage(args.usage)
+        series, _meta = read_usage(args.usage)
     except UsageParseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

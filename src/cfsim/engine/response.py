@@ -248,9 +248,7 @@ _EXCLUDED = {"vpa": None, "hpa": None, "run": None,
 
 def _engine_fingerprint() -> str:
     """Hash of the event engine's sources (simulation, CFS engine, kernel rules, Go runtime, workloads)."""
-    import cfsim
-
-    root = Path(cfsim.__file__).parent
+    root = Path(__file__).resolve().parents[1]  # the cfsim package
     files = [root / "simulation.py", root / "engine" / "cfs.py"]
     for sub in ("kernel", "goruntime", "workloads"):
         files.extend(sorted((root / sub).glob("*.py")))
