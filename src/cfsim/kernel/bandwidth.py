@@ -20,8 +20,6 @@ MIN_CFS_RQ_RUNTIME_NS = 1_000_000
 MIN_BANDWIDTH_EXPIRATION_NS = 2_000_000
 #: how long we wait to gather additional slack before distributing (``cfs_bandwidth_slack_period``)
 SLACK_PERIOD_NS = 5_000_000
-#: default ``sched_cfs_bandwidth_slice_us``
-DEFAULT_SLICE_NS = 5_000_000
 
 
 def refill(pool_ns: int, snap_ns: int, quota_ns: int, burst_ns: int) -> tuple[int, int, int]:

@@ -4,7 +4,7 @@
 >>> import tempfile
 >>> out = tempfile.mkdtemp()
 >>> report = run_sweep("cpu-bound-threads", Grid([parse_axis("cgroup.cpu_limit=1:2:0.5")]),
-...                    out=out, seeds=2, workers=0, point_fn="cfsim.sweep.toy:toy_point",
+...                    out=out, seeds=2, workers=0, point_fn="cfsim.testing:toy_point",
 ...                    progress=False)
 >>> report.computed, report.ok, report.errors
 (6, 6, 0)
