@@ -8,8 +8,7 @@ import sys
 
 from cfsim.scenario import ScenarioError
 
-# subcommand name -> module under cfsim.commands (imported lazily so one broken or optional
-# part never stops the others)
+# subcommand name -> module under cfsim.commands (each imports its heavy parts inside ``run``)
 COMMANDS = {
     "run": "run",
     "sweep": "sweep",
@@ -27,14 +26,8 @@ COMMANDS = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m cfsim", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in COMMANDS.items():
-        try:
-            mod = importlib.import_module(f"cfsim.commands.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("cfsim.commands"):
-                continue  # not built yet
-            raise
-        mod.add_parser(sub)
+    for module in COMMANDS.values():
+        importlib.import_module(f"cfsim.commands.{module}").add_parser(sub)
     return parser
 
 

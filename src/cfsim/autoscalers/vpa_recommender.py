@@ -23,7 +23,7 @@ and clamps to [0, 1e14]):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from cfsim.autoscalers.vpa_histogram import CPU_HISTOGRAM_OPTIONS, DecayingHistogram, HistogramOptions
 
@@ -31,8 +31,6 @@ from cfsim.autoscalers.vpa_histogram import CPU_HISTOGRAM_OPTIONS, DecayingHisto
 MAX_RESOURCE_AMOUNT = 10 ** 14
 #: Upstream ``minSampleWeight``: the weight of every CPU sample, in every released version.
 CPU_SAMPLE_WEIGHT = 0.1
-#: Upstream default metrics-server windows [s]: the manifests' ``--metric-resolution`` and the binary default.
-METRICS_WINDOWS_S = (15.0, 60.0)
 
 
 @dataclass(frozen=True)
@@ -233,11 +231,6 @@ def config_from_scenario(vpa: dict) -> RecommenderConfig:
         min_allowed_millicores=m("min_allowed_cores"),
         max_allowed_millicores=m("max_allowed_cores"),
     )
-
-
-def with_policy(cfg: RecommenderConfig, **changes) -> RecommenderConfig:
-    """A copy of ``cfg`` with some fields changed."""
-    return replace(cfg, **changes)
 
 
 def metrics_server_points(points: list[tuple[float, float]], window_s: float,

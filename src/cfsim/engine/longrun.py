@@ -173,11 +173,6 @@ class LongrunResult:
     wall_s: float
 
 
-ROW_KEYS = ("t_s", "t_h", "replicas", "request_cores", "limit_cores", "gomaxprocs", "usage_cores",
-            "throughput_per_s", "arrival_per_s", "lag_s", "backlog_items", "throttled_ratio",
-            "vpa_target_cores", "vpa_lower_cores", "vpa_upper_cores", "updates")
-
-
 def _pod_gomaxprocs(p: LongrunParams, limit_m: int | None) -> int:
     """GOMAXPROCS a process picks at (re)start under the scenario's policy (cfsim.goruntime)."""
     return gomaxprocs_value(p.policy, None if limit_m is None else limit_m / 1000.0, p.cpus, p.go_version,

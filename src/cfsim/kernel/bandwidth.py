@@ -113,16 +113,6 @@ def legacy_expire(runtime_remaining_ns: int) -> int:
     return min(runtime_remaining_ns, 0)
 
 
-def tick_ceil(t_ns: int, tick_ns: int) -> int:
-    """The first scheduler tick at or after ``t_ns``: when ``update_curr`` notices an
-    exhausted silo on a CPU that keeps running (ticks on a common ``k * tick_ns`` grid).
-
-    >>> tick_ceil(2_500_000, 1_000_000), tick_ceil(3_000_000, 1_000_000)
-    (3000000, 3000000)
-    """
-    return -(-t_ns // tick_ns) * tick_ns
-
-
 def next_boundary(now_ns: int, phase_ns: int, period_ns: int) -> int:
     """The first period boundary strictly after ``now_ns`` on the grid ``phase + k * period``
     (``hrtimer_forward_now`` keeps a fixed grid).

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from cfsim.autoscalers import vpa_admission, vpa_updater
 from cfsim.kernel import limits
 from cfsim.workloads.kinds import kind_names
 
@@ -23,9 +24,6 @@ class ScenarioError(ValueError):
         self.key = key
         self.reason = message
         super().__init__(f"{key}: {message}")
-
-
-MISSING = object()  # a key whose absence means something (e.g. no CPU limit)
 
 
 @dataclass(frozen=True)
@@ -183,10 +181,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "limit_to_request_ratio": Key(1.0, "float", "template limit / request; 0 (or absent) = no CPU limit",
                                       lambda v: None if v == 0 or 1.0 <= v <= 1000.0
                                       else f"must be 0 (no limit) or in [1.0, 1000.0] (got {v})", optional=True),
-        "controlled_values": Key("RequestsAndLimits", "str", "what VPA sets",
-                                 choices=("RequestsAndLimits", "RequestsOnly")),
-        "update_mode": Key("Recreate", "str", "updatePolicy.updateMode",
-                           choices=("Off", "Initial", "Recreate", "Auto", "InPlaceOrRecreate")),
+        "controlled_values": Key(vpa_admission.REQUESTS_AND_LIMITS, "str", "what VPA sets",
+                                 choices=vpa_admission.CONTROLLED_VALUES),
+        "update_mode": Key("Recreate", "str", "updatePolicy.updateMode", choices=vpa_updater.UPDATE_MODES),
         "integer_cpu": Key(False, "bool", "integer-CPU post-processor (flag + annotation): ceil to whole cores"),
         "round_cpu_millicores": Key(1, "int", "--round-cpu-millicores (1 = off)", _between(1, 1_000_000)),
         "min_allowed_cores": Key(None, "float", "resourcePolicy minAllowed cpu [cores]", _gt(0), optional=True),

@@ -22,6 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.scenario.schema import SCHEMA
 from cfsim.sweep.executors import Executor, ExecutorUnavailable, make_executor
@@ -131,13 +133,8 @@ def _cell(key: str, value: Any, any_kinds: Mapping[str, str]) -> Any:
 def _result_cell(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    try:
-        import numpy as np
-
-        if isinstance(value, np.generic):
-            return value.item()
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(value, np.generic):
+        return value.item()
     return json.dumps(value, default=str)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cfsim.scenario import Scenario
-from cfsim.validation.twin import is_calibration_run, observed_summary, run_scenario, twin
+from cfsim.validation.twin import is_calibration_run, observed_summary, twin
 from cfsim.workloads import kind_names, workload_kind
 
 #: the scenario key of each workload kind's CPU per item (as the kind declares it)
@@ -60,6 +60,3 @@ def grid_norm(grid_runs: list[Path]) -> GridNorm:
         norm.drift = (max(values) - min(values)) / norm.factor if len(values) > 1 else None
     return norm
 
-
-def uses_calibrated_cost(run: Path) -> bool:
-    return COST_KEYS.get(run_scenario(run)["workload.kind"]) is not None
