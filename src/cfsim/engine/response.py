@@ -10,9 +10,9 @@ A pod's behaviour under its (CPU limit, GOMAXPROCS, offered demand)::
   demand and runnable parallelism both exceed the limit, else 0. No GC, no scheduling overhead.
 * :class:`SurfaceResponse`: the response MEASURED with the event engine (a ``simulate_fn`` the
   caller passes, normally :func:`cfsim.simulation.simulate`) on a small grid over limit x
-  GOMAXPROCS x demand, stored as
-  correction factors over the analytic model (so the ``min()`` kinks stay exact and only smooth
-  overheads such as GC are interpolated: bilinear in limit and demand, exact integer GOMAXPROCS),
+  GOMAXPROCS x demand, stored as correction factors over the analytic model (so the ``min()``
+  kinks stay exact and only smooth overheads such as GC are interpolated: bilinear in limit and
+  demand, exact integer GOMAXPROCS),
   cached on disk (``$CFSIM_CACHE_DIR/surfaces`` or ``~/.cache/cfsim/surfaces``) under a hash of the
   scenario keys that shape the response, the grid and the event engine's source.
 
