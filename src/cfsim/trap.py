@@ -103,6 +103,7 @@ def run_trap(scenario: str = DEFAULT_SCENARIO, overrides: list[str] | None = Non
     from cfsim.engine.longrun import nominal_demand_cores, run_longrun
     from cfsim.engine.response import response_for
     from cfsim.scenario import load_scenario
+    from cfsim.simulation import simulate
 
     sc = load_scenario(scenario, list(overrides or []))
     if not sc["vpa.enabled"]:
@@ -126,7 +127,7 @@ def run_trap(scenario: str = DEFAULT_SCENARIO, overrides: list[str] | None = Non
             progress("surface", points_done, points_total)
 
     def respond(s):  # the engine's response (a surface is measured with the event engine once, then cached)
-        return response_for(s, response_mode, demand, progress=surface)
+        return response_for(s, response_mode, demand, simulate_fn=simulate, progress=surface)
 
     base = run_longrun(sc, respond(sc))
     tell("trap")

@@ -1,10 +1,11 @@
 """What the usage-statistics recommenders would choose for the same usage, and what follows.
 
-* **Stock VPA** (kubernetes/autoscaler, reference vpa-hpa.md §1-§3): metrics-server window means
+* **Stock VPA** (kubernetes/autoscaler ``vertical-pod-autoscaler/``): metrics-server window means
   of the usage through :mod:`cfsim.autoscalers.vpa_recommender` (P90 bucket end + 15 % margin,
   the scenario's ``[vpa]`` flags: rounding, integer-CPU, min/max allowed); the request becomes the
   target and the limit scales with it (``RequestsAndLimits``, ``vpa.limit_to_request_ratio``).
-* **krr ``simple``** (robusta-dev/krr ``strategies/simple.py``, README): CPU request = the 95th
+* **krr ``simple``** (robusta-dev/krr ``robusta_krr/strategies/simple.py``, README,
+  https://github.com/robusta-dev/krr): CPU request = the 95th
   percentile of usage, CPU limit unset; minimum 10 m.
 * **krr ``simple_limit``**: CPU request = the 66th percentile, CPU limit = the 96th.
 

@@ -75,9 +75,9 @@ def _live_series(args) -> tuple[dict[str, list[tuple[float, float]]], str]:
 
 
 def run(args) -> int:
-    from cfsim.autoscalers.usage_history import read_usage
     from cfsim.autoscalers.vpa_recommender import (Recommendation, config_from_scenario, metrics_server_points,
                                                    replay)
+    from cfsim.io.usage import read_usage
     from cfsim.scenario import ScenarioError, load_scenario
 
     fmt = chosen_format(args)
@@ -98,7 +98,7 @@ def run(args) -> int:
             series, name = _live_series(args)
     else:
         try:
-            series = read_usage(args.usage)
+            series, _meta = read_usage(args.usage)
         except ValueError as exc:  # UsageParseError and cfsim.io's CfsimParseError name file and position
             print(f"error: {exc}", file=sys.stderr)
             return 2

@@ -16,6 +16,8 @@ read_promtool_dump       ``promtool tsdb dump`` output, streamed line by line
 read_openmetrics         a scrape: Prometheus text exposition format or OpenMetrics
 read_grafana_csv         a Grafana panel "Download CSV" (legends back to labels, units)
 read_lab_run             a ``cfsim lab`` run folder; :func:`check_lab_rates` compares rates
+read_usage               a container CPU usage history (CSV or query_range JSON) for the VPA
+                         recommender: ``(series, meta)``; :func:`usage_series` for any tidy frame
 get_prometheus_range     a live range query, chunked under 11,000 points per series
 get_prometheus_samples   live raw samples with their scrape times (``m[range]`` queries)
 get_prometheus_series    live series matching selectors (``/api/v1/series``)
@@ -40,6 +42,7 @@ from cfsim.io.promql import counter_to_rate, delta, increase, irate, rate
 from cfsim.io.promtool import read_promtool_dump
 from cfsim.io.tidy import (TIDY_COLUMNS, check_tidy, empty_frame, expand_labels, make_frame,
                            metric_from_query, missing_metrics)
+from cfsim.io.usage import UsageParseError, read_usage, usage_series
 from cfsim.io import promql, tidy  # noqa: E402  (submodules: the frame spec and PromQL functions)
 
 __all__ = [
@@ -51,4 +54,5 @@ __all__ = [
     "missing_metrics", "CfsimParseError", "PrometheusAPIError", "MissingMetricsError",
     "TIDY_COLUMNS", "tidy", "promql", "check_tidy", "empty_frame", "make_frame", "expand_labels",
     "metric_from_query", "format_labels", "parse_labels", "parse_series",
+    "read_usage", "usage_series", "UsageParseError",
 ]

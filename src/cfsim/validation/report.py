@@ -50,10 +50,6 @@ class ValidationReport:
                 "errors": self.errors, "grids": self.grids}
 
 
-def _grid_of(run: Path, root: Path) -> Path:
-    return run.parent if run != root else run.parent
-
-
 def _roles(grid_dir: Path) -> dict[str, str]:
     meta = grid_dir / "grid.json"
     if not meta.is_file():
