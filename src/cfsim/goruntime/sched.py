@@ -1,6 +1,7 @@
 """Go scheduler rules (``src/runtime/proc.go``) and the CPU cost model of its slow paths.
 
-Exact rules (Go 1.26 ``src/runtime/proc.go``: ``findRunnable``, ``wakep``, ``injectglist``):
+Exact rules (golang/go ``src/runtime/proc.go``: ``findRunnable``, ``wakep``, ``injectglist``;
+https://github.com/golang/go/blob/master/src/runtime/proc.go):
 
 * ``findRunnable`` lets an M spin (steal) only if it is already spinning or
   ``2*nmspinning < gomaxprocs - npidle`` ("limit the number of spinning Ms to half the number of
@@ -8,8 +9,9 @@ Exact rules (Go 1.26 ``src/runtime/proc.go``: ``findRunnable``, ``wakep``, ``inj
 * ``wakep`` starts an M only if there is an idle P and no M is spinning;
 * ``injectglist`` (a netpoll batch of ``k`` goroutines) starts ``min(k, npidle)`` Ms.
 
-Costs are parameters with priors (``[go]`` keys ``sched_*``; see the schema for ranges), not
-constants fitted to a story. Each follows a code path of ``src/runtime/proc.go`` (Go 1.26):
+Costs are parameters with priors (``[go]`` keys ``sched_*``; see the schema for ranges and
+``docs/model-notes.md`` for the public measurements they rest on), not constants fitted to a
+story. Each follows a code path of ``src/runtime/proc.go`` (Go 1.26):
 
 * a futile search (``findRunnable`` -> ``stealWork``: ``stealTries = 4`` passes over all Ps,
   then, after ``releasep``, ``checkRunqsNoP``/``checkTimersNoP`` re-scan every P):

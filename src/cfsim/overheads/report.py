@@ -46,6 +46,16 @@ def band_lines(b: Mapping[str, Mapping[str, Any]] | None, central: Mapping[str, 
     return lines
 
 
+def band_columns(b: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
+    """``band_low_<key>`` / ``band_high_<key>`` for the headline keys (None where there is no band)."""
+    out: dict[str, Any] = {}
+    for k in BAND_KEYS:
+        v = (b or {}).get(k)
+        out[f"band_low_{k}"] = None if v is None else v["low"]
+        out[f"band_high_{k}"] = None if v is None else v["high"]
+    return out
+
+
 def _fmt(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, (int, float)) else str(v)
 
@@ -57,10 +67,7 @@ def summary_with_band(sc: Scenario) -> dict[str, Any]:
 
     out = dict(simulate(sc).summary)
     b = widen(band(sc), out) if depends_on_unpinned(sc) else None
-    for k in BAND_KEYS:
-        v = (b or {}).get(k)
-        out[f"band_low_{k}"] = None if v is None else v["low"]
-        out[f"band_high_{k}"] = None if v is None else v["high"]
+    out.update(band_columns(b))
     out["coverage"] = "; ".join(notes_text(sc))
     return out
 

@@ -131,6 +131,7 @@ def with_scrapes(engine, rt: GoRuntime, source, scenario) -> Scrapes | None:
     plain source when the scenario is not scraped)."""
     interval = scenario["workload.scrape_interval_s"]
     cpu_ms = scenario["workload.scrape_cpu_ms"]
+    alloc_kb = scenario["workload.scrape_alloc_kb"]
     if not interval or cpu_ms <= 0:
         rt.source = source
         return None
@@ -139,4 +140,4 @@ def with_scrapes(engine, rt: GoRuntime, source, scenario) -> Scrapes | None:
     interval_ns = int(round(interval * 1e9))
     phase = int(np.random.default_rng([scenario["run.seed"], 0x5C4A9E]).integers(0, interval_ns))
     return Scrapes(engine, rt, side, interval_ns, max(1, int(round(cpu_ms * 1e6))),
-                   scenario["workload.scrape_alloc_kb"] * 1024, phase)
+                   alloc_kb * 1024, phase)
