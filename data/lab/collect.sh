@@ -8,6 +8,7 @@
 #   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
 S=data/lab/scenarios
 LIMITS=0.25,0.5,0.75,1.0,1.25,1.5,1.75,1.94,2.0
 want() { [ $# -eq 0 ] || [[ " $ARGS " == *" $1 "* ]]; }

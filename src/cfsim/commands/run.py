@@ -1,9 +1,7 @@
-"""``python -m cfsim run SCENARIO [--set section.key=value] [--json] [--out DIR]``."""
+"""``python -m cfsim run SCENARIO [--set section.key=value] [--format F] [--out DIR] [--no-band]``."""
 from __future__ import annotations
 
-import json
-import sys
-
+from cfsim.output import Answer, add_format_argument, chosen_format, emit
 from cfsim.scenario import load_scenario
 
 
@@ -12,23 +10,28 @@ def add_parser(sub) -> None:
     p.add_argument("scenario", help="a scenario TOML file or a built-in name (see `scenarios`)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override any scenario key, e.g. --set cgroup.cpu_limit=1.94")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    add_format_argument(p, "the summary (csv/markdown/html: one row)")
     p.add_argument("--out", metavar="DIR", help="write tables (Parquet) and the resolved scenario here")
+    p.add_argument("--no-band", action="store_true",
+                   help="skip the band of unpinned many-core parameters (two extra simulations when it applies)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from cfsim.overheads.report import annotate, band_columns, band_lines
     from cfsim.simulation import simulate, write_result
 
     scenario = load_scenario(args.scenario, args.set)
     result = simulate(scenario)
     if args.out:
         write_result(result, args.out)
-    if args.json:
-        json.dump(result.summary, sys.stdout, sort_keys=True)
-        sys.stdout.write("\n")
-    else:
-        width = max(len(k) for k in result.summary)
-        for key, value in result.summary.items():
-            print(f"{key:<{width}}  {value}")
+    summary = result.summary
+    notes = annotate(scenario, summary, with_band=not args.no_band)
+    width = max(len(k) for k in summary)
+    lines = [f"{key:<{width}}  {value}" for key, value in summary.items()]
+    lines += band_lines(notes["band"], summary)
+    lines += [f"outside what we cover: {t}" for t in notes["coverage"]]
+    row = {**summary, **band_columns(notes["band"]), "coverage": "; ".join(notes["coverage"])}
+    emit(Answer(dict(sorted({**summary, **notes}.items())), [row], "\n".join(lines), "cfsim run"),
+         chosen_format(args))
     return 0

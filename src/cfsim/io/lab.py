@@ -40,7 +40,7 @@ import pandas as pd
 
 from cfsim.io.errors import CfsimParseError
 from cfsim.io.prometheus_json import parse_prometheus_response
-from cfsim.io.promql import counter_to_rate
+from cfsim.io.promql import counter_to_rate, parse_duration
 
 __all__ = ["read_lab_run", "load_lab_run", "check_lab_rates", "prometheus_compat"]
 
@@ -206,6 +206,19 @@ def read_lab_run(folder: str | os.PathLike) -> tuple[dict[str, pd.DataFrame], di
     return frames, out
 
 
+_RANGE = re.compile(r"\[\s*(\d+)ms\s*\]\s*$")
+
+
+def _samples_cover_from(meta: dict[str, Any], metric: str) -> pd.Timestamp | None:
+    """Start of the raw samples' coverage: the instant query ``m[<range>ms]`` at ``time_s``
+    returns the samples in (time_s - range, time_s]."""
+    spec = ((meta.get("manifest") or {}).get("exports") or {}).get("samples", {}).get(metric) or {}
+    m = _RANGE.search(spec.get("query") or "")
+    if not m or "time_s" not in spec:
+        return None
+    return pd.Timestamp(float(spec["time_s"]) - int(m.group(1)) / 1000, unit="s", tz="UTC")
+
+
 def _ours(frames: dict[str, pd.DataFrame], func: str, metric: str, window: str, meta: dict[str, Any],
           compat: str, use_samples: bool) -> tuple[pd.DataFrame | None, str]:
     if use_samples and f"samples:{metric}" in frames:
@@ -215,6 +228,12 @@ def _ours(frames: dict[str, pd.DataFrame], func: str, metric: str, window: str, 
     else:
         return None, f"no raw export of {metric}"
     got = counter_to_rate(raw, window, meta["step"], meta["start"], meta["end"], func=func, compat=compat)
+    if used == "samples":
+        # a step whose window reaches before the exported samples sees scrapes Prometheus had and
+        # the export does not (since the GC/memory grids Prometheus scrapes ~4 s before the range)
+        cover = _samples_cover_from(meta, metric)
+        if cover is not None:
+            got = got[got["timestamp"] - pd.Timedelta(seconds=parse_duration(window) / 1000) >= cover]
     return got, used
 
 
@@ -281,6 +300,8 @@ def check_lab_rates(run: str | os.PathLike | tuple[dict[str, pd.DataFrame], dict
             row["skipped"] = "not f(m[w]) or f(a[w]) / f(b[w]) with f in rate, increase, irate"
             continue
         theirs = frames[name]
+        if used.startswith("samples") and len(ours):
+            theirs = theirs[theirs["timestamp"] >= ours["timestamp"].min()]  # steps the samples cover
         merged = theirs.merge(ours, on=["labels", "timestamp"], how="outer", suffixes=("_prom", "_ours"),
                               indicator=True)
         both = merged[merged["_merge"] == "both"]

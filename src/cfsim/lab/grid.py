@@ -268,8 +268,10 @@ def run_grid(base: Scenario, axis_texts: list[str], out_dir: Path, resume: bool 
              calibration: bool = True, command: list[str] | None = None,
              run_one: Callable[..., dict[str, Any]] = runner.run,
              log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
-             designs: list[Design] | None = None, repeats: int = 1) -> dict[str, Any]:
-    """Run every point (skipping finished ones with ``resume``); write and return ``grid.json``."""
+             designs: list[Design] | None = None, repeats: int = 1,
+             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Run every point (skipping finished ones with ``resume``); write and return ``grid.json``.
+    ``progress(done, total)`` after each planned run (finished, skipped or failed)."""
     if designs is None:
         designs = [Design("grid", [parse_axis(t) for t in axis_texts], repeats=repeats)]
     elif axis_texts:
@@ -332,6 +334,8 @@ def run_grid(base: Scenario, axis_texts: list[str], out_dir: Path, resume: bool 
         state["drift"] = drift_report(runs, repeat_of, groups)
         state["updated_utc"] = dt.datetime.now(dt.timezone.utc).isoformat()
         grid_path.write_text(json.dumps(state, indent=1, sort_keys=True, default=str) + "\n")
+        if progress:
+            progress(i + 1, len(plan))
     state["finished_utc"] = dt.datetime.now(dt.timezone.utc).isoformat()
     grid_path.write_text(json.dumps(state, indent=1, sort_keys=True, default=str) + "\n")
     if any((out_dir / n / "summary.json").exists() for n in state["order"]):

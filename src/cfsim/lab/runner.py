@@ -613,7 +613,9 @@ def export_all(prom: prometheus.Prometheus, sc: Scenario, window: Window, folder
             raw_bodies[name] = body
             exports["raw"][name] = {"query": name, "line": len(raw_bodies) - 1}
             f.write(body.rstrip(b"\n") + b"\n")
-    range_ms = int(round((q1 - q0) * 1000)) + 1
+    # raw samples from one rate window before the range, so every exported rate() step can be
+    # re-derived exactly (Prometheus scrapes a few seconds before the range starts)
+    range_ms = int(round((q1 - q0 + sc["lab.rate_window_s"] + sc["lab.scrape_interval_s"]) * 1000)) + 1
     with contextlib.closing(_gz_writer(folder / "prom" / "samples.jsonl.gz")) as f:
         for i, name in enumerate(queries.sample_metrics(kind)):
             promql = f"{name}[{range_ms}ms]"

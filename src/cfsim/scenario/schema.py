@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from cfsim.autoscalers import vpa_admission, vpa_updater
 from cfsim.kernel import limits
+from cfsim.workloads.kinds import kind_names
 
 
 class ScenarioError(ValueError):
@@ -20,10 +22,8 @@ class ScenarioError(ValueError):
 
     def __init__(self, key: str, message: str):
         self.key = key
+        self.reason = message
         super().__init__(f"{key}: {message}")
-
-
-MISSING = object()  # a key whose absence means something (e.g. no CPU limit)
 
 
 @dataclass(frozen=True)
@@ -61,21 +61,14 @@ def _gomaxprocs(v: Any) -> str | None:
 
 
 def _rate(v: Any) -> str | None:
-    # a number (constant rate) or a list of [t_s, rate] steps or a path to a CSV
-    if isinstance(v, bool):
-        return "must be a number, a list of [t_s, rate_per_s] steps, or a CSV path"
-    if isinstance(v, (int, float)):
-        return None if v >= 0 else f"must be >= 0 (got {v})"
-    if isinstance(v, str):
-        return None
-    if isinstance(v, list):
-        for i, step in enumerate(v):
-            if not (isinstance(step, list) and len(step) == 2):
-                return f"step {i} must be [t_s, rate_per_s] (got {step!r})"
-            if step[1] < 0 or step[0] < 0:
-                return f"step {i} must have t_s >= 0 and rate_per_s >= 0 (got {step!r})"
-        return None
-    return "must be a number, a list of [t_s, rate_per_s] steps, or a CSV path"
+    # the one parser of arrival rates (imported here because it imports this module)
+    from cfsim.workloads.arrivals import parse_rate
+
+    try:
+        parse_rate(v)
+    except ScenarioError as exc:
+        return exc.reason
+    return None
 
 
 def _limit_schedule(v: Any) -> str | None:
@@ -109,7 +102,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "burst_us": Key(0, "int", "CFS burst [us]; 0 <= burst <= quota", _ge(0)),
         "kernel": Key("modern", "str", "bandwidth semantics",
                       choices=("modern", "legacy-expiry")),
-        "slice_us": Key(5000, "int", "sched_cfs_bandwidth_slice_us [us]", _between(1, 1_000_000)),
+        "slice_us": Key(limits.DEFAULT_SLICE_US, "int", "sched_cfs_bandwidth_slice_us [us]",
+                        _between(1, 1_000_000)),
         "limit_schedule": Key(None, "list", "[[t_s, cpu_limit_cores], ...] quota changes during the run",
                               _limit_schedule, optional=True),
         # memory (issue 19): the container's memory limit is enforced by the kernel (OOM kill at the
@@ -134,8 +128,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                   lambda v: None if 0 < v <= 1 else f"must be in (0, 1] (got {v})"),
         "live_heap_mb": Key(16.0, "float", "live (marked) heap [MiB]", _ge(0)),
         "gc_cpu_limiter": Key(True, "bool", "model the GC CPU limiter (Go >= 1.19)"),
-        # Runtime cost parameters (priors and calibration paths: cfsim.goruntime.sched and
-        # shared/reference/go-runtime.md §4.4). Priors, not fitted to any story.
+        # Runtime cost parameters (priors, their public anchors and calibration paths:
+        # docs/model-notes.md, "Go runtime cost priors"). Priors, not fitted to any story.
         "roots_mb": Key(0.5, "float", "stacks + globals scanned each GC [MiB] (/gc/scan/stack + /gc/scan/globals)",
                         _between(0, 1_000_000)),
         "gc_scan_mb_per_ms": Key(1.0, "float", "mark scan rate per CPU [MiB/ms] (mgcmark.go: '1-2 MB/ms')",
@@ -152,16 +146,17 @@ SCHEMA: dict[str, dict[str, Key]] = {
                              _between(0, 10_000)),
         "sched_spin_base_us": Key(3.0, "float", "fixed CPU of one futile findRunnable search [us]",
                                   _between(0, 1000)),
-        "sched_spin_per_p_us": Key(0.3, "float", "CPU per P of one futile search (4 steal passes + re-scans) [us]",
-                                   _between(0, 100)),
+        "sched_spin_per_p_us": Key(0.05, "float", "CPU per P of one futile search (4 steal passes + re-scans; idle Ps "
+                                                  "are skipped by idlepMask) on a small host [us] (fitted on the lab's "
+                                                  "sched-overhead grids: 0.02-0.05; it grows with the host through "
+                                                  "sched_xfer_growth)", _between(0, 100)),
         "sched_wake_us": Key(2.0, "float", "CPU of waking a parked M (futex wake + switch-in) [us]", _between(0, 1000)),
         "sched_park_us": Key(3.0, "float", "CPU of parking an M (stopm, futex sleep, switch-out) [us]",
                              _between(0, 1000)),
         "sched_switch_us": Key(0.2, "float", "CPU of a goroutine switch on a running M [us]", _between(0, 1000)),
     },
     "workload": {
-        "kind": Key("threads", "str", "workload model",
-                    choices=("threads", "stream", "closed", "open", "single-thread")),
+        "kind": Key("threads", "str", "workload model (cfsim.workloads)", choices=kind_names()),
         # threads
         "threads": Key(4, "int", "OS threads (kind=threads)", _between(1, 100_000)),
         "burn_ms": Key(10.0, "float", "CPU per burn [ms] (kind=threads)", _gt(0)),
@@ -200,10 +195,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "limit_to_request_ratio": Key(1.0, "float", "template limit / request; 0 (or absent) = no CPU limit",
                                       lambda v: None if v == 0 or 1.0 <= v <= 1000.0
                                       else f"must be 0 (no limit) or in [1.0, 1000.0] (got {v})", optional=True),
-        "controlled_values": Key("RequestsAndLimits", "str", "what VPA sets",
-                                 choices=("RequestsAndLimits", "RequestsOnly")),
-        "update_mode": Key("Recreate", "str", "updatePolicy.updateMode",
-                           choices=("Off", "Initial", "Recreate", "Auto", "InPlaceOrRecreate")),
+        "controlled_values": Key(vpa_admission.REQUESTS_AND_LIMITS, "str", "what VPA sets",
+                                 choices=vpa_admission.CONTROLLED_VALUES),
+        "update_mode": Key("Recreate", "str", "updatePolicy.updateMode", choices=vpa_updater.UPDATE_MODES),
         "integer_cpu": Key(False, "bool", "integer-CPU post-processor (flag + annotation): ceil to whole cores"),
         "round_cpu_millicores": Key(1, "int", "--round-cpu-millicores (1 = off)", _between(1, 1_000_000)),
         "min_allowed_cores": Key(None, "float", "resourcePolicy minAllowed cpu [cores]", _gt(0), optional=True),
@@ -287,3 +281,41 @@ register_section("lab", {
                                           "(scale them down so the trap forms in minutes)"),
 })
 # --- end [lab] ---
+
+
+# --- runtime overheads (issue 14): scheduler costs that grow with the host, SMT, and the
+# request path of a Go server (owned by the overheads work: goruntime/sched.py, workloads/) ---
+register_section("go", {
+    "sched_xfer_growth": Key(0.15, "float", "relative growth of a steal probe's cache-line transfer per doubling of "
+                                            "the CPUs the Ms are spread over, min(GOMAXPROCS, host CPUs) "
+                                            "(core-to-core latency ~40-50 ns on small hosts, 100-200 ns on large or "
+                                            "two-socket ones) [1/doubling]", _between(0, 2)),
+    "sched_lock_us": Key(1.0, "float", "sched.lock cost added to a scheduler slow path per other M in the scheduler "
+                                       "at the same time (min(busy Ps, host CPUs) - 1) [us] (fitted on golang/go#28808: "
+                                       "runtime.lock 23 % of CPU at 56 Ps; cfsim.overheads.public)", _between(0, 100)),
+})
+register_section("host", {
+    "threads_per_core": Key(1, "int", "hardware threads per physical core (2 = SMT/hyper-threading): threads "
+                                      "beyond one per core share a core", _between(1, 8)),
+    "smt_slowdown": Key(0.6, "float", "extra CPU time a thread needs for the same work while a sibling hardware "
+                                      "thread of its core runs another of the process's threads (0 = none, 1 = "
+                                      "twice: the two share one core's units) [fraction]", _between(0, 3)),
+})
+register_section("workload", {
+    "server_cpu_us_per_request": Key(40.0, "float", "CPU of serving one request outside the handler's own work: "
+                                                    "socket reads and writes, HTTP parsing, netpoll (kernel + "
+                                                    "runtime + net/http) [us] (kind=closed, open)", _between(0, 1e6)),
+    "server_alloc_kb_per_request": Key(4.0, "float", "heap garbage of serving one request outside the handler "
+                                                     "(request, headers, buffers) [KiB] (kind=closed, open)", _ge(0)),
+    "client_rtt_ms": Key(0.0, "float", "time a request spends outside the server process (network round trip and "
+                                       "the client's own processing), added to the latency the client sees [ms]",
+                         _ge(0)),
+    "cpu_cv": Key(0.0, "float", "coefficient of variation of the CPU of one request or record (gamma "
+                                "distribution; 0 = every one costs the same)", _between(0, 10)),
+    "scrape_interval_s": Key(0.0, "float", "interval of a Prometheus scrape of the process's /metrics (a goroutine "
+                                           "woken by the netpoller); 0 = not scraped [s]", _between(0, 86400)),
+    "scrape_cpu_ms": Key(2.5, "float", "CPU of serving one /metrics scrape [ms] (client_golang with every "
+                                       "runtime/metrics series: ~2.4 ms on the lab host)", _ge(0)),
+    "scrape_alloc_kb": Key(400.0, "float", "heap garbage of one /metrics scrape [KiB]", _ge(0)),
+})
+# --- end runtime overheads ---

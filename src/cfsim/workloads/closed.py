@@ -1,13 +1,28 @@
 """``kind = "closed"``: an HTTP service driven by ``clients`` closed-loop virtual users (k6 VUs):
 each sends a request, waits for the response, thinks ``think_ms``, and sends the next. Each
 request fans out to ``fanout`` goroutines of ``cpu_ms_per_request / fanout`` CPU each (see
-:mod:`cfsim.workloads._requests`). Outputs: RPS and latency percentiles, plus the runtime's keys.
-Network time is not modelled (zero), so latency is time in the process."""
+:mod:`cfsim.workloads._request_source`). Outputs: RPS and latency percentiles, plus the runtime's keys.
+Time outside the process (network, the client itself) is ``client_rtt_ms``: it is added to
+the latency and separates a response from the client's next request."""
 from __future__ import annotations
 
 import numpy as np
 
-from cfsim.workloads._reqwl import RequestWorkload
+from cfsim.workloads._request_workload import RequestWorkload
+from cfsim.workloads.kinds import WorkloadKind, WorkShape
+
+
+def work_shape(w) -> WorkShape:
+    """A request is an item; ``clients`` users each keep one request in flight, so they offer
+    ``clients x cpu / (cpu + think)`` cores whatever the arrival rate."""
+    busy = w["cpu_ms_per_request"] / (w["cpu_ms_per_request"] + w["think_ms"])
+    return WorkShape("closed", w["cpu_ms_per_request"] / 1000.0, float(w["clients"]),
+                     fixed_demand_cores=w["clients"] * busy)
+
+
+KIND = WorkloadKind("closed", ("clients", "think_ms", "fanout", "cpu_ms_per_request", "alloc_kb_per_request",
+                               "server_cpu_us_per_request", "server_alloc_kb_per_request", "client_rtt_ms", "cpu_cv", "scrape_interval_s", "scrape_cpu_ms", "scrape_alloc_kb"),
+                    "cpu_ms_per_request", work_shape)
 
 
 class ClosedWorkload(RequestWorkload):
@@ -22,9 +37,11 @@ class ClosedWorkload(RequestWorkload):
             self.eng.call_at(0, lambda c=c: self.src.arrive(self.eng.now, c))
 
     def _on_response(self, req, t_ns: int) -> None:
+        # the response travels back, the client thinks, the next request travels in
         c = req.client
-        if self.think_ns > 0:
-            self.eng.call_later(self.think_ns, lambda: self.src.arrive(self.eng.now, c))
+        delay = self.think_ns + self.rtt_ns
+        if delay > 0:
+            self.eng.call_later(delay, lambda: self.src.arrive(self.eng.now, c))
         else:
             self.src.arrive(t_ns, c)
 
