@@ -120,6 +120,9 @@ def test_interrupt_cleans_up(tmp_path):
             if not d.name.endswith("-harness"):  # the workload's cgroup, not the harness's
                 pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
         time.sleep(0.1)
+    if not pids:
+        proc.kill()
+        proc.wait(timeout=30)
     assert pids, "the workload never appeared in the run's cgroup"
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)

@@ -121,6 +121,11 @@ def test_parse_axis_and_points():
         grid.parse_axis("nokey")
 
 
+@pytest.fixture(autouse=True)
+def _no_lock_gap(monkeypatch):
+    monkeypatch.setattr(grid, "LOCK_GAP_S", 0.0)
+
+
 def _fake_runner(calls: list[str], status=lambda name: "ok", tenants=lambda name: 0.1):
     def fake_run(sc, folder, run_id=None, command=None):
         calls.append(folder.name)
