@@ -26,15 +26,35 @@ def test_request_path_wakes_idle_ps_twice_per_request():
     # goroutine's wg.Done (ready -> wakep) each wake a parked M that finds nothing and parks again;
     # GOMAXPROCS 1 has no idle P to wake. A model without these paths (min(demand, limit), or
     # the same CPU per request at any GOMAXPROCS) has equal CPU at 1 and 2.
-    one = simulate(open_sc(go__gomaxprocs=1)).summary
-    two = simulate(open_sc(go__gomaxprocs=2)).summary
+    # (sysmon off: its polls are tested on their own below)
+    one = simulate(open_sc(go__gomaxprocs=1, go__sysmon_poll_us=0.0)).summary
+    two = simulate(open_sc(go__gomaxprocs=2, go__sysmon_poll_us=0.0)).summary
     per_req = (two["cpu_usage_cores"] - one["cpu_usage_cores"]) / 500.0 * 1e6   # us per request
-    c = 2.0 + 3.0 + 3.0 + 0.05 * 2       # wake + spin base + park + per-P probes (priors)
+    c = 6.0 + 3.0 + 3.0 + 0.05 * 2       # wake + spin base + park + per-P probes (defaults)
     assert 1.5 * c < per_req < 2.6 * c
     assert two["sched_cpu_fraction"] > 2 * one["sched_cpu_fraction"]
     # the server path's CPU is charged per request: 40 us by default
-    bare = simulate(open_sc(workload__server_cpu_us_per_request=0.0)).summary
+    bare = simulate(open_sc(workload__server_cpu_us_per_request=0.0, go__sysmon_poll_us=0.0)).summary
     assert (one["cpu_usage_cores"] - bare["cpu_usage_cores"]) / 500.0 * 1e6 == pytest.approx(40.0, rel=0.05)
+
+
+def test_sysmon_costs_per_busy_spell_not_per_request():
+    # sysmon (proc.go) is woken by the first system call after the process went idle and then
+    # polls every 20 us + 50 us timer slack while a P is busy, doubling its sleep after 50 polls.
+    # At 500 requests/s with 0.2 ms handlers each request is its own busy spell: a futex wake
+    # plus ~4 polls. A saturated process (one long busy spell) pays ~100 polls/s (10 ms sleeps),
+    # not that per request: the cost per request falls with load, which a per-request constant
+    # cannot do.
+    def per_req_us(rate, cpu_ms, poll):
+        s = simulate(open_sc(go__sysmon_poll_us=poll, workload__rate_per_s=rate,
+                             workload__cpu_ms_per_request=cpu_ms, cgroup__cpu_limit=None)).summary
+        return s["cpu_usage_cores"] / s["throughput_per_s"] * 1e6
+    idle = per_req_us(500.0, 0.2, 5.0) - per_req_us(500.0, 0.2, 0.0)
+    spell = 0.2 + 0.04 + 0.006       # handler + server path + wake [ms]
+    polls = spell * 1e3 / 70.0
+    assert idle == pytest.approx(6.0 + 5.1 * (polls + 1), rel=0.35)
+    busy = per_req_us(20000.0, 0.2, 5.0) - per_req_us(20000.0, 0.2, 0.0)   # 4 cores of demand
+    assert busy < 0.1 * idle
 
 
 def test_client_rtt_adds_to_latency_and_handler_span_is_shorter():

@@ -53,8 +53,8 @@ import numpy as np
 import pandas as pd
 
 from cfsim.goruntime import gcpacer, gomaxprocs as gmp
-from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, may_spin, netpoll_wakeups,
-                                   smt_inflation)
+from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, Sysmon, may_spin,
+                                   netpoll_wakeups, smt_inflation)
 
 MiB = 1 << 20
 
@@ -257,12 +257,22 @@ class GoRuntime:
             m = _M(self.eng.new_thread(f"{self.name}-M{len(self.ms)}"))
             self.ms[m.tid] = m
             self.idle_ms.append(m)
+        # sysmon: its own M without a P (see goruntime.sched.Sysmon); its polls are counted lazily
+        # at the instants the process goes busy or idle and burnt on its own thread
+        self.sysmon: Sysmon | None = None
+        if self.costs.sysmon_poll_ns > 0:
+            self.sysmon = Sysmon()
+            self.sm_tid = self.eng.new_thread(f"{self.name}-sysmon")
+            self.sm_owed = 0          # CPU [ns] of polls counted but not yet burnt
+            self.sm_run = 0           # CPU [ns] of the sysmon segment running now
+            self.sm_charged = 0       # CPU [ns] of sysmon segments finished
 
     def _costs_for(self, procs: int) -> None:
         c = self.costs
         self.c_wake, self.c_park, self.c_switch = c.wake(), c.park(), c.switch()
         self.c_spin, self.c_steal = c.spin(procs, self.cpus), c.steal(procs, self.cpus)
         self.c_lock = c.lock()
+        self.c_sysmon = c.sysmon_poll(procs)
         self.smt = self.prm.threads_per_core > 1 and self.prm.smt_slowdown > 0
 
     def _lock_ns(self) -> int:
@@ -355,6 +365,8 @@ class GoRuntime:
         return total
 
     def _acquire_p(self, m: _M) -> None:
+        if self.sysmon is not None and len(self.free_ps) == self.nprocs:
+            self._sysmon_busy()
         m.p = self.free_ps.pop()
         m.seg = PARK
         self.holders[m] = None
@@ -368,6 +380,37 @@ class GoRuntime:
         if m.spinning:
             m.spinning = False
             self.nmspinning -= 1
+        if self.sysmon is not None and len(self.free_ps) == self.nprocs:
+            self._sysmon_idle()
+
+    # ------------------------------------------------------------------ sysmon
+    def _sysmon_busy(self) -> None:
+        """The first P of an idle process is taken: sysmon's last poll (if due) saw every P
+        idle; a sysmon in deep sleep is woken by the goroutine's system call (futex wake)."""
+        sm, now = self.sysmon, self.eng.now
+        self.sm_owed += sm.advance(now, busy=False) * self.c_sysmon
+        if sm.deep:
+            sm.wake(now)
+            self.sm_owed += self.c_wake
+
+    def _sysmon_idle(self) -> None:
+        """The last P was released: count the polls of the busy spell and burn them."""
+        self.sm_owed += self.sysmon.advance(self.eng.now, busy=True) * self.c_sysmon
+        self._sysmon_flush()
+
+    def _sysmon_flush(self) -> None:
+        if self.sm_owed > 0 and not self.eng.is_runnable(self.sm_tid):
+            self.sm_run, self.sm_owed = int(self.sm_owed), 0
+            self.eng.run(self.sm_tid, self.sm_run, self._sysmon_done)
+
+    def _sysmon_done(self, tid: int) -> int | None:
+        self.cpu_l[_SCHED] += self.sm_run
+        self.sm_charged += self.sm_run
+        self.sm_run = 0
+        if self.sm_owed > 0:
+            self.sm_run, self.sm_owed = int(self.sm_owed), 0
+            return self.sm_run
+        return None
 
     @property
     def npidle(self) -> int:
@@ -1008,6 +1051,10 @@ class GoRuntime:
                     pre = min(used, m.pre)
                     cpu["sched"] += pre
                     cpu[_CPU_CLASS[m.seg]] += used - pre
+        if self.sysmon is not None and eng.is_runnable(self.sm_tid):
+            used = eng.thread_cpu_ns(self.sm_tid) - self.sm_charged
+            if used > 0:
+                cpu["sched"] += used
         return cpu
 
     def _row(self) -> tuple:
@@ -1016,6 +1063,9 @@ class GoRuntime:
                 self.gc_cycles, self.heap_live)
 
     def _sample(self) -> None:
+        if self.sysmon is not None and len(self.free_ps) < self.nprocs:
+            self.sm_owed += self.sysmon.advance(self.eng.now, busy=True) * self.c_sysmon
+            self._sysmon_flush()
         self.samples.append(self._row())
         self.eng.call_later(self.sample_ns, self._sample)
 

@@ -43,6 +43,10 @@ import math
 from dataclasses import dataclass
 
 STEAL_TRIES = 4
+SYSMON_MIN_DELAY_US = 20           # sysmon: "start with 20us sleep..."
+SYSMON_IDLE_DOUBLE = 50            # "... start doubling the sleep after 1ms..."
+SYSMON_MAX_DELAY_US = 10_000       # "... up to 10ms"
+LINUX_TIMER_SLACK_US = 50          # default per-thread timer slack (init_task.timer_slack_ns = 50000)
 FORCE_PREEMPT_NS = 10_000_000      # forcePreemptNS
 DRAIN_CHECK_NS = 100_000           # drainCheckThreshold ~ 100 us of scanning (idle-worker poll)
 
@@ -72,6 +76,83 @@ def netpoll_wakeups(k: int, npidle: int) -> int:
     (5, 30, 0)
     """
     return max(0, min(k, npidle))
+
+
+class Sysmon:
+    """``sysmon`` (``src/runtime/proc.go``), the runtime's monitor thread, which runs without a P.
+
+    Its loop: ``usleep(delay)`` with ``delay`` = 20 us while ``idle <= 50`` and doubling up to
+    10 ms after that (``idle`` counts polls in a row where ``retake`` took nothing back; it never
+    does in the workloads modelled, so ``idle`` only grows); then, if every P is idle
+    (``sched.npidle == gomaxprocs``), it sleeps on ``sched.sysmonnote`` (futex) until a goroutine
+    enters a system call (``reentersyscall`` -> ``entersyscall_sysmon`` -> ``notewakeup``), which
+    resets ``idle = 0, delay = 20`` ("a bet that ... it may need to do it again shortly after the
+    application starts work again"), or until the next timer (no reset). Every poll is a
+    ``nanosleep`` round trip plus ``retake``'s pass over every P. On Linux a 20 us ``nanosleep``
+    lasts 20 us plus up to the thread's timer slack (50 us by default): the hrtimer is armed
+    with that range and fires at its end unless another interrupt comes first.
+
+    So a process that goes idle between requests pays, per busy spell of ``L`` ns, a futex wake
+    of sysmon plus about ``L / (20 us + slack)`` polls (at most 51 before the doubling): a cost
+    per wake-up of the process that a saturated process (one long busy spell) does not pay.
+
+    The state is advanced lazily (:meth:`advance`) at the instants the process goes busy or
+    idle, so polling costs no simulation events.
+
+    >>> sm = Sysmon(slack_ns=50_000)
+    >>> sm.wake(0)                      # a request arrives at an idle process
+    >>> sm.advance(1_000_000, busy=True)  # 1 ms busy: polls at 70 us intervals
+    14
+    >>> sm.advance(1_100_000, busy=False)  # the next poll finds every P idle: deep sleep
+    1
+    >>> sm.deep, sm.advance(5_000_000, busy=False)
+    (True, 0)
+    """
+
+    __slots__ = ("slack_ns", "deep", "next_ns", "idle", "delay_us")
+
+    def __init__(self, slack_ns: int = LINUX_TIMER_SLACK_US * 1000):
+        self.slack_ns = int(slack_ns)
+        self.deep = True
+        self.next_ns = 0
+        self.idle = 0
+        self.delay_us = SYSMON_MIN_DELAY_US
+
+    def wake(self, now_ns: int) -> None:
+        """A goroutine entered a system call while sysmon slept on ``sysmonnote``: it wakes
+        with ``idle = 0, delay = 20 us``."""
+        self.deep = False
+        self.idle = 0
+        self.delay_us = SYSMON_MIN_DELAY_US
+        self.next_ns = now_ns + self._sleep_ns()
+
+    def _sleep_ns(self) -> int:
+        return self.delay_us * 1000 + self.slack_ns
+
+    def advance(self, now_ns: int, busy: bool) -> int:
+        """Run the polls due by ``now_ns`` with the Ps ``busy`` (some P held) or all idle since
+        the last call; returns how many polls ran. A poll that finds every P idle puts sysmon
+        in deep sleep."""
+        if self.deep:
+            return 0
+        n = 0
+        while self.next_ns <= now_ns:
+            n += 1
+            if not busy:
+                self.deep = True
+                return n
+            self.idle += 1
+            if self.idle > SYSMON_IDLE_DOUBLE:
+                self.delay_us = min(SYSMON_MAX_DELAY_US, self.delay_us * 2)
+                if self.delay_us == SYSMON_MAX_DELAY_US:
+                    # steady 10 ms polling: jump over the rest in one step
+                    step = self._sleep_ns()
+                    k = (now_ns - self.next_ns) // step
+                    n += int(k)
+                    self.idle += int(k)
+                    self.next_ns += int(k) * step
+            self.next_ns += self._sleep_ns()
+        return n
 
 
 def xfer_factor(gomaxprocs: int, host_cpus: int, growth: float) -> float:
@@ -124,6 +205,7 @@ class SchedCosts:
     switch_ns: float = 200.0
     xfer_growth: float = 0.15
     lock_ns: float = 1000.0
+    sysmon_poll_ns: float = 0.0
 
     def spin(self, gomaxprocs: int, host_cpus: int = 2) -> int:
         """One futile ``findRunnable`` search: ``a + b x P x xfer(min(P, CPUs))``."""
@@ -145,6 +227,12 @@ class SchedCosts:
     def switch(self) -> int:
         return int(self.switch_ns)
 
+    def sysmon_poll(self, gomaxprocs: int) -> int:
+        """One sysmon poll: the ``nanosleep`` round trip plus ``retake``'s look at every P."""
+        if not self.sysmon_poll_ns:
+            return 0
+        return int(self.sysmon_poll_ns + self.spin_per_p_ns * gomaxprocs)
+
     def lock(self) -> int:
         """``sched.lock`` cost per other M in the scheduler at the same time."""
         return int(self.lock_ns)
@@ -154,4 +242,4 @@ class SchedCosts:
         return cls(spin_base_ns=go["sched_spin_base_us"] * 1e3, spin_per_p_ns=go["sched_spin_per_p_us"] * 1e3,
                    wake_ns=go["sched_wake_us"] * 1e3, park_ns=go["sched_park_us"] * 1e3,
                    switch_ns=go["sched_switch_us"] * 1e3, xfer_growth=go["sched_xfer_growth"],
-                   lock_ns=go["sched_lock_us"] * 1e3)
+                   lock_ns=go["sched_lock_us"] * 1e3, sysmon_poll_ns=go.get("sysmon_poll_us", 0.0) * 1e3)

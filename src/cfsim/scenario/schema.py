@@ -150,7 +150,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                                   "are skipped by idlepMask) on a small host [us] (fitted on the lab's "
                                                   "sched-overhead grids: 0.02-0.05; it grows with the host through "
                                                   "sched_xfer_growth)", _between(0, 100)),
-        "sched_wake_us": Key(2.0, "float", "CPU of waking a parked M (futex wake + switch-in) [us]", _between(0, 1000)),
+        "sched_wake_us": Key(6.0, "float", "CPU of waking a parked M (futex wake + switch-in) [us] (fitted with "
+                                           "sysmon_poll_us on the lab's profiles grid, open loop at GOMAXPROCS 1-32: "
+                                           "4-8; ~2 on bare metal, apache/brpc#1859)", _between(0, 1000)),
         "sched_park_us": Key(3.0, "float", "CPU of parking an M (stopm, futex sleep, switch-out) [us]",
                              _between(0, 1000)),
         "sched_switch_us": Key(0.2, "float", "CPU of a goroutine switch on a running M [us]", _between(0, 1000)),
@@ -293,6 +295,11 @@ register_section("go", {
     "sched_lock_us": Key(1.0, "float", "sched.lock cost added to a scheduler slow path per other M in the scheduler "
                                        "at the same time (min(busy Ps, host CPUs) - 1) [us] (fitted on golang/go#28808: "
                                        "runtime.lock 23 % of CPU at 56 Ps; cfsim.overheads.public)", _between(0, 100)),
+    "sysmon_poll_us": Key(5.0, "float", "CPU of one sysmon poll (usleep/nanosleep round trip, its timer interrupt and "
+                                        "two context switches, retake) [us]; sysmon polls every 20 us + timer slack "
+                                        "while any P is busy (src/runtime/proc.go: sysmon); 0 = not modelled (fitted "
+                                        "with sched_wake_us on the lab's profiles grid: 4-6)",
+                          _between(0, 1000)),
 })
 register_section("host", {
     "threads_per_core": Key(1, "int", "hardware threads per physical core (2 = SMT/hyper-threading): threads "

@@ -25,7 +25,7 @@ from scipy.optimize import least_squares
 
 from cfsim.scenario import parse_value
 from cfsim.validation import metrics as vm
-from cfsim.validation.normalise import grid_norm
+from cfsim.validation.normalise import grid_norm, grid_priors
 from cfsim.validation.twin import find_runs, is_calibration_run, observed_summary, run_scenario, twin
 
 #: parameter -> (lower, upper) bounds; the defaults calibrated when none are named
@@ -158,9 +158,8 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     test_runs = [r for r in runs if r not in train_runs]
     if not train_runs:
         raise ValueError(f"--train {train!r} selects no run among {len(runs)} runs below {path}")
-    factors = {}
-    for grid in {r.parent for r in runs}:
-        factors[grid] = grid_norm(find_runs(grid)).factor
+    norms = {grid: grid_norm(find_runs(grid)) for grid in {r.parent for r in runs}}
+    priors = {r: grid_priors(run_scenario(r), norms[r.parent]) for r in train_runs}
     x0 = []
     for k in names:
         lo, hi = bnd[k]
@@ -183,7 +182,8 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
 
     def residuals(x: np.ndarray) -> np.ndarray:
         p = {k: float(v) for k, v in zip(names, values(x))}
-        jobs = [(str(r), apply_params(r, p, factors[r.parent]), duration_s) for r in train_runs]
+        jobs = [(str(r), {**priors[r], **apply_params(r, p, norms[r.parent].factor)}, duration_s)
+                for r in train_runs]
         results = list(pool.map(_residuals_for_run, jobs)) if pool else [_residuals_for_run(j) for j in jobs]
         evaluations.append(1)
         if progress:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cfsim.scenario import Scenario
-from cfsim.validation.twin import is_calibration_run, observed_summary, twin
+from cfsim.validation.twin import is_calibration_run, observed_summary, run_scenario, twin
 from cfsim.workloads import kind_names, workload_kind
 
 #: the scenario key of each workload kind's CPU per item (as the kind declares it)
@@ -29,12 +29,36 @@ class GridNorm:
     factor: float = 1.0
     factors: dict[str, float] = field(default_factory=dict)  # calibration run -> factor
     drift: float | None = None  # (max - min) / mean of the factors
+    #: time a request spends outside the server process [ms] (network, the load generator's own
+    #: client), measured on the calibration runs: their client median latency minus their twin's
+    rtt_ms: float | None = None
 
     def params_for(self, scenario: Scenario) -> dict[str, Any]:
         key = COST_KEYS.get(scenario["workload.kind"])
         if key is None or self.factor == 1.0:
             return {}
         return {key: scenario[key] * self.factor}
+
+
+def lab_priors(scenario: Scenario) -> dict[str, Any]:
+    """Settings of the lab known before a run that the run's scenario leaves at the workload's
+    defaults: the lab's Prometheus scrapes the workload's ``/metrics`` every
+    ``lab.scrape_interval_s`` (``workload.scrape_interval_s``, for kinds that model the scrape)."""
+    kind = workload_kind(scenario["workload.kind"])
+    out: dict[str, Any] = {}
+    if "scrape_interval_s" in kind.keys and not scenario["workload.scrape_interval_s"]:
+        out["workload.scrape_interval_s"] = float(scenario["lab.scrape_interval_s"])
+    return out
+
+
+def grid_priors(scenario: Scenario, norm: "GridNorm") -> dict[str, Any]:
+    """:func:`lab_priors` plus the grid's client round trip (for kinds with ``client_rtt_ms``
+    that the scenario leaves at 0)."""
+    out = lab_priors(scenario)
+    kind = workload_kind(scenario["workload.kind"])
+    if norm.rtt_ms is not None and "client_rtt_ms" in kind.keys and not scenario["workload.client_rtt_ms"]:
+        out["workload.client_rtt_ms"] = norm.rtt_ms
+    return out
 
 
 def cost_per_item_s(summary: dict[str, Any]) -> float | None:
@@ -47,13 +71,20 @@ def cost_per_item_s(summary: dict[str, Any]) -> float | None:
 def grid_norm(grid_runs: list[Path]) -> GridNorm:
     """Cost factor from the calibration runs among ``grid_runs`` (1.0 if there are none)."""
     norm = GridNorm()
+    rtts = []
     for run in grid_runs:
         if not is_calibration_run(run):
             continue
-        observed = cost_per_item_s(observed_summary(run))
-        simulated = cost_per_item_s(twin(run).summary)
+        obs = observed_summary(run)
+        sim = twin(run, lab_priors(run_scenario(run))).summary
+        observed = cost_per_item_s(obs)
+        simulated = cost_per_item_s(sim)
         if observed and simulated:
             norm.factors[run.name] = observed / simulated
+        if obs.get("latency_p50_s") and sim.get("latency_p50_s") is not None:
+            rtts.append(max(0.0, obs["latency_p50_s"] - sim["latency_p50_s"]) * 1e3)
+    if rtts:
+        norm.rtt_ms = round(statistics.median(rtts), 4)
     if norm.factors:
         values = list(norm.factors.values())
         norm.factor = statistics.fmean(values)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from cfsim.validation import metrics as vm
-from cfsim.validation.normalise import GridNorm, grid_norm
+from cfsim.validation.normalise import GridNorm, grid_norm, grid_priors
 from cfsim.validation.twin import find_runs, is_calibration_run, observed_summary, run_scenario, twin
 
 #: scenario keys shown beside each run (what varies across the lab grids)
@@ -139,7 +139,7 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
             if only is not None and run not in only:
                 continue
             scenario = run_scenario(run)
-            run_params = apply_params(run, params or {}, norm.factor)
+            run_params = {**grid_priors(scenario, norm), **apply_params(run, params or {}, norm.factor)}
             sim = twin(run, run_params)
             observed = _derived(observed_summary(run))
             simulated = _derived(sim.summary)
