@@ -1,5 +1,6 @@
-"""Checks of a lab grid's tails the issue asks for, beyond per-run errors: is the ordering of p99
-across GOMAXPROCS kept wherever the repeats separate it?
+"""Checks of a lab grid's tails the issue asks for, beyond per-run errors: errors of CPU, throttled
+ratio, p50 and p99 by regime, and is the ordering of p99 across GOMAXPROCS kept wherever the
+repeats separate it?
 
 Runs are grouped by every scenario key but GOMAXPROCS (and the seed); within a group, two
 GOMAXPROCS settings are *separated* when the ranges of their repeats' p99 do not overlap, and the
@@ -7,8 +8,10 @@ model keeps the order when its p99 is ordered the same way.
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from itertools import combinations
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 
@@ -41,3 +44,96 @@ def p99_order(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                 wrong.append((group, g1, g2))
     return {"separated_pairs": separated, "kept": kept, "wrong": wrong,
             "share_kept": kept / separated if separated else None}
+
+
+#: scenario keys that define a design point apart from GOMAXPROCS (repeats share them)
+GROUP_KEYS = ("cgroup.cpu_limit", "workload.kind", "workload.rate_per_s", "workload.arrivals", "workload.clients",
+              "go.live_heap_mb", "lab.load_fraction")
+
+
+def regime(observed: Mapping[str, Any], cpu_limit: float | None) -> str:
+    """Where the run sat: ``quota-capped`` (used its limit and throttled most periods: the kernel
+    decides the CPU), ``GOMAXPROCS-capped`` (GOMAXPROCS below the limit and all of it used), else
+    ``uncapped`` (the model's own prediction).
+
+    >>> regime({"cpu_usage_cores": 0.5, "throttled_ratio": 1.0}, 0.5)
+    'quota-capped'
+    >>> regime({"cpu_usage_cores": 0.99, "throttled_ratio": 0.0, "gomaxprocs": 1}, 2.0)
+    'GOMAXPROCS-capped'
+    >>> regime({"cpu_usage_cores": 0.45, "throttled_ratio": 0.3}, 0.5)
+    'uncapped'
+    """
+    use, g = observed.get("cpu_usage_cores"), observed.get("gomaxprocs")
+    if cpu_limit and use is not None and use >= 0.97 * cpu_limit and (observed.get("throttled_ratio") or 0) >= 0.5:
+        return "quota-capped"
+    if g and use is not None and (cpu_limit is None or g < cpu_limit) and use >= 0.97 * g:
+        return "GOMAXPROCS-capped"
+    return "uncapped"
+
+
+def tails_rows(report) -> list[dict[str, Any]]:
+    """One row per validated run of a :class:`cfsim.validation.report.ValidationReport`: its
+    regime, design point (``group``), GOMAXPROCS and the lab's and the model's CPU, throttled
+    ratio, p50 and p99."""
+    from cfsim.scenario import load_scenario
+
+    rows = []
+    for r in report.runs:
+        sc = load_scenario(Path(r["path"]) / "scenario.toml")
+        o, s = r["observed"], r["simulated"]
+        rows.append({"run": r["run"], "grid": r["grid"], "role": r["role"],
+                     "regime": regime(o, sc["cgroup.cpu_limit"]),
+                     "group": tuple(sc.get(k) for k in GROUP_KEYS), "gomaxprocs": sc["go.gomaxprocs"],
+                     **{f"{k}_{side}": d.get(f"{k}") for k in ("cpu_usage_cores", "throttled_ratio", "latency_p50_s",
+                                                              "latency_p99_s") for side, d in (("lab", o), ("model", s))}})
+    return rows
+
+
+def _median(xs: list[float]) -> float | None:
+    xs = sorted(x for x in xs if x is not None and not math.isnan(x))
+    if not xs:
+        return None
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def tails_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per regime (and ``all``): n, median |throttled-ratio error|, median |relative CPU error|,
+    median |relative p50 error|, median p99 factor (max(model/lab, lab/model)), against the
+    issue's goals (0.03, 5 %, 20 %, 1.5); and the p99 ordering across GOMAXPROCS (all regimes).
+
+    >>> rows = [{"regime": "uncapped", "group": 1, "gomaxprocs": g, "cpu_usage_cores_lab": 1.0,
+    ...          "cpu_usage_cores_model": 1.1, "throttled_ratio_lab": 0.1, "throttled_ratio_model": 0.12,
+    ...          "latency_p50_s_lab": 1.0, "latency_p50_s_model": 0.9, "latency_p99_s_lab": 2.0 * g,
+    ...          "latency_p99_s_model": 3.0 * g} for g in (1, 2)]
+    >>> s = tails_summary(rows)
+    >>> s["uncapped"]["n"], round(s["uncapped"]["cpu"], 3), s["uncapped"]["p99_factor"], s["p99_order"]["kept"]
+    (2, 0.1, 1.5, 1)
+    """
+    rows = list(rows)
+    out: dict[str, dict[str, Any]] = {}
+
+    def rel(r, k):
+        a, b = r.get(f"{k}_lab"), r.get(f"{k}_model")
+        return abs(b / a - 1) if a and b is not None else None
+
+    def factor(r):
+        a, b = r.get("latency_p99_s_lab"), r.get("latency_p99_s_model")
+        return max(a / b, b / a) if a and b else None
+
+    for name in sorted({r["regime"] for r in rows}) + ["all"]:
+        sel = [r for r in rows if name == "all" or r["regime"] == name]
+        out[name] = {"n": len(sel),
+                     "throttled": _median([abs(r["throttled_ratio_model"] - r["throttled_ratio_lab"]) for r in sel
+                                           if r.get("throttled_ratio_lab") is not None
+                                           and r.get("throttled_ratio_model") is not None]),
+                     "cpu": _median([rel(r, "cpu_usage_cores") for r in sel]),
+                     "p50": _median([rel(r, "latency_p50_s") for r in sel]),
+                     "p99_factor": _median([factor(r) for r in sel])}
+    out["p99_order"] = p99_order({"group": r["group"], "gomaxprocs": r["gomaxprocs"], "p99_lab": r.get("latency_p99_s_lab"),
+                                  "p99_model": r.get("latency_p99_s_model")} for r in rows)
+    return out
+
+
+#: the issue's goals for held-out lab runs (median over runs)
+GOALS = {"throttled": 0.03, "cpu": 0.05, "p50": 0.20, "p99_factor": 1.5}
