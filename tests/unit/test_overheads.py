@@ -167,5 +167,47 @@ def test_p99_order_counts_only_pairs_the_repeats_separate():
     assert out["separated_pairs"] == 1 and out["kept"] == 1 and out["wrong"] == []
     rows += [{"group": "b", "gomaxprocs": 1, "p99_lab": 5.0, "p99_model": 1.0},
              {"group": "b", "gomaxprocs": 2, "p99_lab": 1.0, "p99_model": 2.0}]
-    out = p99_order(rows)
+    # a single run per setting has no measured spread: it separates nothing
+    assert p99_order(rows)["separated_pairs"] == 1
+    out = p99_order(rows, min_repeats=1)
     assert out["separated_pairs"] == 2 and out["wrong"] == [("b", 1, 2)] and out["share_kept"] == 0.5
+
+
+def test_sysmon_batched_polls_match_poll_by_poll():
+    # Sysmon.advance counts the 20 us polls in one step; a plain loop over every poll of
+    # proc.go's sysmon (usleep(delay); idle++; doubling after 50, up to 10 ms; deep sleep when
+    # every P is idle; a syscall wakes it with idle = 0) must give the same counts
+    import random
+
+    from cfsim.goruntime.sched import Sysmon
+
+    def reference(events):
+        deep, nxt, idle, d, out = True, 0, 0, 20, []
+        for t, kind in events:
+            n = 0
+            if not deep:
+                while nxt <= t:
+                    n += 1
+                    if kind == "busy":       # the spell before a 'busy' event was idle
+                        deep = True
+                        break
+                    idle += 1
+                    if idle > 50:
+                        d = min(10_000, d * 2)
+                    nxt += d * 1000 + 50_000
+            out.append(n)
+            if kind == "busy" and deep:
+                deep, idle, d, nxt = False, 0, 20, t + 70_000
+        return out
+
+    rng = random.Random(1)
+    t, events = 0, []
+    for i in range(3000):
+        t += rng.choice([10_000, 100_000, 1_000_000, 30_000_000, 2_000_000_000])
+        events.append((t, "busy" if i % 2 == 0 else "idle"))
+    sm, got = Sysmon(), []
+    for t, kind in events:
+        got.append(sm.advance(t, busy=(kind == "idle")))
+        if kind == "busy" and sm.deep:
+            sm.wake(t)
+    assert got == reference(events) and sum(got) > 3000

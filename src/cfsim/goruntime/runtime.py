@@ -76,6 +76,7 @@ _MARK_SEGS = (DED, FRAC, IDLEW, ASSIST)
 
 OFF, SWEEPTERM, MARK, MARKTERM = range(4)
 SAMPLE_NS_DEFAULT = 100_000_000
+SYSMON_BATCH_NS = 250_000   # sysmon's counted polls are burnt in chunks of at least this CPU
 
 
 class Claim:
@@ -394,9 +395,12 @@ class GoRuntime:
             self.sm_owed += self.c_wake
 
     def _sysmon_idle(self) -> None:
-        """The last P was released: count the polls of the busy spell and burn them."""
+        """The last P was released: count the polls of the busy spell; burn them once they add
+        up to ``SYSMON_BATCH_NS`` (and at every sample), which keeps the engine's events per
+        request unchanged and the CPU in the right period."""
         self.sm_owed += self.sysmon.advance(self.eng.now, busy=True) * self.c_sysmon
-        self._sysmon_flush()
+        if self.sm_owed >= SYSMON_BATCH_NS:
+            self._sysmon_flush()
 
     def _sysmon_flush(self) -> None:
         if self.sm_owed > 0 and not self.eng.is_runnable(self.sm_tid):
@@ -1063,8 +1067,9 @@ class GoRuntime:
                 self.gc_cycles, self.heap_live)
 
     def _sample(self) -> None:
-        if self.sysmon is not None and len(self.free_ps) < self.nprocs:
-            self.sm_owed += self.sysmon.advance(self.eng.now, busy=True) * self.c_sysmon
+        if self.sysmon is not None:
+            if len(self.free_ps) < self.nprocs:
+                self.sm_owed += self.sysmon.advance(self.eng.now, busy=True) * self.c_sysmon
             self._sysmon_flush()
         self.samples.append(self._row())
         self.eng.call_later(self.sample_ns, self._sample)

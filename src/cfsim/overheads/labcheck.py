@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 
-def p99_order(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def p99_order(rows: Iterable[Mapping[str, Any]], min_repeats: int = 2) -> dict[str, Any]:
     """``rows``: ``{"group": hashable, "gomaxprocs": int, "p99_lab": float, "p99_model": float}``
     (one per run; repeats share group and GOMAXPROCS). Returns the separated pairs, how many the
-    model orders the same way, and the pairs it gets wrong."""
+    model orders the same way, and the pairs it gets wrong. A setting with fewer than
+    ``min_repeats`` runs has no measured spread and separates nothing."""
     by = defaultdict(lambda: defaultdict(lambda: {"lab": [], "model": []}))
     for r in rows:
         if r.get("p99_lab") is None or r.get("p99_model") is None:
@@ -30,6 +31,8 @@ def p99_order(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     for group, cells in by.items():
         for g1, g2 in combinations(sorted(cells), 2):
             a, b = cells[g1], cells[g2]
+            if min(len(a["lab"]), len(b["lab"])) < min_repeats:
+                continue
             if max(a["lab"]) < min(b["lab"]):
                 lab_sign = -1
             elif max(b["lab"]) < min(a["lab"]):
@@ -105,10 +108,10 @@ def tails_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]
     >>> rows = [{"regime": "uncapped", "group": 1, "gomaxprocs": g, "cpu_usage_cores_lab": 1.0,
     ...          "cpu_usage_cores_model": 1.1, "throttled_ratio_lab": 0.1, "throttled_ratio_model": 0.12,
     ...          "latency_p50_s_lab": 1.0, "latency_p50_s_model": 0.9, "latency_p99_s_lab": 2.0 * g,
-    ...          "latency_p99_s_model": 3.0 * g} for g in (1, 2)]
+    ...          "latency_p99_s_model": 3.0 * g} for g in (1, 2) for repeat in (1, 2)]
     >>> s = tails_summary(rows)
     >>> s["uncapped"]["n"], round(s["uncapped"]["cpu"], 3), s["uncapped"]["p99_factor"], s["p99_order"]["kept"]
-    (2, 0.1, 1.5, 1)
+    (4, 0.1, 1.5, 1)
     """
     rows = list(rows)
     out: dict[str, dict[str, Any]] = {}
