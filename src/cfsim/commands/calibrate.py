@@ -51,10 +51,13 @@ def run(args) -> int:
     except ValueError as exc:  # a bad --train or --param: say which, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    train_report = validate(args.path, params=cal.params, only=train_runs)
+    from cfsim.validation.report import summarise_errors
+
+    train_report = validate(args.path, params=cal.params, only=train_runs, train_runs=train_runs)
+    train_errors = summarise_errors(train_report.runs, held_out_only=False)
     test_report = validate(args.path, params=cal.params, only=test_runs) if test_runs else None
     if args.out:
-        errors = {"train": train_report.errors, "validation": test_report.errors if test_report else {}}
+        errors = {"train": train_errors, "validation": test_report.errors if test_report else {}}
         flat = {f"{part}.{metric}": v for part, e in errors.items() for metric, v in e.items()}
         Path(args.out).write_text(cal.to_toml(flat))
     if args.report and test_report:
@@ -62,7 +65,7 @@ def run(args) -> int:
     if args.json:
         json.dump({"params": cal.params,
                    "sigma_log": {k: (v if v < MAX_SIGMA_LOG else None) for k, v in cal.sigma_log.items()}, "train_runs": len(train_runs),
-                   "validation_runs": len(test_runs), "train_errors": train_report.errors,
+                   "validation_runs": len(test_runs), "train_errors": train_errors,
                    "validation_errors": test_report.errors if test_report else {}}, sys.stdout, default=str)
         sys.stdout.write("\n")
     else:

@@ -12,17 +12,20 @@ def add_parser(sub) -> None:
     p.add_argument("--params", metavar="TOML", help="calibrated parameters (from `cfsim calibrate`)")
     p.add_argument("--no-normalise", action="store_true",
                    help="do not scale per-item CPU by the grid's calibration runs")
-    p.add_argument("--json", action="store_true", help="print {runs, errors, grids} as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print {headline, by_regime, regime_counts, errors, grids, runs} as JSON")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from cfsim.validation import validate, write_report
-    from cfsim.validation.calibrate import read_params
+    from cfsim.validation.calibrate import read_params, read_train_runs
     from cfsim.validation.report import to_markdown
 
     params = read_params(args.params) if args.params else None
-    report = validate(args.path, params=params, normalise=not args.no_normalise, progress=not args.json)
+    train = read_train_runs(args.params) if args.params else None
+    report = validate(args.path, params=params, normalise=not args.no_normalise, progress=not args.json,
+                      train_runs=train)
     if args.report:
         write_report(report, args.report)
     if args.json:
