@@ -359,12 +359,15 @@ else:
 
 # %%
 hl = {}
+# key-safe names (the golden tolerance rules match on key names: "gomaxprocs" means exact)
+KEY = {"uncapped": "uncapped", "contended": "contended", "quota-capped": "quota_capped",
+       "gomaxprocs-capped": "procs_capped", "host-capped": "host_capped"}
 for regime in REGIMES:
-    hl[f"{regime}_runs"] = counts.get(regime, 0)
+    hl[f"{KEY[regime]}_runs"] = counts.get(regime, 0)
     for m in ("throughput_per_s", "cpu_usage_cores", "throttled_ratio"):
         e = by_regime.get(regime, {}).get(m)
         if e is not None:
-            hl[f"{regime}_{m}_median_abs_error"] = round(e["median_abs"], 6)
+            hl[f"{KEY[regime]}_{m}_median_abs_error"] = round(e["median_abs"], 6)
 hl["validated_runs"] = len(all_runs)
 headline(hl);
 if SMALL:  # CI: leave no temporary folders behind
