@@ -74,7 +74,7 @@ def regenerate_scenarios(reset: bool = False) -> Path:
                 "values": _values(goldenlib.compute_scenario(name), old.get(name), reset)}
         _report(name, case, old.get(name))
         data[name] = case
-    case = {"how": f"cfsim.commands.trap.run_trap('grab-sinktos3', {goldenlib.TRAP_OVERRIDES!r}, "
+    case = {"how": f"cfsim.trap.run_trap('grab-sinktos3', {goldenlib.TRAP_OVERRIDES!r}, "
                    f"response_mode='analytic'); event_final_*: cfsim.simulate('grab-sinktos3', "
                    f"{goldenlib.TRAP_EVENT_RUN!r} + ['cgroup.cpu_limit=<final request>']) on the event engine",
             "values": _values(goldenlib.compute_trap(), old.get("trap:grab-sinktos3"), reset)}

@@ -20,7 +20,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -67,10 +67,6 @@ class ValidationReport:
         return {"headline": self.headline, "by_regime": self.by_regime, "regime_counts": self.regime_counts,
                 "errors": self.errors, "grids": self.grids,
                 "runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs]}
-
-
-def _grid_of(run: Path, root: Path) -> Path:
-    return run.parent if run != root else run.parent
 
 
 def _roles(grid_dir: Path) -> dict[str, str]:
@@ -142,7 +138,7 @@ def summarise_by_regime(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("p
 
 
 def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalise: bool = True,
-             include_calibration: bool = False, progress: bool = False,
+             include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
              only: list[Path] | None = None, train_runs: list[str | Path] | None = None) -> ValidationReport:
     """Validate every run folder at or below ``path``.
 
@@ -154,6 +150,7 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     include_calibration : also report the calibration runs themselves (they are used for the cost
         factor, so their errors are not validation)
     only : validate only these run folders (e.g. the runs held out of a calibration)
+    progress : True prints each run's errors as it goes; a callable is called with each run's id
     train_runs : run folders ``params`` were fitted on: reported, but as training, not held out
     """
     from cfsim.validation.calibrate import apply_params
@@ -205,7 +202,9 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
             sims[run_id] = sim
             report_runs.append(row)
             grid_rows[run.name] = row
-            if progress:
+            if callable(progress):
+                progress(run_id)
+            elif progress:
                 print(f"  {run_id} [{regime}]: " + ", ".join(
                     f"{k} {v:+.3f}" for k, v in errors.items() if v is not None and k in
                     ("throughput_per_s", "cpu_usage_cores", "throttled_ratio")), flush=True)
