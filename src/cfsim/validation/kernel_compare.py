@@ -69,13 +69,13 @@ E = "exponential"
 CASES: dict[str, Case] = {c.name: c for c in (
     Case("cpu-bound", 3, 1000.0, 0.0, 0.5),
     Case("far-under", 1, 4.0, 16.0, 1.5),
-    Case("poisson-bursts", 4, 10.0, 90.0, 0.6, E),   # 10 ms bursts, demand 0.40 under 0.6
+    Case("short-bursts", 4, 10.0, 90.0, 0.5, E),     # 10 ms bursts, demand 0.40 under 0.5
     Case("long-bursts", 2, 40.0, 160.0, 0.5, E),     # bursts near a period's quota, demand 0.40 under 0.5
-    Case("many-threads", 16, 5.0, 95.0, 1.0, E),     # 16 threads, demand 0.80 under 1.0
+    Case("many-threads", 16, 20.0, 380.0, 1.0, E),   # 16 threads, demand 0.80 under 1.0
     Case("slice-sleeps", 2, 5.0, 5.0, 0.9, E),       # 5 ms bursts and sleeps (the slice), demand 1.0 over 0.9
 )}
 #: the cases a fluid model gets wrong
-BURSTY = ("poisson-bursts", "long-bursts", "many-threads", "slice-sleeps")
+BURSTY = ("short-bursts", "long-bursts", "many-threads", "slice-sleeps")
 
 
 def unavailable() -> str | None:
@@ -125,6 +125,7 @@ def _run_real(case: Case, seconds: float, sample_s: float) -> dict[str, Any]:
             children.append(subprocess.Popen(argv, preexec_fn=enter))
         time.sleep(0.5)  # interpreters started
         s0, u0, t0 = _read_stat(cpu_dir), int((acct_dir / "cpuacct.usage").read_text()), time.monotonic()
+        busy0 = host_busy_s()
         end = t0 + seconds
         while True:
             now = time.monotonic()
@@ -134,6 +135,7 @@ def _run_real(case: Case, seconds: float, sample_s: float) -> dict[str, Any]:
             st = _read_stat(cpu_dir)
             samples.append((time.monotonic() - t0, st["nr_periods"], st["nr_throttled"]))
         s1, u1, t1 = _read_stat(cpu_dir), int((acct_dir / "cpuacct.usage").read_text()), time.monotonic()
+        busy1 = host_busy_s()
     finally:
         for ch in children:
             ch.send_signal(signal.SIGKILL)
@@ -155,14 +157,45 @@ def _run_real(case: Case, seconds: float, sample_s: float) -> dict[str, Any]:
         if p > last_p:
             per_period.extend([1] * (t - last_t) + [0] * max(0, (p - last_p) - (t - last_t)))
             last_p, last_t = p, t
+    usage = (u1 - u0) / 1e9 / (t1 - t0)
     return {
-        "cpu_usage_cores": (u1 - u0) / 1e9 / (t1 - t0),
+        "cpu_usage_cores": usage,
+        # everything else the host ran meanwhile (other tenants, this harness): a busy host
+        # delays the bursts and masquerades as, or hides, bandwidth throttling
+        "others_cores": (busy1 - busy0) / (t1 - t0) - usage,
         "throttled_ratio": throttled / max(periods, 1),
         "throttled_s_per_s": (s1["throttled_time"] - s0["throttled_time"]) / 1e9 / (t1 - t0),
         "nr_periods": periods,
         "nr_throttled": throttled,
         "throttled_runs_mean": _mean_run(per_period),
     }
+
+
+def host_busy_s() -> float:
+    """Busy CPU-seconds of the whole host so far (``/proc/stat``: all but idle and iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+#: a real run counts as clean when the rest of the host used at most this many cores meanwhile
+QUIET_OTHERS_CORES = 0.2
+
+
+def run_real_quiet(case: Case, seconds: float = 3.0, attempts: int = 3) -> tuple[dict[str, Any], list[float]]:
+    """A real run on a quiet host: up to ``attempts`` runs until the rest of the host used at most
+    ``QUIET_OTHERS_CORES``; returns the quietest run and every attempt's ``others_cores``.
+
+    Bursty cases need it: other work delays the bursts and changes the throttling. The classic
+    ones do not (a CPU-bound group under 0.5 cores measured the same with 0.8-1.5 cores of other
+    load, which ran on the CPUs the throttled group left idle)."""
+    runs = []
+    for _ in range(attempts):
+        r = run_real(case, seconds)
+        runs.append(r)
+        if r["others_cores"] <= QUIET_OTHERS_CORES:
+            break
+    best = min(runs, key=lambda r: r["others_cores"])
+    return best, [round(r["others_cores"], 3) for r in runs]
 
 
 def _mean_run(flags: list[int]) -> float | None:
@@ -211,14 +244,16 @@ def run_model(case: Case, seconds: float = 3.0, seeds: tuple[int, ...] = (7,), *
                 if any(o[k] is not None for o in outs) else None) for k in keys}
 
 
-def run_fluid(case: Case, cpus: int | None = None) -> dict[str, Any]:
+def run_fluid(case: Case, seconds: float = 3.0, cpus: int | None = None) -> dict[str, Any]:
     """A model without the bandwidth mechanism: usage ``min(demand, limit, cpus)``; every period
-    throttled if the demand exceeds the limit, none otherwise."""
+    throttled if the demand exceeds the limit (one run of throttled periods as long as the window),
+    none otherwise. It says nothing about throttled time (None)."""
     cpus = cpus or os.cpu_count() or 1
     demand = min(case.demand_cores, cpus, case.procs)
     over = demand > case.limit
     return {"cpu_usage_cores": min(demand, case.limit), "throttled_ratio": 1.0 if over else 0.0,
-            "throttled_s_per_s": (min(case.procs, cpus) - case.limit) if over else 0.0}
+            "throttled_s_per_s": None,
+            "throttled_runs_mean": seconds * 1e6 / PERIOD_US if over else None}
 
 
 def kernel_release() -> str:
