@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from cfsim.lab.queries import metric_family
 from cfsim.scenario import Scenario, ScenarioError
 from cfsim.workloads.arrivals import parse_rate
 
@@ -95,7 +96,7 @@ def workload_env(sc: Scenario, base: Mapping[str, str] | None = None) -> dict[st
 def loadgen_command(binary: Path, sc: Scenario, target_url: str, listen: str) -> list[str] | None:
     """The load generator's command line, or None for kinds that produce their own load."""
     w = sc.section("workload")
-    if w["kind"] not in ("closed", "open"):
+    if metric_family(w["kind"]) != "requests":
         return None
     argv = [str(binary), "-url", target_url, "-listen", listen, "-mode", w["kind"],
             "-seed", str(sc["run.seed"]), "-duration-s", f"{sc['run.duration_s'] + 5:g}"]

@@ -169,7 +169,7 @@ def check_scenario(sc: Scenario) -> None:
     if sc["lab.quota_at"] == "run" and sc["go.gomaxprocs"] in ("automaxprocs", "go1.25"):
         raise ScenarioError("lab.quota_at", "'run' would hide the quota from the GOMAXPROCS policy "
                                             f"{sc['go.gomaxprocs']!r} at start-up; use 'start-up'")
-    if sc["workload.kind"] not in ("threads", "stream", "single-thread", "closed", "open"):
+    if sc["workload.kind"] not in queries.FAMILIES:
         raise ScenarioError("workload.kind", f"the lab has no workload {sc['workload.kind']!r}")
     if sc["go.gomemlimit_policy"] == "automemlimit" and sc["go.gomemlimit_mb"] is not None:
         raise ScenarioError("go.gomemlimit_mb", "set together with go.gomemlimit_policy = 'automemlimit' "
