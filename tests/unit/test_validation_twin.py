@@ -19,7 +19,8 @@ LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
 
 #: what a twin input may come from (a prefix of TwinInput.source)
 ALLOWED_SOURCES = ("params", "manifest:host.hz", "manifest:host.affinity_cpus", "manifest:host.host_cpus",
-                   "evidence:host.hz", "neighbours:")
+                   "evidence:host.hz", "neighbours:",
+                   "manifest:processes.prometheus.targets.workload,scenario:lab.scrape_interval_s")
 #: what a neighbours: source may list
 ALLOWED_NEIGHBOUR_FIELDS = ("manifest:host_cpu.harness_cores", "manifest:host_cpu.pre_run.harness_cores",
                             "manifest:host_cpu.pre_run.tenants_cores", "manifest:host_cpu.weights.",
@@ -51,15 +52,27 @@ def _check_source(source: str) -> None:
 @pytest.mark.skipif(not RUNS, reason="data/lab is not in this checkout")
 def test_every_committed_run_twin_takes_only_allowed_inputs():
     assert len(RUNS) >= 150
+    n_modelled = 0
     for run in RUNS:
         spec = twin_spec(run)
         for inp in spec.inputs:
             _check_source(inp.source)
-        # old runs recorded no independent neighbour measurement: no contention input at all
-        assert spec.contention == "unknown" and spec.scenario["host.background_cores"] == 0.0, run
+        host_cpu = json.loads((run / "manifest.json").read_text()).get("host_cpu") or {}
+        if "harness_cores" in host_cpu or "pre_run" in host_cpu:
+            # the lab measured the neighbours apart from the workload: contention is modelled from that
+            assert spec.contention == "modelled", run
+            n_modelled += 1
+        else:
+            # the first grids recorded no independent neighbour measurement: no contention input at all
+            assert spec.contention == "unknown" and spec.scenario["host.background_cores"] == 0.0, run
+        scraped = "workload" in (json.loads((run / "manifest.json").read_text()).get("processes") or {}) \
+            .get("prometheus", {}).get("targets", {})
+        if scraped and spec.scenario["workload.kind"] != "threads":
+            assert spec.scenario["workload.scrape_interval_s"] == spec.scenario["lab.scrape_interval_s"], run
         # the tick rate is recorded for this kernel (21 manifests state hz = 250)
         assert spec.hz in ("recorded", "evidence") and spec.scenario["host.hz"] == 250, run
         assert spec.scenario["cgroup.limit_schedule"] == load_scenario(run / "scenario.toml")["cgroup.limit_schedule"]
+    assert n_modelled >= 100  # the GC/memory, overprovisioned and profile grids
 
 
 def _poison(value):

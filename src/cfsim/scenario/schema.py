@@ -106,6 +106,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
                         _between(1, 1_000_000)),
         "limit_schedule": Key(None, "list", "[[t_s, cpu_limit_cores], ...] quota changes during the run",
                               _limit_schedule, optional=True),
+        # memory (issue 19): the container's memory limit is enforced by the kernel (OOM kill at the
+        # limit); the Kubernetes request is only a scheduling/VPA quantity, not enforced
+        "memory_limit_mb": Key(None, "float", "container memory limit [MiB] (memory.max / memory.limit_in_bytes); "
+                                              "absent = unlimited", _gt(0), optional=True),
+        "memory_request_mb": Key(None, "float", "Kubernetes memory request [MiB]; not enforced by the kernel",
+                                 _gt(0), optional=True),
     },
     "go": {
         "gomaxprocs": Key("host", "any", "'host' | 'automaxprocs' | 'go1.25' | integer", _gomaxprocs),
@@ -114,6 +120,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
                        choices=("1.20", "1.21", "1.22", "1.23", "1.24", "1.25", "1.26")),
         "gogc": Key(100, "int", "GOGC percent; -1 = off", _ge(-1)),
         "gomemlimit_mb": Key(None, "float", "GOMEMLIMIT [MiB]; absent = none", _gt(0), optional=True),
+        "gomemlimit_policy": Key("explicit", "str", "'explicit': GOMEMLIMIT = go.gomemlimit_mb (or none); "
+                                                    "'automemlimit': ratio x the cgroup memory limit read once at "
+                                                    "start-up (github.com/KimMachineGun/automemlimit), none without "
+                                                    "a limit", choices=("explicit", "automemlimit")),
+        "automemlimit_ratio": Key(0.9, "float", "automemlimit ratio of the memory limit (the library's default 0.9)",
+                                  lambda v: None if 0 < v <= 1 else f"must be in (0, 1] (got {v})"),
         "live_heap_mb": Key(16.0, "float", "live (marked) heap [MiB]", _ge(0)),
         "gc_cpu_limiter": Key(True, "bool", "model the GC CPU limiter (Go >= 1.19)"),
         # Runtime cost parameters (priors, their public anchors and calibration paths:
@@ -134,8 +146,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
                              _between(0, 10_000)),
         "sched_spin_base_us": Key(3.0, "float", "fixed CPU of one futile findRunnable search [us]",
                                   _between(0, 1000)),
-        "sched_spin_per_p_us": Key(0.3, "float", "CPU per P of one futile search (4 steal passes + re-scans) [us]",
-                                   _between(0, 100)),
+        "sched_spin_per_p_us": Key(0.05, "float", "CPU per P of one futile search (4 steal passes + re-scans; idle Ps "
+                                                  "are skipped by idlepMask) on a small host [us] (fitted on the lab's "
+                                                  "sched-overhead grids: 0.02-0.05; it grows with the host through "
+                                                  "sched_xfer_growth)", _between(0, 100)),
         "sched_wake_us": Key(2.0, "float", "CPU of waking a parked M (futex wake + switch-in) [us]", _between(0, 1000)),
         "sched_park_us": Key(3.0, "float", "CPU of parking an M (stopm, futex sleep, switch-out) [us]",
                              _between(0, 1000)),
@@ -259,8 +273,52 @@ register_section("lab", {
     "harness_shares": Key(None, "int", "cpu.shares of a quota-less cgroup for Prometheus and the load "
                                        "generator; absent = they stay in the caller's cgroup",
                           _between(2, 262144), optional=True),
+    "profile_s": Key(0.0, "float", "pprof CPU profile of this many seconds inside the measured window "
+                                    "(net/http/pprof), split into user / scheduler / GC CPU in the manifest; 0 = none",
+                      _ge(0)),
+    "load_fraction": Key(None, "float", "open kinds: sets workload.rate_per_s = load_fraction x cgroup.cpu_limit / "
+                                        "cpu_ms_per_request (the grid resolves it before the run)",
+                         _gt(0), optional=True),
     "vpa_in_the_loop": Key(False, "bool", "cfsim's own VPA ([vpa], one pod, in-place resizes) moves the "
                                           "real quota during the run, with the [vpa] time constants as given "
                                           "(scale them down so the trap forms in minutes)"),
 })
 # --- end [lab] ---
+
+
+# --- runtime overheads (issue 14): scheduler costs that grow with the host, SMT, and the
+# request path of a Go server (owned by the overheads work: goruntime/sched.py, workloads/) ---
+register_section("go", {
+    "sched_xfer_growth": Key(0.15, "float", "relative growth of a steal probe's cache-line transfer per doubling of "
+                                            "the CPUs the Ms are spread over, min(GOMAXPROCS, host CPUs) "
+                                            "(core-to-core latency ~40-50 ns on small hosts, 100-200 ns on large or "
+                                            "two-socket ones) [1/doubling]", _between(0, 2)),
+    "sched_lock_us": Key(1.0, "float", "sched.lock cost added to a scheduler slow path per other M in the scheduler "
+                                       "at the same time (min(busy Ps, host CPUs) - 1) [us] (fitted on golang/go#28808: "
+                                       "runtime.lock 23 % of CPU at 56 Ps; cfsim.overheads.public)", _between(0, 100)),
+})
+register_section("host", {
+    "threads_per_core": Key(1, "int", "hardware threads per physical core (2 = SMT/hyper-threading): threads "
+                                      "beyond one per core share a core", _between(1, 8)),
+    "smt_slowdown": Key(0.6, "float", "extra CPU time a thread needs for the same work while a sibling hardware "
+                                      "thread of its core runs another of the process's threads (0 = none, 1 = "
+                                      "twice: the two share one core's units) [fraction]", _between(0, 3)),
+})
+register_section("workload", {
+    "server_cpu_us_per_request": Key(40.0, "float", "CPU of serving one request outside the handler's own work: "
+                                                    "socket reads and writes, HTTP parsing, netpoll (kernel + "
+                                                    "runtime + net/http) [us] (kind=closed, open)", _between(0, 1e6)),
+    "server_alloc_kb_per_request": Key(4.0, "float", "heap garbage of serving one request outside the handler "
+                                                     "(request, headers, buffers) [KiB] (kind=closed, open)", _ge(0)),
+    "client_rtt_ms": Key(0.0, "float", "time a request spends outside the server process (network round trip and "
+                                       "the client's own processing), added to the latency the client sees [ms]",
+                         _ge(0)),
+    "cpu_cv": Key(0.0, "float", "coefficient of variation of the CPU of one request or record (gamma "
+                                "distribution; 0 = every one costs the same)", _between(0, 10)),
+    "scrape_interval_s": Key(0.0, "float", "interval of a Prometheus scrape of the process's /metrics (a goroutine "
+                                           "woken by the netpoller); 0 = not scraped [s]", _between(0, 86400)),
+    "scrape_cpu_ms": Key(2.5, "float", "CPU of serving one /metrics scrape [ms] (client_golang with every "
+                                       "runtime/metrics series: ~2.4 ms on the lab host)", _ge(0)),
+    "scrape_alloc_kb": Key(400.0, "float", "heap garbage of one /metrics scrape [KiB]", _ge(0)),
+})
+# --- end runtime overheads ---

@@ -12,6 +12,9 @@ twin's scenario - reads only:
   ``host.host_cpus``, ``host.kernel``, ``host.kernel_version``, ``host.hostname`` (for runs without
   ``host.hz``: other manifests of the same data tree from the same kernel build on the same host,
   :func:`recorded_hz`; never the validating machine);
+* what the lab set up before the run and recorded in ``manifest.json``: the Prometheus targets
+  (``processes.prometheus.targets``: a scraped workload serves ``/metrics`` every
+  ``lab.scrape_interval_s``, :func:`recorded_scrape_interval_s`);
 * independent measurements of *other* processes, never derived from the workload's own usage:
   ``host_cpu.pre_run`` (measured before the workload started), ``host_cpu.harness_cores`` (the
   harness cgroup's own ``cpuacct``), and the CPU weights ``host_cpu.weights`` /
@@ -249,6 +252,24 @@ def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario) -> tuple[l
     return neighbours, workload_shares, sources
 
 
+# ------------------------------------------------------------------ what the lab set up before the run
+
+
+def recorded_scrape_interval_s(manifest: Mapping[str, Any], scenario: Scenario) -> float | None:
+    """The interval at which the lab's Prometheus scraped the workload's own ``/metrics``, when
+    the run's Prometheus had the workload among its targets (``processes.prometheus.targets``,
+    configured before the run) and the workload kind models scrapes (``workload.scrape_interval_s``);
+    else None. The scenario's ``lab.scrape_interval_s`` is that interval."""
+    from cfsim.workloads.kinds import workload_kind
+
+    targets = ((manifest.get("processes") or {}).get("prometheus") or {}).get("targets") or {}
+    if "workload" not in targets or scenario["workload.scrape_interval_s"]:
+        return None
+    if "scrape_interval_s" not in workload_kind(scenario["workload.kind"]).keys:
+        return None
+    return float(scenario["lab.scrape_interval_s"])
+
+
 # ------------------------------------------------------------------ the twin's scenario
 
 
@@ -310,6 +331,11 @@ def twin_spec(run_dir: Path, params: Mapping[str, Any] | None = None) -> TwinSpe
     else:
         hz_status = "recorded" if hz_source.startswith("manifest:") else "evidence"
         put("host.hz", hz, hz_source)
+
+    scrape = recorded_scrape_interval_s(manifest, scenario)
+    if scrape is not None:
+        put("workload.scrape_interval_s", scrape,
+            "manifest:processes.prometheus.targets.workload,scenario:lab.scrape_interval_s")
 
     contention = "unknown"
     if "host.background_cores" not in given:
