@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 #: every regime, in the order reports list them
-REGIMES = ("uncapped", "contended", "quota-capped", "gomaxprocs-capped", "host-capped")
+REGIMES = ("uncapped", "contended", "quota-capped", "gomaxprocs-capped", "host-capped", "oom-killed")
+#: runs the model cannot speak for: the kernel's OOM killer ended the workload (cfsim models the
+#: heap and GOMEMLIMIT, not the kill), so its usage and throughput say when it died, not how it ran
+OUT_OF_SCOPE = ("oom-killed",)
 #: the regimes where the model predicts (the headline)
 PREDICTED = ("uncapped", "contended")
 #: usage within this fraction below its cap counts as capped
@@ -107,12 +110,16 @@ def limit_segments(scenario: Mapping[str, Any], manifest: Mapping[str, Any],
 
 
 def run_regime(run_dir: Path, observed: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-    """``(regime, the numbers the rule used)`` for a lab run folder."""
+    """``(regime, the numbers the rule used)`` for a lab run folder: ``"oom-killed"`` when the
+    OOM killer ended the workload (manifest ``status`` "oom" or a counted ``oom_kills``), else
+    :func:`classify_regime`."""
     from cfsim.validation.twin import observed_summary, run_manifest, run_scenario
 
     sc = run_scenario(run_dir)
     man = run_manifest(run_dir)
     obs = observed_summary(run_dir) if observed is None else observed
+    if man.get("status") == "oom" or (obs.get("oom_kills") or 0) > 0:
+        return "oom-killed", {"oom_kills": obs.get("oom_kills"), "oom_time_s": obs.get("oom_time_s")}
     host_cpu = man.get("host_cpu") or {}
     host = man.get("host") or {}
     cpus = int(host.get("affinity_cpus") or host.get("host_cpus") or sc["host.cpus"])

@@ -28,7 +28,7 @@ import pandas as pd
 from cfsim.simulation import simulate
 from cfsim.validation import metrics as vm
 from cfsim.validation.normalise import GridNorm, grid_norm
-from cfsim.validation.regimes import PREDICTED, REGIMES, run_regime
+from cfsim.validation.regimes import OUT_OF_SCOPE, PREDICTED, REGIMES, run_regime
 from cfsim.validation.trajectory import compare_trajectories
 from cfsim.validation.twin import find_runs, is_calibration_run, observed_summary, run_manifest, twin_spec
 
@@ -108,8 +108,11 @@ def _noise(grid_runs: dict[str, dict[str, Any]]) -> dict[str, float | None]:
 def summarise_errors(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("point", "repeat"),
                      held_out_only: bool = True) -> dict[str, Any]:
     """``{metric: {"median", "median_abs", "worst", "worst_run", "n", "goal"}}`` over the runs
-    (by default the held-out point and repeat runs)."""
+    (by default the held-out point and repeat runs; runs out of the model's scope, ``OUT_OF_SCOPE``,
+    only when ``runs`` holds nothing else: their own regime's table)."""
     out: dict[str, Any] = {}
+    if any(r.get("regime") not in OUT_OF_SCOPE for r in runs):
+        runs = [r for r in runs if r.get("regime") not in OUT_OF_SCOPE]
     for m in vm.METRICS:
         vals = [(r["errors"][m.name], r["run"]) for r in runs
                 if r["role"] in roles and (r.get("held_out", True) or not held_out_only)
@@ -253,9 +256,11 @@ def to_markdown(report: ValidationReport) -> str:
     lines += _regime_table(report, PREDICTED)
     lines += ["", "## Every regime", "",
               "In the capped regimes a cap (quota, GOMAXPROCS, host CPUs) decides the CPU: their agreement "
-              "checks the cap, not the model's prediction.", ""]
+              "checks the cap, not the model's prediction. Runs the OOM killer ended (oom-killed) are out of "
+              "the model's scope (it has no OOM kill): listed, in no other table.", ""]
     lines += _regime_table(report, REGIMES)
-    lines += ["", "## Errors over all held-out runs", "",
+    lines += ["", "## Errors over all held-out runs" + (" (but the oom-killed)" if report.regime_counts.get(
+        "oom-killed") else ""), "",
               "| metric | kind | median | median abs | worst | worst run | n | goal |",
               "|---|---|---|---|---|---|---|---|"]
     for name, e in report.errors.items():
