@@ -1,9 +1,9 @@
 """The engine against the real kernel, on cases a fluid model gets wrong.
 
 Busy processes in a real cgroup v1 quota on this machine (``cfsim.validation.kernel_compare``),
-20 s per bursty case and 8 s per classic one (about 100 s in all), each holding the machine's
-measurement lock; the engine simulates the same case with twelve seeds (start phases, random
-sleeps). Compared per case: CPU usage, the throttled-period ratio
+20 s per bursty case and 8 s per classic one (about 100 s of real runs, plus the wait for the
+machine's measurement lock, which each run holds); the engine simulates the same case with twelve
+seeds (start phases, random sleeps). Compared per case: CPU usage, the throttled-period ratio
 (``nr_throttled / nr_periods``), throttled time per second, and the mean length of runs of
 consecutive throttled periods (``cpu.stat`` read every 100 ms: the per-period throttled counts).
 
@@ -13,63 +13,69 @@ arrive: 10 ms bursts at 0.40 of a 0.5-core limit, 40 ms bursts at 0.40 of 0.5, 1
 of 1.0, and 5 ms bursts with 5 ms sleeps (the bandwidth slice) at 1.0 over 0.9. A *fluid* model
 (``usage = min(demand, limit)``, every period throttled iff demand > limit) says the first three are
 never throttled and the fourth always: the real kernel throttles 34-42 % of the periods of the
-first three, and the fourth in runs of ~7 periods, not throughout.
+first three, and the fourth in runs of 5-7 periods, not throughout.
 ``test_fluid_model_fails_the_bursty_cases`` checks that the fluid model falls outside the same
 tolerances the engine must meet.
 
-Tolerances come from repeated real runs, ``python scripts/kernel_spread.py --repeats 5`` on
-2026-11-23, Linux 6.18.44-fc-v669 (HZ 250, task-based throttling), 2 vCPUs (AMD EPYC), a machine
-shared with other work: the bursty cases at 12 s, each a clean run (the rest of the host at most
-0.2 cores busy: 0.00-0.05 in all 20); the classic cases at 8 s in two sessions of 5 (spread of all
-10; they measure the same with 0.8-1.5 cores of other load). Real mean [min, max] sd | engine mean,
-sd over 5 seeds | fluid:
+Tolerances come from repeated real runs of ``python scripts/kernel_spread.py`` on Linux
+6.18.44-fc-v669 (HZ 250, task-based throttling), 2 vCPUs (AMD EPYC), a machine shared with other
+work, in two sessions on 2026-11-23: session A (5 repeats, the bursty cases at 12 s, each on a
+quiet host; the classic cases at 8 s in two rounds of 5, which measure the same with 0.8-1.5 cores
+of other load) and session B (4 repeats at 20 s, the length this test runs; short-bursts beside
+~1 core of nice-19 work, long-bursts beside 0.3-0.4 cores of other processes' kernel time, the
+other two with < 0.01 cores of other work at normal priority). Real mean [min, max] sd per
+session | engine mean, sd over 20 seeds at 20 s | fluid:
 
-============== ==================== ============================ =========== =====
-case           metric               real                         engine      fluid
-============== ==================== ============================ =========== =====
-cpu-bound      usage [cores]        0.500 [0.499, 0.502] 0.001   0.500 0.000 0.5
-3x1000/0@0.5   throttled ratio      1.000                        1.000       1.0
-               throttled s/s        1.460 [1.437, 1.476] 0.012   1.499 0.002 -
-far-under      usage                0.200 [0.200, 0.202] 0.001   0.200 0.000 0.2
-1x4/16@1.5     throttled ratio      0.000                        0.000       0.0
-short-bursts   usage                0.386 [0.374, 0.392] 0.008   0.375 0.012 0.4
-4x10/e90@0.5   throttled ratio      0.340 [0.317, 0.375] 0.029   0.242 0.033 0.0
-               throttled s/s        0.125 [0.099, 0.141] 0.017   0.079 0.022 -
-               throttled run mean   2.28  [1.56, 2.75]   0.45    1.59  0.20  -
-long-bursts    usage                0.360 [0.344, 0.385] 0.019   0.340 0.016 0.4
-2x40/e160@0.5  throttled ratio      0.421 [0.377, 0.471] 0.041   0.419 0.047 0.0
-               throttled s/s        0.228 [0.160, 0.281] 0.049   0.236 0.052 -
-               throttled run mean   2.32  [2.05, 2.63]   0.23    2.24  0.51  -
-many-threads   usage                0.778 [0.748, 0.804] 0.020   0.757 0.022 0.8
-16x20/e380@1   throttled ratio      0.342 [0.283, 0.392] 0.041   0.315 0.037 0.0
-               throttled s/s        0.133 [0.092, 0.168] 0.031   0.125 0.016 -
-               throttled run mean   2.02  [1.48, 2.29]   0.33    2.06  0.26  -
-slice-sleeps   usage                0.891 [0.887, 0.895] 0.003   0.895 0.002 0.9
-2x5/e5@0.9     throttled ratio      0.840 [0.775, 0.900] 0.051   0.852 0.031 1.0
-               throttled s/s        0.200 [0.177, 0.220] 0.019   0.208 0.017 -
-               throttled run mean   6.74  [4.36, 9.82]   2.30    7.19  1.60  120
-============== ==================== ============================ =========== =====
+============== ================== ============================ ============================ =========== =====
+case           metric             real A (12 s, 5 runs)        real B (20 s, 4 runs)        engine      fluid
+============== ================== ============================ ============================ =========== =====
+cpu-bound      usage [cores]      0.500 [0.499, 0.502] 0.001   -                            0.500 0.000 0.5
+3x1000/0@0.5   throttled ratio    1.000                        -                            1.000       1.0
+               throttled s/s      1.460 [1.437, 1.476] 0.012   -                            1.499 0.002 -
+far-under      usage              0.200 [0.200, 0.202] 0.001   -                            0.200 0.000 0.2
+1x4/16@1.5     throttled ratio    0.000                        -                            0.000       0.0
+short-bursts   usage              0.386 [0.374, 0.392] 0.008   0.392 [0.386, 0.399] 0.006   0.390 0.011 0.4
+4x10/e90@0.5   throttled ratio    0.340 [0.317, 0.375] 0.029   0.335 [0.305, 0.370] 0.032   0.307 0.041 0.0
+               throttled s/s      0.125 [0.099, 0.141] 0.017   0.097 [0.065, 0.140] 0.033   0.098 0.020 -
+               throttled run mean 2.28  [1.56, 2.75]   0.45    1.93  [1.59, 2.31]   0.33    1.95  0.23  -
+long-bursts    usage              0.360 [0.344, 0.385] 0.019   0.335 [0.309, 0.354] 0.020   0.353 0.015 0.4
+2x40/e160@0.5  throttled ratio    0.421 [0.377, 0.471] 0.041   0.371 [0.345, 0.410] 0.029   0.431 0.035 0.0
+               throttled s/s      0.228 [0.160, 0.281] 0.049   0.188 [0.164, 0.208] 0.018   0.246 0.026 -
+               throttled run mean 2.32  [2.05, 2.63]   0.23    1.96  [1.86, 2.16]   0.14    2.36  0.26  -
+many-threads   usage              0.778 [0.748, 0.804] 0.020   0.787 [0.773, 0.803] 0.014   0.786 0.023 0.8
+16x20/e380@1   throttled ratio    0.342 [0.283, 0.392] 0.041   0.345 [0.300, 0.365] 0.031   0.351 0.048 0.0
+               throttled s/s      0.133 [0.092, 0.168] 0.031   0.129 [0.107, 0.139] 0.015   0.145 0.027 -
+               throttled run mean 2.02  [1.48, 2.29]   0.33    2.21  [1.82, 2.50]   0.30    2.20  0.33  -
+slice-sleeps   usage              0.891 [0.887, 0.895] 0.003   0.890 [0.886, 0.895] 0.003   0.895 0.002 0.9
+2x5/e5@0.9     throttled ratio    0.840 [0.775, 0.900] 0.051   0.799 [0.770, 0.816] 0.020   0.871 0.035 1.0
+               throttled s/s      0.200 [0.177, 0.220] 0.019   0.162 [0.144, 0.178] 0.015   0.214 0.010 -
+               throttled run mean 6.74  [4.36, 9.82]   2.30    5.26  [4.67, 5.55]   0.41    8.58  2.17  200
+============== ================== ============================ ============================ =========== =====
 
 One real run is compared with the engine's mean over ``ENGINE_SEEDS``; the tolerance of a metric is
 three standard deviations of that difference, ``3 sqrt(sd_run^2 + sd_engine^2 / seeds)``, with a
-floor (``FLOOR``) where the spread within a session is ~0 (usage 0.02 cores: slice-sleeps used
-0.882-0.895 across sessions, the engine 0.895). ``sd_run``, the spread of one real 20 s run of a bursty
-case, is the larger of the measured 12 s spread scaled by sqrt(12/20) and the spread of the engine
-over 20 seeds at 20 s (the workload's own randomness: bursts at random times, which five real
-repeats underestimate; one real run of many-threads used 0.85 cores against a 5-run spread of
-0.78 +- 0.02, within the engine's 0.79 +- 0.02-0.03). ``sd_engine`` is the engine's spread over
-those 20 seeds. The engine at 20 s, 20 seeds: short-bursts ratio 0.307 (sd 0.041), long-bursts 0.431
-(0.035), many-threads 0.351 (0.048), slice-sleeps 0.871 (0.035) and run length 8.6 (2.2). The
-throttled-time floor of 0.08 s/s covers the one systematic difference of the classic cases: with a
-CPU-bound group the engine's throttled time is 3 % above the kernel's (1.499 vs 1.460 s/s). With
-short bursts the engine throttles a little less than the kernel (0.31 vs 0.34 of the periods, 0.10
-vs 0.125 s/s), within the spread.
+floor (``FLOOR``) where the spread is ~0 (usage 0.02 cores). ``sd_run``, the spread of one real
+20 s run, is the larger of (a) the spread of all nine real runs of both sessions, session A's
+scaled by sqrt(12/20), *including the difference between the sessions' means* (the kernel's
+answer moves between sessions more than within one: long-bursts throttled 0.42 then 0.37 of the
+periods), and (b) the engine's spread over 20 seeds (the workload's own randomness, bursts at
+random times, which four or five real repeats underestimate). ``sd_engine`` is the engine's
+spread over those seeds. The throttled-time floor of 0.08 s/s covers the one systematic difference
+of the classic cases: with a CPU-bound group the engine's throttled time is 3 % above the kernel's
+(1.499 vs 1.460 s/s).
 
-Each bursty case is measured on a quiet host (up to 3 attempts): other work on this shared machine
-delays the bursts and changes the throttling (one contended run of slice-sleeps gave usage 0.84 and
-ratio 0.29 against 0.89 and 0.84). If the host never goes quiet the case is skipped, naming the load
-it saw: such a measurement says nothing about the model. Skips, with the reason, where the cgroup v1
-cpu controller is not writable (not root, or a cgroup2-only host).
+Where the engine differs: with short bursts it throttles a little less often than the kernel
+(0.31 vs 0.34 of the periods); with 5 ms bursts and sleeps over the limit a little more often
+(0.87 vs 0.80-0.84), for longer (0.21 vs 0.16-0.20 s/s) and in longer runs (8.6 vs 5.3-6.7
+periods): within the spread, but on the edge for the session-B kernel.
+
+Each bursty case is measured on a quiet host (up to 3 attempts): other work at normal priority
+delays the bursts and changes the throttling (one run of slice-sleeps on a busy host gave
+usage 0.84 and ratio 0.29 against 0.89 and 0.84). Niced work does not count (the group's 102400
+CPU shares and its nice -10 tasks outweigh it: short-bursts beside ~1 core of nice-19 work measured
+0.335 of the periods throttled, on a quiet host 0.340). If the host never goes quiet the case is
+skipped, naming the load it saw: such a measurement says nothing about the model. Skips, with the
+reason, where the cgroup v1 cpu controller is not writable (not root, or a cgroup2-only host).
 """
 from __future__ import annotations
 
@@ -92,13 +98,13 @@ SPREAD = {
     "far-under": {"cpu_usage_cores": (0.001, 0.000), "throttled_ratio": (0.0, 0.0),
                   "throttled_s_per_s": (0.0, 0.0), "throttled_runs_mean": (0.0, 0.0)},
     "short-bursts": {"cpu_usage_cores": (0.011, 0.011), "throttled_ratio": (0.041, 0.041),
-                     "throttled_s_per_s": (0.020, 0.020), "throttled_runs_mean": (0.35, 0.23)},
-    "long-bursts": {"cpu_usage_cores": (0.015, 0.015), "throttled_ratio": (0.035, 0.035),
-                    "throttled_s_per_s": (0.038, 0.026), "throttled_runs_mean": (0.26, 0.26)},
+                     "throttled_s_per_s": (0.027, 0.020), "throttled_runs_mean": (0.367, 0.226)},
+    "long-bursts": {"cpu_usage_cores": (0.021, 0.015), "throttled_ratio": (0.039, 0.035),
+                    "throttled_s_per_s": (0.036, 0.026), "throttled_runs_mean": (0.261, 0.261)},
     "many-threads": {"cpu_usage_cores": (0.023, 0.023), "throttled_ratio": (0.048, 0.048),
-                     "throttled_s_per_s": (0.027, 0.027), "throttled_runs_mean": (0.33, 0.33)},
-    "slice-sleeps": {"cpu_usage_cores": (0.002, 0.002), "throttled_ratio": (0.040, 0.035),
-                     "throttled_s_per_s": (0.015, 0.010), "throttled_runs_mean": (2.17, 2.17)},
+                     "throttled_s_per_s": (0.027, 0.027), "throttled_runs_mean": (0.334, 0.334)},
+    "slice-sleeps": {"cpu_usage_cores": (0.003, 0.002), "throttled_ratio": (0.037, 0.035),
+                     "throttled_s_per_s": (0.024, 0.010), "throttled_runs_mean": (2.171, 2.171)},
 }
 #: where the spread is ~0: usage [cores], ratio, throttled time [s/s], run length [periods]
 FLOOR = {"cpu_usage_cores": 0.02, "throttled_ratio": 0.03, "throttled_s_per_s": 0.08, "throttled_runs_mean": 0.5}
@@ -138,7 +144,7 @@ def real_run(name: str) -> dict:
     if name not in _REAL:
         _REAL[name] = kc.run_real_quiet(kc.CASES[name], SECONDS[name], attempts=3 if name in kc.BURSTY else 1)
     real, tried = _REAL[name]
-    if name in kc.BURSTY and real["others_cores"] > kc.QUIET_OTHERS_CORES:
+    if name in kc.BURSTY and real["others_unniced_cores"] > kc.QUIET_OTHERS_CORES:
         pytest.skip(f"the host was never quiet for {name}: other processes used {tried} cores during the "
                     f"attempts (at most {kc.QUIET_OTHERS_CORES} allowed for a clean measurement)")
     return real

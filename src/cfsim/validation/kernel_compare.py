@@ -125,7 +125,7 @@ def _run_real(case: Case, seconds: float, sample_s: float) -> dict[str, Any]:
             children.append(subprocess.Popen(argv, preexec_fn=enter))
         time.sleep(0.5)  # interpreters started
         s0, u0, t0 = _read_stat(cpu_dir), int((acct_dir / "cpuacct.usage").read_text()), time.monotonic()
-        busy0 = host_busy_s()
+        busy0, user0 = host_busy_s()
         end = t0 + seconds
         while True:
             now = time.monotonic()
@@ -135,7 +135,8 @@ def _run_real(case: Case, seconds: float, sample_s: float) -> dict[str, Any]:
             st = _read_stat(cpu_dir)
             samples.append((time.monotonic() - t0, st["nr_periods"], st["nr_throttled"]))
         s1, u1, t1 = _read_stat(cpu_dir), int((acct_dir / "cpuacct.usage").read_text()), time.monotonic()
-        busy1 = host_busy_s()
+        busy1, user1 = host_busy_s()
+        children_niced = min(os.getpriority(os.PRIO_PROCESS, ch.pid) for ch in children) > 0
     finally:
         for ch in children:
             ch.send_signal(signal.SIGKILL)
@@ -163,6 +164,12 @@ def _run_real(case: Case, seconds: float, sample_s: float) -> dict[str, Any]:
         # everything else the host ran meanwhile (other tenants, this harness): a busy host
         # delays the bursts and masquerades as, or hides, bandwidth throttling
         "others_cores": (busy1 - busy0) / (t1 - t0) - usage,
+        # ... of it, the user time of processes at normal or higher priority (not niced): niced
+        # work (every helper job and test here runs at nice 19, weight 15) cannot take CPU from
+        # the group's 102400 shares and its nice -10 tasks. The group's own user time is in the
+        # nice column when its tasks are niced (a parent at nice > 10), else here. System time is
+        # left out: /proc/stat does not say whose it is (niced processes' kernel work is in it)
+        "others_unniced_cores": max(0.0, (user1 - user0) / (t1 - t0) - (0.0 if children_niced else usage)),
         "throttled_ratio": throttled / max(periods, 1),
         "throttled_s_per_s": (s1["throttled_time"] - s0["throttled_time"]) / 1e9 / (t1 - t0),
         "nr_periods": periods,
@@ -171,19 +178,25 @@ def _run_real(case: Case, seconds: float, sample_s: float) -> dict[str, Any]:
     }
 
 
-def host_busy_s() -> float:
-    """Busy CPU-seconds of the whole host so far (``/proc/stat``: all but idle and iowait)."""
+def host_busy_s() -> tuple[float, float]:
+    """Busy CPU-seconds of the whole host so far, and of those the user time of processes that
+    are not niced (``/proc/stat``: all but idle and iowait; the ``user`` column)."""
     fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+    hz = os.sysconf("SC_CLK_TCK")
+    return (sum(fields[:8]) - fields[3] - fields[4]) / hz, fields[0] / hz
 
 
-#: a real run counts as clean when the rest of the host used at most this many cores meanwhile
+#: a real run counts as clean when other processes at normal priority (not niced) used at most
+#: this many cores meanwhile. Niced work does not count: the group's 102400 CPU shares and its
+#: nice -10 tasks outweigh it (short-bursts with ~1 core of nice-19 load on the host: usage 0.392,
+#: throttled ratio 0.335 +- 0.032 over 4 runs, 2026-11-23; on a quiet host 0.386, 0.340 +- 0.029)
 QUIET_OTHERS_CORES = 0.2
 
 
 def run_real_quiet(case: Case, seconds: float = 3.0, attempts: int = 3) -> tuple[dict[str, Any], list[float]]:
-    """A real run on a quiet host: up to ``attempts`` runs until the rest of the host used at most
-    ``QUIET_OTHERS_CORES``; returns the quietest run and every attempt's ``others_cores``.
+    """A real run on a quiet host: up to ``attempts`` runs until other processes at normal priority
+    used at most ``QUIET_OTHERS_CORES``; returns the quietest run and every attempt's
+    ``others_unniced_cores``.
 
     Bursty cases need it: other work delays the bursts and changes the throttling. The classic
     ones do not (a CPU-bound group under 0.5 cores measured the same with 0.8-1.5 cores of other
@@ -192,10 +205,10 @@ def run_real_quiet(case: Case, seconds: float = 3.0, attempts: int = 3) -> tuple
     for _ in range(attempts):
         r = run_real(case, seconds)
         runs.append(r)
-        if r["others_cores"] <= QUIET_OTHERS_CORES:
+        if r["others_unniced_cores"] <= QUIET_OTHERS_CORES:
             break
-    best = min(runs, key=lambda r: r["others_cores"])
-    return best, [round(r["others_cores"], 3) for r in runs]
+    best = min(runs, key=lambda r: r["others_unniced_cores"])
+    return best, [round(r["others_unniced_cores"], 3) for r in runs]
 
 
 def _mean_run(flags: list[int]) -> float | None:

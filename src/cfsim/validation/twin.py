@@ -206,7 +206,8 @@ def _predicted_reach_cores(sc: Scenario) -> float:
     return float(usage)
 
 
-def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario) -> tuple[list[tuple[float, float]], float, list[str]] | None:
+def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario
+                     ) -> tuple[list[tuple[float, float]], float, list[str]] | None:
     """The independently measured neighbours of a run: ``(neighbours, workload_shares, sources)``,
     or None when the run recorded none (contention unknown).
 
