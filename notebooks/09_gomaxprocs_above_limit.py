@@ -178,10 +178,9 @@ print(f"requests/s at 24 / at 2: {ex_ratio:.2f}")
 # interval, and the grid's calibration runs (cost per request, and the client round trip: their
 # client median minus their twin's). Both grids are held out: the scheduler costs the twins use
 # (`go.sched_wake_us`, `go.sysmon_poll_us`) were fitted on the `profiles` grid's open-loop runs, and
-# `sched_spin_per_p_us` on the `sched-overhead` grids. Errors by regime
-# (`cfsim.overheads.labcheck.regime`): *quota-capped* when the cgroup used its limit and throttled
-# most periods, *GOMAXPROCS-capped* when GOMAXPROCS is below the limit and the process used all of
-# it, otherwise *uncapped* (the model's own prediction).
+# `sched_spin_per_p_us` on the `sched-overhead` grids. Errors by regime (`cfsim.validation.regimes`):
+# *uncapped* and *contended* (the model's own prediction, on a quiet or a busy host), *quota-capped*
+# (the kernel decides the CPU), *gomaxprocs-capped*, *host-capped*.
 
 # %%
 from cfsim.overheads.labcheck import GOALS, tails_rows, tails_summary

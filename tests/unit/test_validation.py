@@ -106,11 +106,11 @@ def _write_open_run(folder, overrides, truth_overrides, name):
     return run
 
 
-def test_twins_take_the_client_round_trip_from_calibration_runs_and_the_scrape_from_the_lab(tmp_path):
+def test_twins_take_the_client_round_trip_from_calibration_runs(tmp_path):
     from cfsim.overheads.labcheck import tails_rows, tails_summary
 
-    # the 'real' process: 0.7 ms outside the server per request, scraped every lab.scrape_interval_s
-    truth = [("workload.client_rtt_ms", 0.7), ("workload.scrape_interval_s", 1.0)]
+    # the 'real' process: 0.7 ms outside the server per request
+    truth = [("workload.client_rtt_ms", 0.7)]
     root = tmp_path / "grid"
     _write_open_run(root, ["cgroup.cpu_limit=null", "workload.rate_per_s=800.0"], truth, "calib-start")
     for g in (1, 2):
@@ -119,12 +119,26 @@ def test_twins_take_the_client_round_trip_from_calibration_runs_and_the_scrape_f
     assert rep.grids["grid"]["cost_factor"] == pytest.approx(1.0, abs=0.02)
     for run in rep.runs:
         assert run["params"]["workload.client_rtt_ms"] == pytest.approx(0.7, abs=0.05)
-        assert run["params"]["workload.scrape_interval_s"] == 1.0
         assert abs(run["errors"]["latency_p50_s"]) < 0.05
-    # a twin without them misses the round trip (p50 ~0.35 ms against ~1.05 ms)
+    # a twin without it misses the round trip (p50 ~0.35 ms against ~1.05 ms)
     bare = simulate(load_scenario(OPEN, ["cgroup.cpu_limit=0.5"])).summary
     assert bare["latency_p50_s"] < 0.5 * rep.runs[0]["observed"]["latency_p50_s"]
     rows = tails_rows(rep)
     assert {r["regime"] for r in rows} == {"uncapped"} and {r["gomaxprocs"] for r in rows} == {1, 2}
     s = tails_summary(rows)
     assert s["uncapped"]["n"] == 2 and s["uncapped"]["p50"] < 0.05
+
+
+def test_runs_a_fit_touched_are_training_not_held_out(grid, tmp_path):
+    train = [grid / "p_limit=0.5"]
+    rep = validate(grid, train_runs=train)
+    rows = {r["run"].split("/")[-1]: r for r in rep.runs}
+    assert not rows["p_limit=0.5"]["held_out"] and rows["p_limit=0.5"]["fit"] == "training"
+    assert rows["p_limit=1.0"]["held_out"] and rows["p_limit=1.5"]["held_out"]
+    assert rep.errors["cpu_usage_cores"]["n"] == 2 and sum(rep.regime_counts.values()) == 2
+    table = rep.table()
+    assert {"regime", "held_out"} <= set(table.columns)
+    md = write_report(rep, tmp_path / "r") / "report.md"
+    assert "2 held-out runs" in md.read_text() and "1 training runs" in md.read_text()
+    js = rep.to_json()
+    assert set(js["headline"]) == {"uncapped", "contended"}

@@ -76,7 +76,8 @@ def regime(observed: Mapping[str, Any], cpu_limit: float | None) -> str:
 
 def tails_rows(report) -> list[dict[str, Any]]:
     """One row per validated run of a :class:`cfsim.validation.report.ValidationReport`: its
-    regime, design point (``group``), GOMAXPROCS and the lab's and the model's CPU, throttled
+    regime (the report's, :mod:`cfsim.validation.regimes`; :func:`regime` for reports without
+    one), design point (``group``), GOMAXPROCS and the lab's and the model's CPU, throttled
     ratio, p50 and p99."""
     from cfsim.scenario import load_scenario
 
@@ -85,7 +86,7 @@ def tails_rows(report) -> list[dict[str, Any]]:
         sc = load_scenario(Path(r["path"]) / "scenario.toml")
         o, s = r["observed"], r["simulated"]
         rows.append({"run": r["run"], "grid": r["grid"], "role": r["role"],
-                     "regime": regime(o, sc["cgroup.cpu_limit"]),
+                     "regime": r.get("regime") or regime(o, sc["cgroup.cpu_limit"]),
                      "group": tuple(sc.get(k) for k in GROUP_KEYS), "gomaxprocs": sc["go.gomaxprocs"],
                      **{f"{k}_{side}": d.get(f"{k}") for k in ("cpu_usage_cores", "throttled_ratio", "latency_p50_s",
                                                               "latency_p99_s") for side, d in (("lab", o), ("model", s))}})

@@ -40,21 +40,11 @@ class GridNorm:
         return {key: scenario[key] * self.factor}
 
 
-def lab_priors(scenario: Scenario) -> dict[str, Any]:
-    """Settings of the lab known before a run that the run's scenario leaves at the workload's
-    defaults: the lab's Prometheus scrapes the workload's ``/metrics`` every
-    ``lab.scrape_interval_s`` (``workload.scrape_interval_s``, for kinds that model the scrape)."""
-    kind = workload_kind(scenario["workload.kind"])
-    out: dict[str, Any] = {}
-    if "scrape_interval_s" in kind.keys and not scenario["workload.scrape_interval_s"]:
-        out["workload.scrape_interval_s"] = float(scenario["lab.scrape_interval_s"])
-    return out
-
-
 def grid_priors(scenario: Scenario, norm: "GridNorm") -> dict[str, Any]:
-    """:func:`lab_priors` plus the grid's client round trip (for kinds with ``client_rtt_ms``
-    that the scenario leaves at 0)."""
-    out = lab_priors(scenario)
+    """What a grid's calibration runs tell its other runs' twins before those ran, beyond the
+    cost factor: the client round trip (for kinds with ``client_rtt_ms`` that the scenario leaves
+    at 0)."""
+    out: dict[str, Any] = {}
     kind = workload_kind(scenario["workload.kind"])
     if norm.rtt_ms is not None and "client_rtt_ms" in kind.keys and not scenario["workload.client_rtt_ms"]:
         out["workload.client_rtt_ms"] = norm.rtt_ms
@@ -76,7 +66,7 @@ def grid_norm(grid_runs: list[Path]) -> GridNorm:
         if not is_calibration_run(run):
             continue
         obs = observed_summary(run)
-        sim = twin(run, lab_priors(run_scenario(run))).summary
+        sim = twin(run).summary
         observed = cost_per_item_s(obs)
         simulated = cost_per_item_s(sim)
         if observed and simulated:
