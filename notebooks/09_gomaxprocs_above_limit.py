@@ -289,7 +289,6 @@ headline({"fit_smt_slowdown": fitted.get("host.smt_slowdown"), "fit_sched_lock_u
           "58tech_cpu_ratio": _c("58 Tech push service").model, "58tech_band_high": _c("58 Tech push service").high,
           "menu_throttled_6": _c("menu (GKE)").model, "vm_depth_ratio": _c("VictoriaMetrics#5867").model,
           "example_24_over_2": ex_ratio,
-          "open_latency_uncapped_cpu": (lab_summary.get("open-latency", {}).get("uncapped") or {}).get("cpu"),
           "held_out_reproduced": sum(c.verdict in ("within 25 %", "inside the band", "reproduced",
                                                    "direction reproduced") for c in comparisons
                                      if c.role == "held-out")});
