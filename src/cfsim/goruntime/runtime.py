@@ -39,13 +39,15 @@ Model (rules from shared/reference/go-runtime.md; pure rules in :mod:`.gomaxproc
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from cfsim.goruntime import gcpacer, gomaxprocs as gmp
+from cfsim.goruntime import gcpacer, gomaxprocs as gmp, memory as gmem
+from cfsim.kernel import memory as kmem
 from cfsim.goruntime.sched import DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, may_spin, netpoll_wakeups
 
 MiB = 1 << 20
@@ -67,6 +69,13 @@ _SCHED = CPU_CLASSES.index("sched")
 _MARK_SEGS = (DED, FRAC, IDLEW, ASSIST)
 
 OFF, SWEEPTERM, MARK, MARKTERM = range(4)
+# sample row columns beyond the CPU classes (see _row)
+C_CYCLES, C_HEAP, C_GOAL, C_USAGE, C_USAGE_HWM, C_RSS, C_ALLOC, C_MARKED = range(14, 22)
+# allocation granularity of the model: a chunk allocates at most 1/ALLOC_QUANTA of the heap
+# runway per P (at least ALLOC_QUANTUM_MIN), and takes at least CLAIM_MIN_NS of CPU
+ALLOC_QUANTA = 8
+ALLOC_QUANTUM_MIN = 64 << 10
+CLAIM_MIN_NS = 20_000
 SAMPLE_NS_DEFAULT = 100_000_000
 
 
@@ -108,13 +117,22 @@ class GoParams:
     cycle_base_ns: float = 20_000.0
     cycle_per_p_ns: float = 10_000.0
     costs: SchedCosts = SchedCosts()
+    memory_limit_bytes: int | None = None   # the container's memory cgroup limit (OOM kill above it)
+    mem: gmem.MemoryParams = gmem.MemoryParams()
 
     @classmethod
     def from_scenario(cls, sc) -> "GoParams":
         go = sc.section("go")
-        lim = go["gomemlimit_mb"]
+        cg_mb = sc["cgroup.memory_limit_mb"]
+        cg_bytes = None if cg_mb is None else int(cg_mb * MiB)
+        gomemlimit = gmem.gomemlimit_bytes(go["gomemlimit_policy"], go["gomemlimit_mb"], cg_bytes,
+                                           go["automemlimit_ratio"])
+        mem = gmem.MemoryParams(base_bytes=int(go["mem_base_mb"] * MiB),
+                                metadata_fraction=go["mem_metadata_fraction"],
+                                frag_fraction=go["mem_frag_fraction"], file_bytes=int(go["mem_binary_mb"] * MiB),
+                                scavenge_ns_per_page=go["scavenge_us_per_page"] * 1e3)
         return cls(gomaxprocs=go["gomaxprocs"], round=go["round"], version=go["version"], gogc=go["gogc"],
-                   gomemlimit_bytes=None if lim is None else int(lim * MiB),
+                   gomemlimit_bytes=gomemlimit, memory_limit_bytes=cg_bytes, mem=mem,
                    live_heap_bytes=int(go["live_heap_mb"] * MiB), roots_bytes=int(go["roots_mb"] * MiB),
                    gc_cpu_limiter=go["gc_cpu_limiter"], scan_bytes_per_ns=go["gc_scan_mb_per_ms"] * MiB / 1e6,
                    stw_base_ns=go["gc_stw_base_us"] * 1e3, stw_per_p_ns=go["gc_stw_per_p_us"] * 1e3,
@@ -124,7 +142,7 @@ class GoParams:
 
 class _M:
     __slots__ = ("tid", "p", "seg", "work", "pre", "debt", "t_seg", "claim", "spinning", "mark_bytes",
-                 "stopped", "coord", "charged")
+                 "stopped", "coord", "charged", "owed")
 
     def __init__(self, tid: int):
         self.tid = tid
@@ -140,6 +158,7 @@ class _M:
         self.mark_bytes = 0.0
         self.stopped = False
         self.coord = False
+        self.owed: tuple | None = None   # (claim, t0): a goroutine's chunk finishing with its assist
 
 
 class GoRuntime:
@@ -199,6 +218,19 @@ class GoRuntime:
         self.limiter_enabled_ns = 0
         self.goal = 0
         self.trigger_bytes = 0
+        # chunk cap [ns]: a chunk's allocation is at most an allocation quantum (see _claim_cap)
+        self.claim_ns = FORCE_PREEMPT_NS
+        self.alloc_per_ns = 0.0             # the workload's allocation per CPU-ns, seen in its chunks
+        self.assistq: deque[list] = deque()  # goroutines parked on the assist queue: [claim, t0, debt]
+        self.assist_inflight = 0.0          # scan work of running assists
+        # memory: heap spans, non-heap memory, scavenger; the container's memory cgroup
+        self.mem = gmem.HeapMemory(params.mem, params.live_heap_bytes)
+        self.gogc_goal: int | None = None   # gcPercentHeapGoal (None: GOGC=off)
+        self.runway_bytes = 0
+        self.last_goal = 0                  # lastHeapGoal: the goal when the last cycle ended
+        self.mem_hwm = self.mem.mapped_ready  # high-water mark of the cgroup usage since the last sample
+        self.oom_ns: int | None = None      # when the kernel's OOM killer killed the process
+        self.dead = False
         self._commit()
         self.last_gc_end = 0
         self.wc = gcpacer.worker_counts(self.nprocs)
@@ -341,7 +373,7 @@ class GoRuntime:
         readied goroutine readies others at once (channel sends, ``go`` statements), each with a
         ``wakep`` (the spinning chain then spreads the work).
         """
-        if self.stw:
+        if self.stw or self.dead:
             return
         if netpoll:
             if self.free_ps:
@@ -409,6 +441,8 @@ class GoRuntime:
         self.cpu_l[_CPU_IDX[m.seg]] += used - pre
 
     def _on_done(self, tid: int) -> int | None:
+        if self.dead:
+            return None      # OOM-killed: its threads are gone
         m = self.ms[tid]
         self._cur = m
         try:
@@ -446,7 +480,7 @@ class GoRuntime:
                 return w
         src = self.source
         if src is not None and src.has_work():
-            c = src.claim(FORCE_PREEMPT_NS)
+            c = src.claim(self.claim_ns)
             if c is not None:
                 pre = extra + self.c_switch
                 if m.spinning:
@@ -498,47 +532,123 @@ class GoRuntime:
     def _user_done(self, m: _M) -> int | None:
         c = m.claim
         m.claim = None
-        self.source.done(c, m.t_seg, self.eng.now)
-        w = self._allocated(m, c.alloc)
+        w = self._allocated(m, c, m.t_seg)
         if w is not None:
             return w
         return self._schedule(m)
 
-    def _allocated(self, m: _M, alloc: int) -> int | None:
-        if alloc <= 0:
-            return None
+    def _count_alloc(self, alloc: int, work: int) -> None:
+        """Heap accounting of a chunk's allocation (``heapLive``, ``/gc/heap/allocs``, the spans
+        it needs), the memory-limit goal that moves with it, the container's memory charge (an
+        OOM kill above the cgroup limit), and the workload's allocation intensity, which sets
+        the chunk cap (:meth:`_claim_cap`)."""
         self.heap_live += alloc
         self.alloc_total += alloc
+        mem = self.mem
+        mem.allocate(alloc, self.prm.gomemlimit_bytes, self.limiter.enabled)
+        usage = mem.mapped_ready
+        if usage > self.mem_hwm:
+            self.mem_hwm = usage
+            lim = self.prm.memory_limit_bytes
+            if lim is not None and kmem.oom_kill(usage, 0, 0, lim):
+                self._oom_kill()
+                return
+        if self.prm.gomemlimit_bytes is not None:
+            self._update_goal()
+        if work > 0:
+            r = alloc / work
+            if r != self.alloc_per_ns:
+                self.alloc_per_ns = r
+                self._claim_cap()
+
+    def _oom_kill(self) -> None:
+        """The kernel's OOM killer ends the process (its anonymous memory cannot be reclaimed
+        below the cgroup limit): every thread stops; nothing more is processed."""
+        self.dead = True
+        self.oom_ns = self.eng.now
+        self.phase = OFF
+        if self._cur is not None:
+            self.eng.call_later(0, self._stop_all)
+        else:
+            self._stop_all()
+
+    def _stop_all(self) -> None:
+        for m in self.ms.values():
+            if m is not self._cur and self.eng.is_runnable(m.tid):
+                left = self.eng.stop(m.tid)
+                self._charge(m, left)
+
+    def _allocated(self, m: _M, c: Claim, t0: int) -> int | None:
+        """A goroutine's chunk ended: count its allocation, then (``mallocgc``) start a GC at the
+        trigger, or during the mark pay the allocation's assist debt (``gcAssistAlloc``): steal
+        background credit, scan, and park on the assist queue for what no work is left for
+        (``gcParkAssist``). The chunk completes when its debt is paid. Returns the M's next
+        segment (an assist, or the stop-the-world), or None."""
+        alloc = c.alloc
+        if alloc <= 0:
+            self.source.done(c, t0, self.eng.now)
+            return None
+        self._count_alloc(alloc, c.work)
+        if self.dead:
+            return None
         if self.phase == MARK:
-            scan = self._assist_scan(alloc)
-            if scan > 0:
+            debt = self._assist_debt(alloc)
+            if debt > 0:
+                avail = self.mark_total - self.scan_done - self.assist_inflight
+                scan = min(max(debt, gcpacer.GC_OVER_ASSIST_WORK), avail)
+                if scan < debt:
+                    # not enough work left to pay it all: park until background credit (or the
+                    # end of the mark) covers the rest
+                    self.assistq.append([c, t0, debt - max(scan, 0.0)])
+                    if scan <= 0:
+                        return None
+                else:
+                    self.bg_credit += scan - debt
+                    m.owed = (c, t0)
                 self.mark_unclaimed -= scan
                 self.mark_inflight += 1
+                self.assist_inflight += scan
                 m.mark_bytes = scan
                 return self._seg(m, ASSIST, scan / self.prm.scan_bytes_per_ns)
-        elif self.phase == OFF and not self.stw and self.goal and self.heap_live >= self.trigger_bytes:
+        self.source.done(c, t0, self.eng.now)
+        if self.phase == OFF and not self.stw and self.goal and self.heap_live >= self.trigger_bytes:
             return self._gc_start(m, periodic=False)
         return None
 
     # ------------------------------------------------------------------ GC: pacer
     def _commit(self) -> None:
+        """``commit``: the GOGC goal and the runway, then the goal and trigger (``trigger``)."""
         p = self.prm
-        goal = gcpacer.heap_goal(self.heap_marked, p.roots_bytes, 0, p.gogc, p.gomemlimit_bytes,
-                                 non_heap=p.roots_bytes)
+        self.gogc_goal = gcpacer.gogc_heap_goal(self.heap_marked, p.roots_bytes, 0, p.gogc)
+        self.runway_bytes = gcpacer.runway(self.cons.value, p.live_heap_bytes, p.roots_bytes, 0)
+        self._update_goal()
+        self._claim_cap()
+
+    def _update_goal(self) -> None:
+        """``heapGoalInternal``/``trigger``: the smaller of the GOGC goal and the memory-limit goal,
+        which the runtime recomputes from its current memory at every trigger test and revise
+        (``memoryLimitHeapGoal``), so it moves as the heap's non-heap memory and overage do."""
+        mem = self.mem
+        goal = self.gogc_goal
+        lim_goal = gmem.memory_limit_goal(self.prm.gomemlimit_bytes, mem.mapped_ready, mem.free, mem.alloc,
+                                          self.heap_marked)
+        if lim_goal is not None and (goal is None or lim_goal < goal):
+            goal = lim_goal
         if goal is None:
             self.goal = 0
             self.trigger_bytes = 1 << 62
             return
-        rw = gcpacer.runway(self.cons.value, p.live_heap_bytes, p.roots_bytes, 0)
         self.goal = goal
-        self.trigger_bytes = gcpacer.trigger(goal, self.heap_marked, rw)
+        self.trigger_bytes = gcpacer.trigger(goal, self.heap_marked, self.runway_bytes)
 
     def _revise(self) -> None:
         exp = int(self.mark_total)
         self.awpb = gcpacer.assist_work_per_byte(self.heap_live, self.goal, self.triggered, int(self.scan_done),
                                                  exp, exp, self.prm.gogc)
 
-    def _assist_scan(self, alloc: int) -> float:
+    def _assist_debt(self, alloc: int) -> float:
+        """Scan work an allocation of ``alloc`` bytes owes after stealing background credit
+        (``gcAssistAlloc``); 0 while the GC CPU limiter is on (assists are skipped)."""
         if self.prm.gc_cpu_limiter:
             self._limiter_update()
             if self.limiter.enabled:
@@ -547,12 +657,47 @@ class GoRuntime:
         debt = alloc * self.awpb
         take = min(self.bg_credit, debt)
         self.bg_credit -= take
-        debt -= take
-        if debt <= 0 or self.mark_unclaimed <= 0:
-            return 0.0
-        scan = min(max(debt, gcpacer.GC_OVER_ASSIST_WORK), self.mark_unclaimed)
-        self.bg_credit += scan - min(scan, debt)
-        return scan
+        return debt - take
+
+    def _flush_bg_credit(self) -> None:
+        """``gcFlushBgCredit``: background scan credit first satisfies goroutines parked on the
+        assist queue (FIFO); each satisfied one is ready again."""
+        q = self.assistq
+        woken = 0
+        while q and self.bg_credit > 0:
+            g = q[0]
+            if self.bg_credit >= g[2]:
+                self.bg_credit -= g[2]
+                q.popleft()
+                self.source.done(g[0], g[1], self.eng.now)
+                woken += 1
+            else:
+                g[2] -= self.bg_credit
+                self.bg_credit = 0.0
+        if woken:
+            self.ready(woken, netpoll=False)
+
+    def _wake_all_assists(self) -> None:
+        """``gcWakeAllAssists`` at the end of the mark: every parked goroutine runs again."""
+        q = self.assistq
+        n = len(q)
+        now = self.eng.now
+        while q:
+            g = q.popleft()
+            self.source.done(g[0], g[1], now)
+        if n:
+            self.ready(n, netpoll=False)
+
+    def _claim_cap(self) -> None:
+        """The longest chunk a P takes: its allocation stays below an allocation quantum, a
+        fraction of the heap runway per P, so the trigger and the assists act at the
+        allocation's own granularity (the runtime checks both at every span refill, each few
+        KiB) instead of a whole 10 ms chunk later."""
+        if self.alloc_per_ns <= 0 or not self.goal:
+            self.claim_ns = FORCE_PREEMPT_NS
+            return
+        quantum = max(ALLOC_QUANTUM_MIN, (self.goal - self.heap_marked) / (ALLOC_QUANTA * max(1, self.nprocs)))
+        self.claim_ns = int(min(FORCE_PREEMPT_NS, max(CLAIM_MIN_NS, quantum / self.alloc_per_ns)))
 
     def _limiter_update(self, force: bool = False, gc_on: bool | None = None) -> None:
         """Feed the limiter the P-time since its last update (at most every 10 ms, and at each
@@ -591,6 +736,7 @@ class GoRuntime:
         self.scan_done = 0.0
         self.bg_credit = 0.0
         self.mark_inflight = 0
+        self.assist_inflight = 0.0
         self.ded_running = 0
         self.idlew_running = 0
         self.frac_ns = {}
@@ -610,9 +756,12 @@ class GoRuntime:
                                         acc[PC_ASSIST] - self.assist_pt0,
                                         acc[PC_IDLEMARK] - self.idlemark_pt0, wall, self.nprocs)
         self.cons.update(cur)
+        self._wake_all_assists()
         # allocate-black: objects allocated during mark count as marked
+        self.last_goal = self.goal          # endCycle: lastHeapGoal
         self.heap_marked = p.live_heap_bytes + max(0, alloc_during)
         self.heap_live = self.heap_marked
+        self.mem.sweep(self.heap_marked)
         self.phase = OFF
         self.gc_cycles += 1
         self.gc_forced += int(self.periodic)
@@ -676,16 +825,28 @@ class GoRuntime:
     def _mark_progress(self, m: _M, scanned: float, ns: float) -> None:
         self.mark_inflight -= 1
         self.scan_done += scanned
-        if m.seg != ASSIST:
-            self.bg_credit += scanned
-        if m.seg == FRAC:
+        seg = m.seg
+        if seg == ASSIST:
+            self.assist_inflight -= m.mark_bytes
+            if m.owed is not None:
+                c, t0 = m.owed
+                m.owed = None
+                self.source.done(c, t0, self.eng.now)
+            return
+        self.bg_credit += scanned
+        if self.assistq:
+            self._flush_bg_credit()
+        if seg == FRAC:
             self.frac_ns[m.p] = self.frac_ns.get(m.p, 0.0) + (self.eng.now - m.t_seg)
 
     def _mark_done(self, m: _M) -> int | None:
         seg = m.seg
         self._mark_progress(m, m.mark_bytes, m.work)
         m.mark_bytes = 0.0
-        if self.phase == MARK and self.mark_unclaimed <= 1e-6 and self.mark_inflight == 0:
+        # the mark is done when all its scan work is: work buffers are shared, so assists may
+        # have done what in-flight workers hold (their rest is stopped by the STW)
+        if self.phase == MARK and ((self.mark_unclaimed <= 1e-6 and self.mark_inflight == 0)
+                                   or self.scan_done >= self.mark_total - 1.0):
             if seg == DED:
                 self.ded_running -= 1
             elif seg == IDLEW:
@@ -866,6 +1027,8 @@ class GoRuntime:
 
     # ------------------------------------------------------------------ timers
     def _forcegc(self) -> None:
+        if self.dead:
+            return
         due = self.last_gc_end + gcpacer.FORCEGC_PERIOD_NS
         now = self.eng.now
         if self.phase == OFF and not self.stw and self.prm.gogc >= 0 and now >= due:
@@ -875,6 +1038,8 @@ class GoRuntime:
             self.eng.call_at(max(due, now + 1_000_000), self._forcegc)
 
     def _sysmon_gomaxprocs(self) -> None:
+        if self.dead:
+            return
         now = self.eng.now
         lim = gmp.limit_at(now / 1e9, self.base_limit, self.limit_schedule)
         want = gmp.gomaxprocs_value(self.prm.gomaxprocs, lim, self.cpus, self.prm.version, self.prm.round,
@@ -902,11 +1067,20 @@ class GoRuntime:
 
     def _row(self) -> tuple:
         cpu = self._cpu_now()
+        mem = self.mem
+        usage = 0 if self.dead else kmem.usage_bytes(gmem.cgroup_anon_bytes(mem))
         return (self.eng.now, self.nprocs, *self._acc(), *(cpu[k] for k in CPU_CLASSES),
-                self.gc_cycles, self.heap_live)
+                self.gc_cycles, self.heap_live, self.goal, usage, max(usage, self.mem_hwm),
+                0 if self.dead else gmem.rss_bytes(mem), self.alloc_total, self.heap_marked)
 
     def _sample(self) -> None:
-        self.samples.append(self._row())
+        if not self.dead:
+            # the background scavenger, paced over the sampling interval (mgcscavenge.go)
+            self.mem.scavenge_background(self.sample_ns if self.samples else 0, self.nprocs,
+                                         self.prm.gomemlimit_bytes, self.goal, self.last_goal)
+        row = self._row()
+        self.samples.append(row)
+        self.mem_hwm = row[C_USAGE]
         self.eng.call_later(self.sample_ns, self._sample)
 
     # ------------------------------------------------------------------ reporting
@@ -964,7 +1138,38 @@ class GoRuntime:
             out[f"cpu_real_{k}_s"] = v
         for k, v in pc.items():
             out["go_cpu_classes_" + k.replace("/", "_") + "_cpu_seconds_total"] = v
+        out.update(self.gc_memory_summary(t0_ns, t1_ns, start, now_row))
         return out
+
+    def gc_memory_summary(self, t0_ns: int, t1_ns: int, start: tuple, now_row: tuple) -> dict[str, Any]:
+        """The GC and memory keys of a lab summary, with the lab's meaning: the runtime's
+        ``/gc/...`` metrics at the end of the window (goal, live heap, limiter, settings), their
+        changes over it (cycles, allocation, pause time), and the memory cgroup's usage at the
+        end and its high-water mark over the window; ``oom_kills`` counts the kernel's OOM kill
+        (the process is gone afterwards)."""
+        rows = [r for r in self.samples if t0_ns < r[0] <= t1_ns] + [now_row]
+        goals = np.asarray([r[C_GOAL] for r in rows], dtype=float)
+        hwm = max([r[C_USAGE_HWM] for r in rows] + [start[C_USAGE]])
+        pause = sum(p for t, p in self.cycle_pause_ns if t0_ns < t <= t1_ns) / 1e9
+        killed = self.oom_ns is not None and self.oom_ns <= t1_ns
+        usage = now_row[C_USAGE]
+        return {
+            "gc_heap_goal_mean_bytes": float(goals.mean()) if goals.size else None,
+            "gc_heap_live_bytes": int(self.heap_marked),
+            "gc_pause_total_s": pause,
+            "gc_limiter_last_enabled_cycle": int(self.limiter.last_enabled_cycle),
+            "gogc_percent": int(self.prm.gogc),
+            "gomemlimit_bytes": self.prm.gomemlimit_bytes,
+            "gc_alloc_bytes": int(now_row[C_ALLOC] - start[C_ALLOC]),
+            "memory_limit_bytes": self.prm.memory_limit_bytes,
+            "memory_usage_bytes": int(usage),
+            "memory_max_usage_bytes": int(hwm),
+            "memory_working_set_bytes": kmem.working_set_bytes(int(usage)),
+            "process_rss_bytes": int(now_row[C_RSS]),
+            "oom_kills": int(killed),
+            "oom_time_s": self.oom_ns / 1e9 if killed else None,
+            "heap_released_bytes": int(self.mem.released),
+        }
 
     def series(self, step_ns: int) -> pd.DataFrame:
         """Runtime series at ``step_ns`` (a multiple of the sampling interval): GOMAXPROCS, /cpu/classes rates
@@ -982,8 +1187,15 @@ class GoRuntime:
             cols[f"go_cpu_classes_{n}_cores"] = np.diff(arr[:, 2 + i], prepend=np.nan) / 1e9 / dt
         for i, n in enumerate(CPU_CLASSES):
             cols[f"cpu_real_{n}_cores"] = np.diff(arr[:, 8 + i], prepend=np.nan) / 1e9 / dt
-        cols["go_gc_cycles_total"] = arr[:, 14].astype(int)
-        cols["go_memstats_heap_alloc_bytes"] = arr[:, 15]
+        cols["go_gc_cycles_total"] = arr[:, C_CYCLES].astype(int)
+        cols["go_memstats_heap_alloc_bytes"] = arr[:, C_HEAP]
+        cols["go_gc_heap_goal_bytes"] = arr[:, C_GOAL]
+        cols["go_gc_heap_live_bytes"] = arr[:, C_MARKED]
+        cols["container_memory_usage_bytes"] = arr[:, C_USAGE]
+        cols["container_memory_working_set_bytes"] = arr[:, C_USAGE]
+        cols["container_memory_max_usage_bytes"] = np.maximum.accumulate(arr[:, C_USAGE_HWM])
+        cols["process_resident_memory_bytes"] = arr[:, C_RSS]
+        cols["go_gc_heap_allocs_bytes_total"] = arr[:, C_ALLOC]
         return pd.DataFrame(cols)
 
 

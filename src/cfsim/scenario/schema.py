@@ -112,6 +112,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "slice_us": Key(5000, "int", "sched_cfs_bandwidth_slice_us [us]", _between(1, 1_000_000)),
         "limit_schedule": Key(None, "list", "[[t_s, cpu_limit_cores], ...] quota changes during the run",
                               _limit_schedule, optional=True),
+        # memory cgroup (Kubernetes resources.limits/requests.memory)
+        "memory_limit_mb": Key(None, "float", "memory limit [MiB] (memory.limit_in_bytes / memory.max); absent = "
+                                              "none. Anonymous memory over it is an OOM kill", _gt(0), optional=True),
+        "memory_request_mb": Key(None, "float", "memory request [MiB] (scheduling and the VPA's starting point; "
+                                                "no runtime effect)", _gt(0), optional=True),
     },
     "go": {
         "gomaxprocs": Key("host", "any", "'host' | 'automaxprocs' | 'go1.25' | integer", _gomaxprocs),
@@ -122,6 +127,25 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "gomemlimit_mb": Key(None, "float", "GOMEMLIMIT [MiB]; absent = none", _gt(0), optional=True),
         "live_heap_mb": Key(16.0, "float", "live (marked) heap [MiB]", _ge(0)),
         "gc_cpu_limiter": Key(True, "bool", "model the GC CPU limiter (Go >= 1.19)"),
+        "gomemlimit_policy": Key("explicit", "str", "how GOMEMLIMIT is set: 'explicit' (go.gomemlimit_mb, or none) "
+                                                    "| 'automemlimit' (github.com/KimMachineGun/automemlimit: ratio x "
+                                                    "cgroup.memory_limit_mb at start-up; an explicit GOMEMLIMIT wins)",
+                                 choices=("explicit", "automemlimit")),
+        "automemlimit_ratio": Key(0.9, "float", "automemlimit's AUTOMEMLIMIT ratio of the cgroup memory limit",
+                                  lambda v: None if 0 < v <= 1 else f"must be in (0, 1] (got {v})"),
+        # the runtime's memory outside the live heap (cfsim.goruntime.memory; calibrated priors)
+        "mem_base_mb": Key(5.0, "float", "runtime memory that does not grow with the heap [MiB] (profiling buckets, "
+                                         "runtime structures; /memory/classes minus heap and metadata)",
+                           _between(0, 1_000_000)),
+        "mem_metadata_fraction": Key(0.027, "float", "runtime metadata per mapped heap byte (span structs, arena "
+                                                     "metadata, GC bitmaps)", _between(0, 1)),
+        "mem_frag_fraction": Key(0.03, "float", "free slots in in-use spans per object byte "
+                                                "(/memory/classes/heap/unused)", _between(0, 10)),
+        "mem_binary_mb": Key(5.0, "float", "the binary's resident file pages [MiB]: in process RSS, not in the "
+                                           "cgroup's anonymous memory", _between(0, 100_000)),
+        "scavenge_us_per_page": Key(10.0, "float", "scavenger work per released 4 KiB page [us] (sets its pace at "
+                                                   "1 % of GOMAXPROCS; mgcscavenge.go's own estimate is 10 us)",
+                                    _between(0.01, 10_000)),
         # Runtime cost parameters (priors and calibration paths: cfsim.goruntime.sched and
         # shared/reference/go-runtime.md §4.4). Priors, not fitted to any story.
         "roots_mb": Key(0.5, "float", "stacks + globals scanned each GC [MiB] (/gc/scan/stack + /gc/scan/globals)",
