@@ -556,10 +556,8 @@ class GoRuntime:
         if self.prm.gomemlimit_bytes is not None:
             self._update_goal()
         if work > 0:
-            r = alloc / work
-            if r != self.alloc_per_ns:
-                self.alloc_per_ns = r
-                self._claim_cap()
+            self.alloc_per_ns = alloc / work
+        self._claim_cap()
 
     def _oom_kill(self) -> None:
         """The kernel's OOM killer ends the process (its anonymous memory cannot be reclaimed
@@ -689,14 +687,23 @@ class GoRuntime:
             self.ready(n, netpoll=False)
 
     def _claim_cap(self) -> None:
-        """The longest chunk a P takes: its allocation stays below an allocation quantum, a
-        fraction of the heap runway per P, so the trigger and the assists act at the
-        allocation's own granularity (the runtime checks both at every span refill, each few
-        KiB) instead of a whole 10 ms chunk later."""
+        """The longest chunk a P takes: its allocation stays below an allocation quantum, so the
+        trigger and the assists act at the allocation's own granularity (the runtime checks
+        both at every span refill, each few KiB) instead of a whole 10 ms chunk later. The
+        quantum is a fraction of the heap runway per P, and shrinks with the distance left to
+        the trigger (before a cycle) or to the goal (during the mark), down to
+        ``ALLOC_QUANTUM_MIN``: what one goroutine allocates before the runtime notices is small
+        against the room the pacer has left."""
         if self.alloc_per_ns <= 0 or not self.goal:
             self.claim_ns = FORCE_PREEMPT_NS
             return
-        quantum = max(ALLOC_QUANTUM_MIN, (self.goal - self.heap_marked) / (ALLOC_QUANTA * max(1, self.nprocs)))
+        p = max(1, self.nprocs)
+        room = self.goal - self.heap_marked
+        if self.phase == MARK:
+            room = min(room, max(0, self.goal - self.heap_live) * ALLOC_QUANTA)
+        elif self.phase == OFF:
+            room = min(room, max(0, self.trigger_bytes - self.heap_live) * ALLOC_QUANTA)
+        quantum = max(ALLOC_QUANTUM_MIN, room / (ALLOC_QUANTA * p))
         self.claim_ns = int(min(FORCE_PREEMPT_NS, max(CLAIM_MIN_NS, quantum / self.alloc_per_ns)))
 
     def _limiter_update(self, force: bool = False, gc_on: bool | None = None) -> None:
@@ -737,6 +744,7 @@ class GoRuntime:
         self.bg_credit = 0.0
         self.mark_inflight = 0
         self.assist_inflight = 0.0
+        self._claim_cap()
         self.ded_running = 0
         self.idlew_running = 0
         self.frac_ns = {}
