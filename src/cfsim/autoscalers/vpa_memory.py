@@ -173,3 +173,53 @@ def recommend_memory(agg: MemoryAggregate, cfg: MemoryRecommenderConfig, first_s
         return x
 
     return MemoryRecommendation(cap(target), cap(lower), cap(upper), uncapped)
+
+
+def memory_config_from_scenario(vpa: dict) -> MemoryRecommenderConfig:
+    """A :class:`MemoryRecommenderConfig` from a validated ``[vpa]`` section."""
+    def b(key: str) -> int | None:
+        v = vpa.get(key)
+        return None if v is None else int(v * MiB)
+
+    return MemoryRecommenderConfig(
+        margin_fraction=vpa.get("margin_fraction", 0.15), pod_min_memory_mb=vpa.get("pod_min_memory_mb", 250.0),
+        interval_s=vpa.get("memory_interval_s", DAY_S), half_life_s=vpa.get("memory_half_life_s", DAY_S),
+        confidence_interval_s=vpa.get("confidence_interval_s", DAY_S),
+        oom_bump_up_ratio=vpa.get("oom_bump_up_ratio", OOM_BUMP_UP_RATIO),
+        oom_min_bump_up_bytes=vpa.get("oom_min_bump_up_mb", 100.0) * MiB,
+        min_allowed_bytes=b("min_allowed_memory_mb"), max_allowed_bytes=b("max_allowed_memory_mb"))
+
+
+def admit_memory(rec: MemoryRecommendation | None, controlled_values: str, request_b: int | None,
+                 limit_b: int | None) -> tuple[int | None, int | None]:
+    """Admission for memory: the request becomes the target; under ``RequestsAndLimits`` the limit
+    keeps its ratio to the request (``GetProportionalLimit``: ``limit x new / old``, rounded up
+    to whole bytes), and stays as it was under ``RequestsOnly``.
+
+    >>> admit_memory(MemoryRecommendation(300, 200, 400, 300), "RequestsAndLimits", 100, 150)
+    (300, 450)
+    >>> admit_memory(MemoryRecommendation(300, 200, 400, 300), "RequestsOnly", 100, 150)
+    (300, 150)
+    """
+    if rec is None:
+        return request_b, limit_b
+    new_req = rec.target
+    if controlled_values != "RequestsAndLimits" or limit_b is None or not request_b:
+        return new_req, limit_b
+    return new_req, -(-limit_b * new_req // request_b)
+
+
+def memory_priority(request_b: int | None, rec: MemoryRecommendation | None) -> tuple[bool, bool, float]:
+    """The memory terms of the updater's ``GetUpdatePriority``: (outside [lower, upper], scale
+    up, ``|request - target| / request``); summed with CPU's by the caller.
+
+    >>> memory_priority(100, MemoryRecommendation(120, 110, 200, 120))
+    (True, True, 0.2)
+    """
+    if rec is None:
+        return False, False, 0.0
+    if request_b is None:
+        return True, True, float(rec.target)
+    outside = request_b < rec.lower_bound or request_b > rec.upper_bound
+    denom = max(request_b, 1)
+    return outside, rec.target > request_b, abs(denom - rec.target) / denom

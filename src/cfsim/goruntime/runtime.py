@@ -111,6 +111,7 @@ class GoParams:
     roots_bytes: int = MiB // 2
     gc_cpu_limiter: bool = True
     scan_bytes_per_ns: float = 1.0 * MiB / 1e6
+    gc_parallel_cost: float = 0.0   # extra mark CPU per additional CPU marking at once (see scan_rate)
     stw_base_ns: float = 10_000.0
     stw_per_p_ns: float = 1_000.0
     preempt_ns: float = 2_000.0
@@ -135,6 +136,7 @@ class GoParams:
                    gomemlimit_bytes=gomemlimit, memory_limit_bytes=cg_bytes, mem=mem,
                    live_heap_bytes=int(go["live_heap_mb"] * MiB), roots_bytes=int(go["roots_mb"] * MiB),
                    gc_cpu_limiter=go["gc_cpu_limiter"], scan_bytes_per_ns=go["gc_scan_mb_per_ms"] * MiB / 1e6,
+                   gc_parallel_cost=go["gc_parallel_cost"],
                    stw_base_ns=go["gc_stw_base_us"] * 1e3, stw_per_p_ns=go["gc_stw_per_p_us"] * 1e3,
                    preempt_ns=go["gc_preempt_us"] * 1e3, cycle_base_ns=go["gc_cycle_base_us"] * 1e3,
                    cycle_per_p_ns=go["gc_cycle_per_p_us"] * 1e3, costs=SchedCosts.from_go_section(go))
@@ -271,6 +273,12 @@ class GoRuntime:
             self.idle_ms.append(m)
 
     def _costs_for(self, procs: int) -> None:
+        # marking spread over the Ps: mark workers and assists run on up to min(P, CPUs) CPUs at
+        # once (in bursts under a quota), sharing the work queues, the mark bits and the caches;
+        # each CPU-second then scans less (gcDrain's work stealing and gcw balancing, plus the
+        # memory system): scan rate / (1 + gc_parallel_cost x (concurrent CPUs - 1))
+        conc = max(1, min(procs, self.cpus))
+        self.scan_rate = self.prm.scan_bytes_per_ns / (1.0 + self.prm.gc_parallel_cost * (conc - 1))
         c = self.costs
         self.c_wake, self.c_park, self.c_switch = c.wake(), c.park(), c.switch()
         self.c_spin, self.c_steal = c.spin(procs), c.steal(procs)
@@ -607,7 +615,7 @@ class GoRuntime:
                 self.mark_inflight += 1
                 self.assist_inflight += scan
                 m.mark_bytes = scan
-                return self._seg(m, ASSIST, scan / self.prm.scan_bytes_per_ns)
+                return self._seg(m, ASSIST, scan / self.scan_rate)
         self.source.done(c, t0, self.eng.now)
         if self.phase == OFF and not self.stw and self.goal and self.heap_live >= self.trigger_bytes:
             return self._gc_start(m, periodic=False)
@@ -737,7 +745,7 @@ class GoRuntime:
         self.triggered = self.heap_live
         self.scan_expected = p.live_heap_bytes + p.roots_bytes
         # mark work: scanning (heap + roots) plus the per-cycle overheads (c0 + c1 P), in scan units
-        overhead = (p.cycle_base_ns + p.cycle_per_p_ns * self.nprocs) * p.scan_bytes_per_ns
+        overhead = (p.cycle_base_ns + p.cycle_per_p_ns * self.nprocs) * self.scan_rate
         self.mark_unclaimed = float(self.scan_expected) + overhead
         self.mark_total = self.mark_unclaimed
         self.scan_done = 0.0
@@ -806,7 +814,7 @@ class GoRuntime:
                 self.wakep()
 
     def _mark_seg(self, m: _M, seg: int, max_ns: float = FORCE_PREEMPT_NS, pre: float = 0) -> int:
-        rate = self.prm.scan_bytes_per_ns
+        rate = self.scan_rate
         # the mark work is shared through work buffers among every worker that can run: the
         # running ones, and idle Ps about to start idle workers
         workers = max(1, min(self.nprocs, self.ded_running + self.idlew_running
@@ -1171,9 +1179,13 @@ class GoRuntime:
             "gc_alloc_bytes": int(now_row[C_ALLOC] - start[C_ALLOC]),
             "memory_limit_bytes": self.prm.memory_limit_bytes,
             "memory_usage_bytes": int(usage),
+            "memory_usage_mean_bytes": float(np.mean([r[C_USAGE] for r in rows])),
             "memory_max_usage_bytes": int(hwm),
             "memory_working_set_bytes": kmem.working_set_bytes(int(usage)),
             "process_rss_bytes": int(now_row[C_RSS]),
+            # VmHWM: the peak since the process started (the usage high-water mark + its file pages)
+            "process_rss_peak_bytes": int(max([r[C_USAGE_HWM] for r in self.samples if r[0] <= t1_ns]
+                                              + [now_row[C_USAGE_HWM]]) + self.mem.prm.file_bytes),
             "oom_kills": int(killed),
             "oom_time_s": self.oom_ns / 1e9 if killed else None,
             "heap_released_bytes": int(self.mem.released),

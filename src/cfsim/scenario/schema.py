@@ -152,6 +152,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
                         _between(0, 1_000_000)),
         "gc_scan_mb_per_ms": Key(1.0, "float", "mark scan rate per CPU [MiB/ms] (mgcmark.go: '1-2 MB/ms')",
                                  _between(0.01, 100)),
+        "gc_parallel_cost": Key(0.0, "float", "extra mark CPU per additional CPU marking at once (parallel mark "
+                                              "efficiency: scan rate / (1 + c x (min(GOMAXPROCS, CPUs) - 1)))",
+                                _between(0, 10)),
         "gc_stw_base_us": Key(10.0, "float", "CPU of one STW phase's own work [us] (gctrace: 7-250 us pauses)",
                               _between(0, 100_000)),
         "gc_stw_per_p_us": Key(1.0, "float", "extra STW work per P [us] (stop/start the world, forEachP)",
@@ -244,6 +247,17 @@ SCHEMA: dict[str, dict[str, Key]] = {
                       _between(0.001, 3600.0)),
         "report_interval_s": Key(1800.0, "float", "timeline row interval [s]", _gt(0)),
         "start_unix_s": Key(1767225600.0, "float", "wall-clock time of t=0 (histogram reference rounding)", _ge(0)),
+        # the memory path (autoscalers/vpa_memory.py); the pod template's memory is cgroup.memory_request_mb /
+        # cgroup.memory_limit_mb (request = limit when only the limit is given)
+        "control_memory": Key(False, "bool", "the VPA also recommends and applies memory (controlledResources "
+                                              "includes memory; the long-horizon engine then models the memory limit)"),
+        "pod_min_memory_mb": Key(250.0, "float", "--pod-recommendation-min-memory-mb", _ge(0)),
+        "min_allowed_memory_mb": Key(None, "float", "resourcePolicy minAllowed memory [MiB]", _gt(0), optional=True),
+        "max_allowed_memory_mb": Key(None, "float", "resourcePolicy maxAllowed memory [MiB]", _gt(0), optional=True),
+        "memory_interval_s": Key(86400.0, "float", "MemoryAggregationInterval: one peak per interval [s]", _gt(0)),
+        "memory_half_life_s": Key(86400.0, "float", "--memory-histogram-decay-half-life [s]", _gt(0)),
+        "oom_bump_up_ratio": Key(1.2, "float", "--oom-bump-up-ratio", _between(1.0, 100.0)),
+        "oom_min_bump_up_mb": Key(100.0, "float", "--oom-min-bump-up-bytes [MiB]", _ge(0)),
     },
     "hpa": {
         "enabled": Key(False, "bool", "run the HPA loop (long-horizon engine)"),
