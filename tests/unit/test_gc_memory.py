@@ -207,3 +207,21 @@ def test_memory_keys_and_series(gogc100):
     for col in ("go_gc_heap_goal_bytes", "container_memory_usage_bytes", "container_memory_working_set_bytes",
                 "process_resident_memory_bytes", "go_gc_heap_allocs_bytes_total"):
         assert col in df.columns, col
+
+
+def test_memory_advice_fixes_an_oom_and_flags_a_collapse():
+    from cfsim.advice.memory import advise_memory, memory_flags
+
+    raw = {"host": {"cpus": 2, "hz": 250}, "cgroup": {"cpu_limit": 1.0, "memory_limit_mb": 150},
+           "go": {"gomaxprocs": 2, "gogc": 100, "live_heap_mb": 64},
+           "workload": {"kind": "stream", "workers": 8, "rate_per_s": 100_000, "cpu_ms_per_item": 0.1,
+                        "alloc_kb_per_item": 64},
+           "run": {"duration_s": 3.0, "warmup_s": 0.5, "seed": 1}}
+    a = advise_memory(load_scenario(raw))
+    assert [f.flag for f in a.flags_now] == ["oom_killed"]
+    assert a.checked["ok"] and a.checked["oom_kills"] == 0
+    assert a.memory_limit_mb > a.checked["memory_max_usage_mb"]
+    assert a.gomemlimit_policy == "automemlimit" and a.gomemlimit_mb == pytest.approx(0.9 * a.memory_limit_mb, abs=0.1)
+    # a GOMEMLIMIT near the live heap: the collapse flag, from the same summary keys the lab writes
+    s = stream(go={"gomemlimit_mb": 90}, dur=2.0, warm=0.5).summary
+    assert "memory_limit_collapse" in [f.flag for f in memory_flags(s)]
