@@ -159,21 +159,29 @@ class HeapMemory:
     """
 
     __slots__ = ("prm", "inuse", "free", "released", "alloc", "peak_mapped", "last_inuse",
-                 "scavenged_bytes", "faulted_bytes")
+                 "scavenged_bytes", "faulted_bytes", "mapped_ready", "_frag1")
 
     def __init__(self, prm: MemoryParams, heap_alloc: int):
         self.prm = prm
+        self._frag1 = 1.0 + prm.frag_fraction
         self.alloc = int(heap_alloc)
         self.inuse = self._spans_for(self.alloc)
         self.free = 0
         self.released = 0
         self.last_inuse = self.inuse
+        self.mapped_ready = 0
+        self._update()
         self.peak_mapped = self.mapped_ready
         self.scavenged_bytes = 0
         self.faulted_bytes = 0
 
     def _spans_for(self, alloc: int) -> int:
-        return int(alloc * (1.0 + self.prm.frag_fraction))
+        return int(alloc * self._frag1)
+
+    def _update(self) -> None:
+        """``mappedReady``: everything the runtime has mapped and not released (kept current on
+        every change, it is read at every allocation)."""
+        self.mapped_ready = self.inuse + self.free + non_heap_sys(self.inuse + self.free + self.released, self.prm)
 
     @property
     def heap_mapped(self) -> int:
@@ -188,18 +196,14 @@ class HeapMemory:
     def non_heap(self) -> int:
         return non_heap_sys(self.heap_mapped, self.prm)
 
-    @property
-    def mapped_ready(self) -> int:
-        """``mappedReady``: everything the runtime has mapped and not released."""
-        return self.retained + self.non_heap
-
     def allocate(self, nbytes: int, limit: int | None, limiter_on: bool) -> int:
         """Objects of ``nbytes`` allocated: spans grow from free memory, then from released
         memory (page faults), then by mapping more. A growth beyond ``limit`` is scavenged
         back at once unless the GC CPU limiter is on (``allocSpan``). Returns the bytes
         scavenged synchronously."""
         self.alloc += nbytes
-        need = self._spans_for(self.alloc) - self.inuse
+        spans = int(self.alloc * self._frag1)
+        need = spans - self.inuse
         if need <= 0:
             return 0
         take = min(need, self.free)
@@ -211,7 +215,8 @@ class HeapMemory:
             self.faulted_bytes += reuse
             need -= reuse
         # need > 0: the heap grows (new mappings)
-        self.inuse = self._spans_for(self.alloc)
+        self.inuse = spans
+        self._update()
         scav = 0
         if limit is not None and not limiter_on:
             over = self.mapped_ready - limit
@@ -231,6 +236,7 @@ class HeapMemory:
         if spans < self.inuse:
             self.free += self.inuse - spans
         self.inuse = max(spans, 0)
+        self._update()
 
     def scavenge(self, nbytes: float) -> int:
         """Return up to ``nbytes`` of free memory to the OS (whole pages)."""
@@ -240,6 +246,7 @@ class HeapMemory:
         self.free -= n
         self.released += n
         self.scavenged_bytes += n
+        self._update()
         return n
 
     def scavenge_background(self, dt_ns: float, gomaxprocs: int, limit: int | None, heap_goal: int,

@@ -222,6 +222,7 @@ class GoRuntime:
         self.trigger_bytes = 0
         # chunk cap [ns]: a chunk's allocation is at most an allocation quantum (see _claim_cap)
         self.claim_ns = FORCE_PREEMPT_NS
+        self._cap_near = 1 << 62
         self.alloc_per_ns = 0.0             # the workload's allocation per CPU-ns, seen in its chunks
         self.assistq: deque[list] = deque()  # goroutines parked on the assist queue: [claim, t0, debt]
         self.assist_inflight = 0.0          # scan work of running assists
@@ -553,19 +554,24 @@ class GoRuntime:
         self.heap_live += alloc
         self.alloc_total += alloc
         mem = self.mem
-        mem.allocate(alloc, self.prm.gomemlimit_bytes, self.limiter.enabled)
-        usage = mem.mapped_ready
-        if usage > self.mem_hwm:
-            self.mem_hwm = usage
-            lim = self.prm.memory_limit_bytes
-            if lim is not None and kmem.oom_kill(usage, 0, 0, lim):
-                self._oom_kill()
-                return
-        if self.prm.gomemlimit_bytes is not None:
+        gml = self.prm.gomemlimit_bytes
+        if (mem.alloc + alloc) * mem._frag1 > mem.inuse:   # the spans grow (else reused in place)
+            mem.allocate(alloc, gml, self.limiter.enabled)
+            usage = mem.mapped_ready
+            if usage > self.mem_hwm:
+                self.mem_hwm = usage
+                lim = self.prm.memory_limit_bytes
+                if lim is not None and kmem.oom_kill(usage, 0, 0, lim):
+                    self._oom_kill()
+                    return
+        else:
+            mem.alloc += alloc
+        if gml is not None:
             self._update_goal()
         if work > 0:
             self.alloc_per_ns = alloc / work
-        self._claim_cap()
+        if self.phase != OFF or self.trigger_bytes - self.heap_live < self._cap_near:
+            self._claim_cap()
 
     def _oom_kill(self) -> None:
         """The kernel's OOM killer ends the process (its anonymous memory cannot be reclaimed
@@ -704,9 +710,12 @@ class GoRuntime:
         against the room the pacer has left."""
         if self.alloc_per_ns <= 0 or not self.goal:
             self.claim_ns = FORCE_PREEMPT_NS
+            self._cap_near = 1 << 62
             return
         p = max(1, self.nprocs)
         room = self.goal - self.heap_marked
+        # before a cycle the cap only changes once the trigger is this close (see _count_alloc)
+        self._cap_near = room / ALLOC_QUANTA
         if self.phase == MARK:
             room = min(room, max(0, self.goal - self.heap_live) * ALLOC_QUANTA)
         elif self.phase == OFF:
