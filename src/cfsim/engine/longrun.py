@@ -269,6 +269,7 @@ class Pod:
     restarts: int = 0
     backoff_s: float = 0.0
     last_oom_ran_s: float | None = None  # how long the last OOM-killed container had run
+    metrics_from_s: float = -math.inf    # a restarted container has metrics a full window after it starts
     mem_state: MemoryContainer | None = None
 
     @property
@@ -449,6 +450,9 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
                             pod.ready_s = t + pod.backoff_s + p.pod_startup_s
                             pod.container_start_s = pod.ready_s
                             pod.working_set_b = None
+                            # the dead container has no metrics; the next point covers the new one
+                            pod.metrics_from_s = pod.ready_s
+                            pod.metric = None
                             events.append({"t_s": t, "kind": "oom", "pod": pod.uid,
                                            "memory_limit_mb": None if pod.mem_limit_b is None else
                                            pod.mem_limit_b / MiB, "restart_in_s": pod.backoff_s})
@@ -481,7 +485,7 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
         # ---- 2. metrics-server scrape (mean usage over the window, stamped at its end)
         if k % k_window == 0:
             for pod in pods:
-                if pod.created_s <= t - p.metrics_window_s + 1e-9 and pod.window:
+                if max(pod.created_s, pod.metrics_from_s) <= t - p.metrics_window_s + 1e-9 and pod.window:
                     pod.metric = (t, sum(pod.window) / len(pod.window))
                 pod.window = []
         # ---- 3. recommender loop
@@ -497,8 +501,11 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
                         pod.mem_state.record_oom(mem_agg, p.start_unix_s + t_oom, pod.mem_request_b or 0)
                 oom_events.clear()
                 st = vpa.state
-                mem_rec = recommend_memory(mem_agg, p.mem_cfg, st.first_sample_s, st.last_sample_s,
-                                           st.total_samples)
+                # no recommendation at all until the container has CPU samples: TotalSamplesCount
+                # counts CPU samples only (kubernetes/autoscaler#4981: a pod OOM-killed right after
+                # every start never gets one)
+                mem_rec = None if not st.total_samples else recommend_memory(
+                    mem_agg, p.mem_cfg, st.first_sample_s, st.last_sample_s, st.total_samples)
         # ---- 4. updater loop
         if p.vpa_enabled and k % k_upd == 0:
             views = [PodView(pod.uid, pod.request_m, pod.limit_m, pod.created_s) for pod in pods]
