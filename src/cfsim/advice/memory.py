@@ -169,3 +169,56 @@ def advise_memory(scenario, simulate_fn: Callable | None = None, margin: float =
         reasons.append("no GOMEMLIMIT: 0.9 x the limit would put the heap goal within "
                        f"{COLLAPSE_GOAL_OVER_LIVE:g} x of the live heap (GC back to back)")
     return MemoryAdvice(limit_mb, limit_mb, gogc, policy, gomem, checked, reasons, memory_flags(current))
+
+
+#: Prometheus series (cAdvisor, kube-state-metrics, client_golang's Go collector) -> summary keys
+SERIES_KEYS = {
+    "container_memory_working_set_bytes": "memory_working_set_bytes",
+    "container_memory_usage_bytes": "memory_usage_bytes",
+    "container_spec_memory_limit_bytes": "memory_limit_bytes",
+    "container_oom_events_total": "oom_kills",
+    "go_gc_heap_goal_bytes": "gc_heap_goal_bytes",
+    "go_gc_heap_live_bytes": "gc_heap_live_bytes",
+    "go_gc_gomemlimit_bytes": "gomemlimit_bytes",
+    "go_gc_limiter_last_enabled_gc_cycle": "gc_limiter_last_enabled_cycle",
+}
+#: what the runtime reports for "no GOMEMLIMIT" (math.MaxInt64) and cAdvisor for "no limit"
+NO_LIMIT_BYTES = 2 ** 62
+
+
+def summary_from_series(series: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys :func:`memory_flags` reads, from one container's exported series (name -> values
+    over the audited window): high-water marks and means of the gauges, the increase of the OOM
+    counter, "no limit" values as None.
+
+    >>> s = summary_from_series({"container_memory_working_set_bytes": [90, 120, 110],
+    ...                          "container_spec_memory_limit_bytes": [128, 128, 128],
+    ...                          "container_oom_events_total": [0, 0, 1]})
+    >>> s["memory_max_usage_bytes"], s["memory_limit_bytes"], s["oom_kills"]
+    (120.0, 128.0, 1)
+    """
+    import numpy as np
+
+    out: dict[str, Any] = {}
+    for name, key in SERIES_KEYS.items():
+        v = series.get(name)
+        if v is None:
+            continue
+        a = np.asarray(v, dtype=float)
+        a = a[np.isfinite(a)]
+        if a.size == 0:
+            continue
+        if key == "oom_kills":
+            out[key] = int(max(0.0, a[-1] - a[0]))
+        elif key in ("memory_limit_bytes", "gomemlimit_bytes"):
+            last = float(a[-1])
+            out[key] = None if last <= 0 or last >= NO_LIMIT_BYTES else last
+        elif key == "gc_limiter_last_enabled_cycle":
+            out[key] = int(a[-1])
+        else:
+            out[key] = float(a[-1])
+            if key == "memory_working_set_bytes":
+                out["memory_max_usage_bytes"] = float(a.max())
+            if key == "gc_heap_goal_bytes":
+                out["gc_heap_goal_mean_bytes"] = float(a.mean())
+    return out
