@@ -68,10 +68,16 @@ def memory_flags(s: Mapping[str, Any]) -> list[MemoryFlag]:
                               f"high-water mark {mib(peak)} of a {mib(lim)} limit; GOMEMLIMIT "
                               f"{mib(soft) if soft else 'none'}"))
     if soft and live and goal:
-        limiter = s.get("gc_limiter_last_enabled_cycle") or 0
-        if goal < COLLAPSE_GOAL_OVER_LIVE * live or limiter > 0:
+        # the limiter counts only when it is recent: on during the window (a simulation), or in the
+        # last 10 cycles of the process (a live gauge next to go_gc_cycles_total)
+        limiter = False
+        if s.get("gc_limiter_enabled_s") is not None:
+            limiter = s["gc_limiter_enabled_s"] > 0
+        elif s.get("gc_cycles_total") is not None and s.get("gc_limiter_last_enabled_cycle"):
+            limiter = s["gc_limiter_last_enabled_cycle"] >= s["gc_cycles_total"] - 10
+        if goal < COLLAPSE_GOAL_OVER_LIVE * live or limiter:
             why = (f"heap goal {mib(goal)} is {goal / live:.2f} x the live heap {mib(live)}" if goal < COLLAPSE_GOAL_OVER_LIVE
-                   * live else f"the GC CPU limiter engaged (last in cycle {int(limiter)})")
+                   * live else "the GC CPU limiter engaged (GC above 50 % of the CPU it sees)")
             out.append(MemoryFlag("memory_limit_collapse", "GOMEMLIMIT near the live heap: GC back to back",
                                   f"GOMEMLIMIT {mib(soft)}; {why}"))
     if soft and lim and soft >= SOFT_ABOVE_HARD * lim:
@@ -181,6 +187,7 @@ SERIES_KEYS = {
     "go_gc_heap_live_bytes": "gc_heap_live_bytes",
     "go_gc_gomemlimit_bytes": "gomemlimit_bytes",
     "go_gc_limiter_last_enabled_gc_cycle": "gc_limiter_last_enabled_cycle",
+    "go_gc_cycles_total_gc_cycles_total": "gc_cycles_total",
 }
 #: what the runtime reports for "no GOMEMLIMIT" (math.MaxInt64) and cAdvisor for "no limit"
 NO_LIMIT_BYTES = 2 ** 62
@@ -213,7 +220,7 @@ def summary_from_series(series: Mapping[str, Any]) -> dict[str, Any]:
         elif key in ("memory_limit_bytes", "gomemlimit_bytes"):
             last = float(a[-1])
             out[key] = None if last <= 0 or last >= NO_LIMIT_BYTES else last
-        elif key == "gc_limiter_last_enabled_cycle":
+        elif key in ("gc_limiter_last_enabled_cycle", "gc_cycles_total"):
             out[key] = int(a[-1])
         else:
             out[key] = float(a[-1])
