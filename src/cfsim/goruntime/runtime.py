@@ -91,8 +91,10 @@ OFF, SWEEPTERM, MARK, MARKTERM = range(4)
 # sample row columns beyond the CPU classes (see _row)
 C_CYCLES, C_HEAP, C_GOAL, C_USAGE, C_USAGE_HWM, C_RSS, C_ALLOC, C_MARKED = range(14, 22)
 # allocation granularity of the model: a chunk allocates at most 1/ALLOC_QUANTA of the heap
-# runway per P (at least ALLOC_QUANTUM_MIN), and takes at least CLAIM_MIN_NS of CPU
+# runway per P, 1/MARK_QUANTA of the heap left before the goal during the mark (at least
+# ALLOC_QUANTUM_MIN), and takes at least CLAIM_MIN_NS of CPU
 ALLOC_QUANTA = 8
+MARK_QUANTA = 32          # during the mark: at most 1/32 of the heap left before the goal per P
 ALLOC_QUANTUM_MIN = 64 << 10
 CLAIM_MIN_NS = 20_000
 SAMPLE_NS_DEFAULT = 100_000_000
@@ -736,7 +738,9 @@ class GoRuntime:
         # before a cycle the cap only changes once the trigger is this close (see _count_alloc)
         self._cap_near = room / ALLOC_QUANTA
         if self.phase == MARK:
-            room = min(room, max(0, self.goal - self.heap_live) * ALLOC_QUANTA)
+            # the assists pace the mark over the heap left before the goal: a chunk is a small
+            # part of it, so assists, background credit and allocation interleave as they do
+            room = min(room, max(0, self.goal - self.heap_live) * ALLOC_QUANTA / MARK_QUANTA)
         elif self.phase == OFF:
             room = min(room, max(0, self.trigger_bytes - self.heap_live) * ALLOC_QUANTA)
         quantum = max(ALLOC_QUANTUM_MIN, room / (ALLOC_QUANTA * p))
