@@ -129,6 +129,7 @@ class GoParams:
     gogc: int = 100
     gomemlimit_bytes: int | None = None
     live_heap_bytes: int = 16 * MiB
+    process_heap_bytes: int = MiB // 2     # the runtime's and libraries' own live objects (see schema)
     roots_bytes: int = MiB // 2
     gc_cpu_limiter: bool = True
     scan_bytes_per_ns: float = 1.0 * MiB / 1e6
@@ -156,6 +157,7 @@ class GoParams:
         return cls(gomaxprocs=go["gomaxprocs"], round=go["round"], version=go["version"], gogc=go["gogc"],
                    gomemlimit_bytes=gomemlimit, memory_limit_bytes=cg_bytes, mem=mem,
                    live_heap_bytes=int(go["live_heap_mb"] * MiB), roots_bytes=int(go["roots_mb"] * MiB),
+                   process_heap_bytes=int(go["process_heap_mb"] * MiB),
                    gc_cpu_limiter=go["gc_cpu_limiter"], scan_bytes_per_ns=go["gc_scan_mb_per_ms"] * MiB / 1e6,
                    gc_parallel_cost=go["gc_parallel_cost"],
                    stw_base_ns=go["gc_stw_base_us"] * 1e3, stw_per_p_ns=go["gc_stw_per_p_us"] * 1e3,
@@ -231,8 +233,11 @@ class GoRuntime:
         self.pause_end_ns: list[int] = []
         self.cycle_pause_ns: list[tuple[int, int]] = []
         self._sweepterm_pause = 0
-        self.heap_marked = params.live_heap_bytes
-        self.heap_live = params.live_heap_bytes
+        # what every cycle marks before the objects allocated during it: the workload's live heap
+        # and the process's own (runtime, metrics registry, HTTP server...)
+        self.base_live = params.live_heap_bytes + params.process_heap_bytes
+        self.heap_marked = self.base_live
+        self.heap_live = self.base_live
         self.alloc_total = 0
         self.cons = gcpacer.ConsMarkEstimator()
         self.limiter = gcpacer.GcCpuLimiter(self.nprocs)
@@ -248,7 +253,7 @@ class GoRuntime:
         self.assistq: deque[list] = deque()  # goroutines parked on the assist queue: [claim, t0, debt]
         self.assist_inflight = 0.0          # scan work of running assists
         # memory: heap spans, non-heap memory, scavenger; the container's memory cgroup
-        self.mem = gmem.HeapMemory(params.mem, params.live_heap_bytes)
+        self.mem = gmem.HeapMemory(params.mem, self.base_live)
         self.gogc_goal: int | None = None   # gcPercentHeapGoal (None: GOGC=off)
         self.runway_bytes = 0
         self.last_goal = 0                  # lastHeapGoal: the goal when the last cycle ended
@@ -653,7 +658,7 @@ class GoRuntime:
         """``commit``: the GOGC goal and the runway, then the goal and trigger (``trigger``)."""
         p = self.prm
         self.gogc_goal = gcpacer.gogc_heap_goal(self.heap_marked, p.roots_bytes, 0, p.gogc)
-        self.runway_bytes = gcpacer.runway(self.cons.value, p.live_heap_bytes, p.roots_bytes, 0)
+        self.runway_bytes = gcpacer.runway(self.cons.value, self.base_live, p.roots_bytes, 0)
         self._update_goal()
         self._claim_cap()
 
@@ -775,7 +780,7 @@ class GoRuntime:
         self.wc = gcpacer.worker_counts(self.nprocs, self.periodic)
         self.mark_start = self.eng.now
         self.triggered = self.heap_live
-        self.scan_expected = p.live_heap_bytes + p.roots_bytes
+        self.scan_expected = self.base_live + p.roots_bytes
         # mark work: scanning (heap + roots) plus the per-cycle overheads (c0 + c1 P), in scan units
         overhead = (p.cycle_base_ns + p.cycle_per_p_ns * self.nprocs) * self.scan_rate
         self.mark_unclaimed = float(self.scan_expected) + overhead
@@ -807,7 +812,7 @@ class GoRuntime:
         self._wake_all_assists()
         # allocate-black: objects allocated during mark count as marked
         self.last_goal = self.goal          # endCycle: lastHeapGoal
-        self.heap_marked = p.live_heap_bytes + max(0, alloc_during)
+        self.heap_marked = self.base_live + max(0, alloc_during)
         self.heap_live = self.heap_marked
         self.mem.sweep(self.heap_marked)
         self.phase = OFF

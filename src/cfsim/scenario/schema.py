@@ -152,6 +152,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
                         _between(0, 1_000_000)),
         "gc_scan_mb_per_ms": Key(1.0, "float", "mark scan rate per CPU [MiB/ms] (mgcmark.go: '1-2 MB/ms')",
                                  _between(0.01, 100)),
+        "process_heap_mb": Key(0.5, "float", "the process's own live heap beyond live_heap_mb [MiB] (runtime, "
+                                             "metrics registry, HTTP server; the lab workload: /gc/heap/live minus "
+                                             "its live heap and the allocation during the mark, ~0.5 MiB)",
+                               _between(0, 1_000_000)),
         "gc_parallel_cost": Key(0.0, "float", "extra mark CPU per additional CPU marking at once (parallel mark "
                                               "efficiency: scan rate / (1 + c x (min(GOMAXPROCS, CPUs) - 1)))",
                                 _between(0, 10)),
