@@ -60,9 +60,10 @@ def memory_flags(s: Mapping[str, Any]) -> list[MemoryFlag]:
     goal = s.get("gc_heap_goal_mean_bytes") or s.get("gc_heap_goal_bytes")
     mib = (lambda b: f"{b / MiB:.0f} MiB")
     if s.get("oom_kills"):
+        at = s.get("memory_at_oom_bytes") or peak or lim
         out.append(MemoryFlag("oom_killed", "OOM-killed by the kernel",
-                              f"{int(s['oom_kills'])} OOM kill(s); limit {mib(lim) if lim else '?'}, "
-                              f"high-water mark {mib(peak) if peak else '?'}"))
+                              f"{int(s['oom_kills'])} OOM kill(s) at {mib(at) if at else '?'} of a "
+                              f"{mib(lim) if lim else '?'} limit; GOMEMLIMIT {mib(soft) if soft else 'none'}"))
     elif lim and peak and peak >= NEAR_OOM_FRACTION * lim:
         out.append(MemoryFlag("near_oom", f"memory peak at {100 * peak / lim:.0f} % of its limit",
                               f"high-water mark {mib(peak)} of a {mib(lim)} limit; GOMEMLIMIT "
