@@ -19,6 +19,7 @@ import time
 
 from cfsim.engine.longrun import nominal_demand_cores, run_longrun
 from cfsim.engine.response import response_for
+from cfsim.simulation import simulate
 from cfsim.scenario import load_scenario
 
 GOAL_S = 10.0
@@ -37,7 +38,7 @@ def main() -> None:
     for mode in ("analytic", "surface"):
         t0 = time.perf_counter()
         try:
-            resp = response_for(sc, mode, demand)
+            resp = response_for(sc, mode, demand, simulate_fn=simulate)
         except RuntimeError as exc:
             results[mode] = {"skipped": str(exc)}
             continue

@@ -95,7 +95,7 @@ def memory_10k(points: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="bench-sweep-mem-") as out:
         cmd = [sys.executable, "-m", "cfsim", "sweep", "cpu-bound-threads", "--grid", grid[0],
                "--grid", grid[1], "--out", out, "--no-progress", "--json",
-               "--point-fn", "cfsim.sweep.toy:toy_point"]
+               "--point-fn", "cfsim.testing:toy_point"]
         env = {**os.environ, "PYTHONPATH": str(SRC)}
         t0 = time.perf_counter()
         proc = psutil.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

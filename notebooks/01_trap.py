@@ -28,7 +28,7 @@ TABLE3_NEEDS = (0.8, 1.2, 1.8)  # the story's third table: actual CPU need [core
 # # The T0-T3 trap: VPA recommends 1.2 cores and automaxprocs gives the pod one
 #
 # **Story** (Grab Engineering, 2023, *Performance bottlenecks of Go application on Kubernetes with
-# non-integer (floating) CPU allocation*, `shared/seeds/grab-vpa-gomaxprocs-trap.md`): a Go stream
+# non-integer (floating) CPU allocation*, <https://engineering.grab.com/performance-bottlenecks-go-apps>): a Go stream
 # pipeline that needs about 1.7 cores runs with automaxprocs (GOMAXPROCS = floor of the CPU limit) and
 # a VPA that sets request = limit. Below 2 cores GOMAXPROCS drops to 1, usage is capped near one core,
 # and the VPA reads the capped usage as the need: it never scales up again. Fixed by a 2-core minimum
@@ -50,7 +50,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import cfsim
-from cfsim.commands.trap import run_trap
+from cfsim.trap import run_trap
 from cfsim.engine.longrun import nominal_demand_cores, run_longrun
 from cfsim.goruntime.gomaxprocs import automaxprocs_value, go125_value
 from cfsim.scenario import load_scenario
@@ -269,7 +269,7 @@ cpu_per_item = base["workload.cpu_ms_per_item"] / 1000
 rows, t3_model = [], {}
 for need in TABLE3_NEEDS:
     sc = base.with_overrides([("vpa.integer_cpu", True), ("workload.rate_per_s", need / cpu_per_item)])
-    fin = run_longrun(sc, response_mode=RESPONSE).final
+    fin = run_longrun(sc, response_mode=RESPONSE, simulate_fn=cfsim.simulate).final
     t3_model[need] = fin
     story_rec, story_gmp = STORY_T3.get(need, (None, None))
     rows += [{"what": f"need {need:g} -> recommendation [cores]", "story": story_rec, "model": fin["request_cores"],

@@ -27,7 +27,8 @@ SENSITIVITY = (1.0, 10.0) if SMALL else (1.0, 3.0, 10.0, 30.0)  # x the schedule
 # # GOMAXPROCS 32 in an 8-core container
 #
 # **Story** (58 Tech, *Diagnosing and Optimizing High CPU Usage of a Go Service Migrated to
-# Kubernetes Using Flame Graphs*, `shared/seeds/58tech-gomaxprocs-push-service.txt`): a Go push
+# Kubernetes Using Flame Graphs*, English version at
+# <https://www.besthub.dev/articles/diagnosing-and-optimizing-high-cpu-usage-of-a-go-service-migrated-to-kubernetes-using-flame-graphs-7c93e78f3f32>): a Go push
 # service moved from a physical machine into an 8-core container on a 32-core host; Go (pre-1.25)
 # set GOMAXPROCS to 32. At the same request volume, peak CPU was about 70 % instead of the expected
 # 20 %; the flame graph showed about 60 % of CPU in `runtime.gcBgMarkWorker`, `runtime.schedule` and

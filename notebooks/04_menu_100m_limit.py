@@ -32,7 +32,7 @@ SURFACE_RUN_S = 6.0 if SMALL else 30.0  # event-engine seconds per response-surf
 # %% [markdown]
 # # The 100m limit demo: which GOMAXPROCS is best under a tenth of a core?
 #
-# **Story** (menu / Reazon, Qiita 2025, `shared/seeds/menu-gke-gomaxprocs-throttling-ja.txt`): a Go
+# **Story** (menu / Reazon, Qiita 2025, <https://qiita.com/yoshifumi_ishikura/items/10876573f128ba9a8e8d>): a Go
 # data-pipeline worker on GKE lacked throughput during a nightly batch. An HPA was added first, but
 # "autoscaling was sluggish" and throughput did not improve; the cause turned out to be CPU throttling
 # from GOMAXPROCS far above the CPU limit (Go 1.21 uses the node's CPU count). A minikube demo makes
@@ -243,7 +243,8 @@ grid = SurfaceGrid((base["cgroup.cpu_limit"],), (1, base["host.cpus"]), (0.1, 0.
 hpa_runs, hpa_rows = {}, []
 for label, g in (("default (6)", "host"), ("GOMAXPROCS=1", 1)):
     sc = hpa_base.with_overrides([("go.gomaxprocs", g)])
-    resp = response_for(sc, "surface", HPA_BATCH_RATE * cpu_req_s, grid=grid, directory=surf_dir)
+    resp = response_for(sc, "surface", HPA_BATCH_RATE * cpu_req_s, grid=grid, directory=surf_dir,
+                        simulate_fn=cfsim.simulate)
     r = run_longrun(sc, resp)
     hpa_runs[label] = r
     batch = [x for x in r.rows if b0 < x["t_s"] <= b1 + 1800]

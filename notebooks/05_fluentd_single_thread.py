@@ -30,7 +30,7 @@ TARGET_UTILISATION = 0.8  # plan instances so the one core runs at most this bus
 # # A process that can use one core: Fluentd before and after the fix
 #
 # **Story** (Intel Granulate, *The Scale Trap: How We Reduced CPU Utilization by 80 %*,
-# `shared/seeds/granulate-fluentd-cpu-profile.txt`): Go TCP servers write metrics to a file; Fluentd
+# <https://granulate.io/blog/how-we-reduced-cpu-utilization/>): Go TCP servers write metrics to a file; Fluentd
 # tails it (`in_tail` cannot use several processes: "Fluentd will run over one core") and writes
 # batches to TimescaleDB. A continuous profile on the c5.large servers (2 vCPUs) showed **78.55 %** of
 # CPU samples in Fluentd's Ruby frames, mostly parsing every field in the output plugin. After the

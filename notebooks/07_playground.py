@@ -143,7 +143,7 @@ fig.tight_layout()
 # %%
 trap = None
 if RUN_TRAP:
-    from cfsim.commands.trap import run_trap
+    from cfsim.trap import run_trap
 
     knob_overrides = [(k, v) for k, v in KNOBS.items() if not k.startswith("vpa.") and k != "cgroup.cpu_limit"]
     trap = run_trap(SCENARIO, [*knob_overrides, ("vpa.enabled", True), ("vpa.days", TRAP_DAYS)],

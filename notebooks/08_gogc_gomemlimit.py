@@ -277,7 +277,7 @@ loop_raw = {
 loops = {}
 for label, policy in (("automemlimit", "automemlimit"), ("no GOMEMLIMIT", "explicit")):
     sc = load_scenario(loop_raw, [("go.gomemlimit_policy", policy)])
-    mr = memory_response_for(sc, nominal_demand_cores(sc), small=MEMORY_RESPONSE_SMALL)
+    mr = memory_response_for(sc, nominal_demand_cores(sc), simulate, small=MEMORY_RESPONSE_SMALL)
     loops[label] = run_longrun(sc, response_mode="analytic", memory_response=mr)
 fig, axes = plt.subplots(1, 3, figsize=(16, 4))
 for label, r in loops.items():

@@ -1,17 +1,65 @@
 #!/usr/bin/env bash
-# Install everything cfsim needs on a fresh Debian machine, idempotently:
-# the Python package with its test extras, Debian's prometheus, and the lab's Go module.
+# Install everything cfsim needs on a fresh Debian machine, idempotently and fast on re-runs:
+#   * a virtual environment (.venv, or $CFSIM_VENV): Debian's system Python is "externally managed"
+#     (PEP 668) and refuses `pip install` outside one; python3-venv comes from apt when missing;
+#   * cfsim with its test extras, editable, in that environment (again only when pyproject.toml
+#     changed or the environment does not import this checkout's cfsim);
+#   * Debian's prometheus (promtool too) and the lab's Go module.
+# Other scripts source scripts/env.sh afterwards to use the environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ]; then
-        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) \
-            || echo "warning: could not install prometheus with apt-get; lab tests will skip" >&2
-    else
-        echo "warning: prometheus is missing and this is not root; run: sudo apt-get install prometheus" >&2
+ROOT="$PWD"
+VENV="${CFSIM_VENV:-$ROOT/.venv}"
+PYTHON="${PYTHON:-python3}"
+
+apt_install() {  # apt_install PACKAGE...: as root only; says what to run otherwise
+    if [ "$(id -u)" != 0 ]; then
+        echo "error: missing $*; run: sudo apt-get install $*" >&2
+        return 1
     fi
+    if [ -z "${CFSIM_APT_UPDATED:-}" ]; then
+        apt-get update -qq && CFSIM_APT_UPDATED=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+    apt_install python3
 fi
-python3 -m pip install -q --disable-pip-version-check -e ".[test]"
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "error: cfsim needs Python >= 3.11 (tomllib); $PYTHON is $("$PYTHON" -V 2>&1)" >&2
+    exit 1
+fi
+
+# the environment: (re)created when absent or broken (e.g. its interpreter was removed)
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; then
+    if ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+        # Debian ships venv's pip bootstrap separately
+        ver="$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
+        apt_install "python${ver}-venv" || apt_install python3-venv
+        if ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+            echo "error: $PYTHON still cannot create a virtual environment (python3-venv)" >&2
+            exit 1
+        fi
+    fi
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+
+# cfsim itself: skipped when this pyproject.toml is installed and the environment imports this checkout
+stamp="$VENV/.cfsim-pyproject.sha256"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+have="$(cat "$stamp" 2>/dev/null || true)"
+where="$("$VENV/bin/python" -c 'import cfsim, os; print(os.path.dirname(cfsim.__file__))' 2>/dev/null || true)"
+if [ "$have" != "$want" ] || [ "$where" != "$ROOT/src/cfsim" ]; then
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[test]"
+    echo "$want" > "$stamp"
+fi
+
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+    apt_install prometheus || echo "warning: no prometheus: the lab and live-Prometheus tests will skip" >&2
+fi
 if command -v go >/dev/null 2>&1 && [ -f lab/go.mod ]; then
     (cd lab && go mod download && go build -o bin/ ./cmd/...) || echo "warning: lab Go build failed" >&2
 fi

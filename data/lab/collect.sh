@@ -4,6 +4,7 @@
 #   nohup bash data/lab/collect.sh > /tmp/cfsim-lab-collect.log 2>&1 &
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
 S=data/lab/scenarios
 LIMITS=0.25,0.5,0.75,1.0,1.25,1.5,1.75,1.94,2.0
 python3 -m cfsim lab grid $S/quota-steps.toml --grid go.gomaxprocs=automaxprocs,go1.25 \

@@ -6,10 +6,11 @@ import argparse
 import importlib
 import sys
 
+from cfsim.commands import CommandError
 from cfsim.scenario import ScenarioError
 
-# subcommand name -> module under cfsim.commands (imported lazily so one broken or optional
-# part never stops the others)
+# subcommand name -> module under cfsim.commands; each module imports its heavy dependencies inside
+# run(), so building the parser stays fast
 COMMANDS = {
     "run": "run",
     "sweep": "sweep",
@@ -25,16 +26,12 @@ COMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m cfsim", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="cfsim", description="Go services under Linux CFS CPU limits, GOMAXPROCS, the Go GC and Kubernetes "
+                                  "autoscalers: simulate, audit, recommend, validate (also `python -m cfsim`).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in COMMANDS.items():
-        try:
-            mod = importlib.import_module(f"cfsim.commands.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("cfsim.commands"):
-                continue  # not built yet
-            raise
-        mod.add_parser(sub)
+    for module in COMMANDS.values():
+        importlib.import_module(f"cfsim.commands.{module}").add_parser(sub)
     return parser
 
 
@@ -46,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except CommandError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line, whatever the cause said
+        return 2
     except ScenarioError as exc:
         print(f"error: invalid scenario: {exc}", file=sys.stderr)
         return 2

@@ -137,7 +137,7 @@ TRAP_OVERRIDES = ["vpa.days=2"]
 
 def compute_trap() -> dict[str, Any]:
     """``python -m cfsim trap --response analytic --set vpa.days=2``: phases, final state, fixes."""
-    from cfsim.commands.trap import run_trap
+    from cfsim.trap import run_trap
 
     d = run_trap("grab-sinktos3", list(TRAP_OVERRIDES), response_mode="analytic")["data"]
     out: dict[str, Any] = {}

@@ -74,7 +74,7 @@ def regenerate_scenarios(reset: bool = False) -> Path:
                 "values": _values(goldenlib.compute_scenario(name), old.get(name), reset)}
         _report(name, case, old.get(name))
         data[name] = case
-    case = {"how": f"cfsim.commands.trap.run_trap('grab-sinktos3', {goldenlib.TRAP_OVERRIDES!r}, "
+    case = {"how": f"cfsim.trap.run_trap('grab-sinktos3', {goldenlib.TRAP_OVERRIDES!r}, "
                    f"response_mode='analytic')",
             "values": _values(goldenlib.compute_trap(), old.get("trap:grab-sinktos3"), reset)}
     _report("trap:grab-sinktos3", case, old.get("trap:grab-sinktos3"))

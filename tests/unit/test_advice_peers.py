@@ -11,7 +11,8 @@ from cfsim.scenario import load_scenario
 
 
 def _bucket_end(v, first=0.01, ratio=1.05):
-    """End of the VPA CPU histogram bucket holding v (vpa-hpa.md §1.4), computed independently."""
+    """End of the VPA CPU histogram bucket holding v (VPA ``pkg/recommender/util/histogram_options.go``),
+    computed independently."""
     n = math.floor(math.log(v * (ratio - 1) / first + 1, ratio))
     return first * (ratio ** (n + 1) - 1) / (ratio - 1)
 
@@ -40,7 +41,8 @@ def test_krr_minimum_and_linear_quantile():
 
 
 def test_vpa_pinned_usage_gives_the_trap_target():
-    """Usage pinned at 1.0 core (GOMAXPROCS 1): target = bucket end x 1.15 = 1.168 cores (vpa-hpa.md §5.3)."""
+    """Usage pinned at 1.0 core (GOMAXPROCS 1): target = bucket end x 1.15 = 1.168 cores
+    (docs/model-notes.md, the VPA and automaxprocs fixed point)."""
     sc = load_scenario({"vpa": {"limit_to_request_ratio": 1.0}})
     v = vpa_choice(_points([1.0] * 40), sc)
     p90_m = int(_bucket_end(1.0) * 1000)

@@ -84,7 +84,8 @@ def test_limit_at():
 
 
 # ----------------------------------------------------------------------------- GC workers
-# The table of shared/reference/go-runtime.md §1.3 (P: dedicated, fractional goal, max idle)
+# Worked from golang/go src/runtime/mgcpacer.go gcControllerState.startCycle
+# (P: dedicated, fractional goal, max idle)
 TABLE = {1: (0, 0.25, 1), 2: (0, 0.25, 2), 3: (0, 0.25, 3), 4: (1, 0.0, 3), 5: (1, 0.0, 4),
          6: (1, 0.0833, 5), 7: (2, 0.0, 5), 8: (2, 0.0, 6), 10: (3, 0.0, 7), 16: (4, 0.0, 12),
          32: (8, 0.0, 24), 64: (16, 0.0, 48)}

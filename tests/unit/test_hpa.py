@@ -1,4 +1,5 @@
-"""HPA rules (shared/reference/vpa-hpa.md §6): ratio, tolerance, int-percent utilisation relative to
+"""HPA rules (kubernetes/kubernetes ``pkg/controller/podautoscaler/replica_calculator.go``,
+``horizontal.go``): ratio, tolerance, int-percent utilisation relative to
 requests, stabilisation windows, scale policies, min/max."""
 import pytest
 from hypothesis import given

@@ -11,7 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cfsim.io import CfsimParseError, PrometheusAPIError, get_prometheus_range
+from cfsim.io import CfsimParseError, Connection, PrometheusAPIError, connect, get_prometheus_range
+
+FAST = Connection(retries=3, backoff_s=0.01)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -24,7 +26,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802
         n = int(self.headers.get("Content-Length", 0))
         params = dict(urllib.parse.parse_qsl(self.rfile.read(n).decode()))
-        type(self).requests.append({"path": self.path, **params})
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        type(self).requests.append({"path": self.path, **params, "_headers": headers})
+        if self.mode == "flaky" and len(type(self).requests) <= 2:
+            return self._send(503, b"overloaded")
+        if self.mode == "auth":
+            return self._send(401, b"Unauthorized")
         if self.mode == "error":
             return self._send(400, {"status": "error", "errorType": "bad_data", "error": "parse error"})
         if self.mode == "html":
@@ -104,7 +111,7 @@ def test_get_prometheus_range_errors(server):
     assert info.value.http_status == 400 and info.value.error_type == "bad_data"
     _Handler.mode = "html"
     with pytest.raises(PrometheusAPIError, match="bad gateway"):
-        get_prometheus_range(server, "x", 0, 10, 1)
+        get_prometheus_range(server, "x", 0, 10, 1, connection=FAST)
     _Handler.mode = "garbage"
     with pytest.raises(CfsimParseError, match="not valid JSON"):
         get_prometheus_range(server, "x", 0, 10, 1)
@@ -118,5 +125,45 @@ def test_get_prometheus_range_unreachable_server():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(PrometheusAPIError, match="connection"):
+    with pytest.raises(PrometheusAPIError, match="cannot connect") as err:
         get_prometheus_range(f"http://127.0.0.1:{port}", "x", 0, 10, 1, timeout=5)
+    assert err.value.error_type == "unreachable"
+
+
+def test_retries_with_backoff_on_5xx_then_succeeds(server):
+    _Handler.mode = "flaky"
+    data, meta = get_prometheus_range(server, "x", 0, 10, 1, connection=FAST)
+    assert len(_Handler.requests) == 3 and meta["requests"] == 1 and len(data) > 0
+
+
+def test_gives_up_after_the_retries(server):
+    _Handler.mode = "html"  # 502 every time
+    with pytest.raises(PrometheusAPIError, match="HTTP 502"):
+        get_prometheus_range(server, "x", 0, 10, 1, connection=Connection(retries=2, backoff_s=0.01))
+    assert len(_Handler.requests) == 3
+
+
+def test_401_is_not_retried_and_says_what_to_give(server):
+    _Handler.mode = "auth"
+    with pytest.raises(PrometheusAPIError, match="401 Unauthorized.*--prometheus-user") as info:
+        get_prometheus_range(server, "x", 0, 10, 1, connection=FAST)
+    assert info.value.error_type == "unauthorized" and len(_Handler.requests) == 1
+    with pytest.raises(PrometheusAPIError, match="401 Unauthorized: the server refused the credentials given"):
+        get_prometheus_range(server, "x", 0, 10, 1, connection=connect(username="u", password="wrong"))
+
+
+def test_connect_sends_headers_and_the_bearer_token(server, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("abc.def\n")
+    conn = connect(headers=["X-Scope-OrgID: team-a"], bearer_token_file=token)
+    get_prometheus_range(server, "x", 0, 10, 1, connection=conn)
+    sent = _Handler.requests[0]["_headers"]
+    assert sent["x-scope-orgid"] == "team-a" and sent["authorization"] == "Bearer abc.def"
+    basic = connect(username="u", password="p")
+    assert basic.headers["Authorization"] == "Basic dTpw"
+    with pytest.raises(ValueError, match="expected 'Name: value'"):
+        connect(headers=["no colon here"])
+    with pytest.raises(ValueError, match="choose one"):
+        connect(bearer_token_file=token, username="u", password="p")
+    with pytest.raises(ValueError, match="bearer token file"):
+        connect(bearer_token_file=tmp_path / "missing")

@@ -61,3 +61,20 @@ def test_parse_value():
 def test_all_builtins_validate():
     for name in builtin_names():
         load_scenario(name)
+
+
+@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", b"\x00\x01\x02\x03"])
+def test_a_binary_file_given_as_scenario_is_one_clear_line(tmp_path, capsys, content):
+    from cfsim.cli import main
+
+    blob = tmp_path / "picture.png"
+    blob.write_bytes(content)
+    with pytest.raises(ScenarioError, match=r"picture\.png: not (a TOML text file|valid TOML)"):
+        load_scenario(blob)
+    for argv in (["run", str(blob)], ["sweep", str(blob), "--grid", "cgroup.cpu_limit=1,2", "--out",
+                                      str(tmp_path / "out")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"error: invalid scenario: {blob}: "), err
+    assert main(["run", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err

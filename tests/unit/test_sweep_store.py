@@ -61,7 +61,7 @@ def test_a_failing_point_is_recorded_with_its_scenario_and_the_sweep_goes_on(tmp
 def test_point_function_exceptions_become_error_rows(tmp_path):
     grid = _grid("cgroup.cpu_limit=0.25,1")
     report = run_sweep("cpu-bound-threads", grid, out=tmp_path, workers=1, progress=False,
-                       point_fn="cfsim.sweep.toy:failing_point")
+                       point_fn="cfsim.testing:failing_point")
     assert (report.ok, report.errors) == (1, 1)
     assert "RuntimeError: toy failure" in report.first_errors[0]
 
@@ -166,7 +166,7 @@ def test_overwrite_starts_again(tmp_path, capsys):
 def test_a_run_that_kills_its_worker_is_lost_alone_and_retried_on_resume(tmp_path):
     grid = _grid("cgroup.cpu_limit=0.25,1,1.5,2,2.5,3")
     report = run_sweep("cpu-bound-threads", grid, out=tmp_path, workers=2, progress=False,
-                       point_fn="cfsim.sweep.toy:crashing_point")
+                       point_fn="cfsim.testing:crashing_point")
     assert (report.ok, report.errors, report.lost) == (5, 0, 1)
     assert "lost: BrokenProcessPool" in report.first_errors[0]
     assert len(SweepResults.open(tmp_path).frame) == 5

@@ -1,5 +1,6 @@
 """The VPA decaying exponential histogram, against vectors computed by hand from the rules
-(shared/reference/vpa-hpa.md §1.4)."""
+(kubernetes/autoscaler ``vertical-pod-autoscaler/pkg/recommender/util/histogram.go``,
+``decaying_histogram.go``)."""
 import math
 
 import pytest

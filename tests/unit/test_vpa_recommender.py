@@ -1,4 +1,6 @@
-"""The VPA recommender's CPU path against hand-computed vectors (shared/reference/vpa-hpa.md §1.5-§2)."""
+"""The VPA recommender's CPU path against hand-computed vectors (kubernetes/autoscaler
+``vertical-pod-autoscaler/pkg/recommender/logic/recommender.go``, ``estimator.go``, integer CPU and
+``--round-cpu-millicores``)."""
 import json
 import math
 

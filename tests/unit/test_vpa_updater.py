@@ -1,4 +1,5 @@
-"""VPA updater and admission rules (shared/reference/vpa-hpa.md §3-§4), hand-computed vectors."""
+"""VPA updater and admission rules (kubernetes/autoscaler ``vertical-pod-autoscaler/pkg/updater/``,
+``pkg/utils/vpa/limit_and_request_scaling.go``), hand-computed vectors."""
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st

@@ -1,10 +1,11 @@
 """What the usage-statistics recommenders would choose for the same usage, and what follows.
 
-* **Stock VPA** (kubernetes/autoscaler, reference vpa-hpa.md §1-§3): metrics-server window means
+* **Stock VPA** (kubernetes/autoscaler ``vertical-pod-autoscaler/``): metrics-server window means
   of the usage through :mod:`cfsim.autoscalers.vpa_recommender` (P90 bucket end + 15 % margin,
   the scenario's ``[vpa]`` flags: rounding, integer-CPU, min/max allowed); the request becomes the
   target and the limit scales with it (``RequestsAndLimits``, ``vpa.limit_to_request_ratio``).
-* **krr ``simple``** (robusta-dev/krr ``strategies/simple.py``, README): CPU request = the 95th
+* **krr ``simple``** (robusta-dev/krr ``robusta_krr/strategies/simple.py``, README,
+  https://github.com/robusta-dev/krr): CPU request = the 95th
   percentile of usage, CPU limit unset; minimum 10 m.
 * **krr ``simple_limit``**: CPU request = the 66th percentile, CPU limit = the 96th.
 
@@ -155,6 +156,7 @@ def vpa_choice(points: Sequence[tuple[float, float]], scenario: Scenario) -> dic
     pod = admit(rec, controlled, Resources(template_req, template_lim), cfg.min_allowed_millicores,
                 cfg.max_allowed_millicores)
     return {"target_m": final["target"], "lower_bound_m": final["lower_bound"],
+            "uncapped_target_m": final["uncapped_target"],
             "upper_bound_m": final["upper_bound"], "request_m": pod.request_m, "limit_m": pod.limit_m,
             "samples": final["samples"]}
 
@@ -202,7 +204,10 @@ def peer_choices(scenario: Scenario, slos: Sequence[SLO], run, history: pd.DataF
         hist = summary.get("_series")
         if hist is None:
             break
-        pts = usage_windows(hist, w_vpa, t0)
+        # the simulated consequence's own windows (the first history may be a long observed one)
+        pts = usage_windows(hist, _window_for(hist, t0, float(scenario["vpa.metrics_window_s"])), t0)
+        if len(pts) < 2:
+            break
         v2 = vpa_choice(pts, scenario)
         if abs(v2["request_m"] - prev) <= thr * prev:
             break

@@ -12,7 +12,8 @@ from cfsim.advice.search import Evaluation, SearchOptions, SearchResult, Searche
 from cfsim.advice.slo import SLO
 from cfsim.scenario import Scenario
 
-__all__ = ["Report", "recommend", "from_lab_run", "observed_history", "format_report", "horizon_warnings"]
+__all__ = ["Report", "recommend", "from_lab_run", "observed_history", "format_report", "horizon_warnings",
+           "LiveTarget", "live_targets", "live_scenario", "kubernetes_answer"]
 
 
 @dataclass
@@ -29,6 +30,7 @@ class Report:
     source: str = ""
     warnings: list[str] = field(default_factory=list)
     peer_history: str = "simulated"
+    history: Any = None   # the usage history the peers read (t_s, cumulative usage), when they ran
     memory: dict[str, Any] | None = None   # cfsim.advice.memory: GOGC/GOMEMLIMIT and memory request/limit
 
     def as_dict(self) -> dict[str, Any]:
@@ -71,13 +73,14 @@ def recommend(scenario: Scenario, slos: Sequence[SLO], uncertainty: Uncertainty 
     for slo in slos:
         costs[slo.text] = result.winner if len(slos) == 1 else s.search([slo]).winner
     peer_list: list[PeerChoice] = []
+    hist = history
     if peers:
         hist = history if history is not None else s.run_full()["_series"]
         peer_list = peer_choices(s.scenario, slos, s.run_full, hist, vpa_rounds)
     memory = _memory_advice(s.scenario, result)
     return Report(s.scenario, slos, s.uncertainty, current, result, costs, peer_list, s.simulations,
                   time.perf_counter() - wall0, source, horizon_warnings(s.scenario, slos),
-                  "observed" if history is not None else "simulated", memory)
+                  "observed" if history is not None else "simulated", hist, memory)
 
 
 def _memory_advice(scenario: Scenario, result: SearchResult) -> dict[str, Any] | None:
@@ -141,6 +144,112 @@ def observed_history(run_dir: str | Path):
     v = f["value"].to_numpy(dtype=float)
     keep = ts >= t0 - 1e-9
     return pd.DataFrame({"t_s": ts[keep] - t0, "container_cpu_usage_seconds_total": v[keep] - v[keep][0]})
+
+
+# ---------------------------------------------------------------------------------------------
+# a live cluster: one target per workload container, a proxy scenario, Kubernetes objects
+
+
+@dataclass
+class LiveTarget:
+    """One container of one workload, as a live Prometheus shows it (all its pods)."""
+
+    namespace: str
+    workload: tuple[str, str] | None
+    container: str
+    pods: list[str]
+    representative: Any          # the pod's Container with the highest p95 usage
+    stats: Any
+    findings: list[Any]
+    request_m: int | None
+    history: Any                 # t_s since the first sample, mean cumulative usage per pod
+
+    @property
+    def name(self) -> str:
+        w = f"{self.workload[0].lower()}/{self.workload[1]}" if self.workload else self.pods[0]
+        return f"{self.namespace}/{w}/{self.container}"
+
+
+def _history(containers: Sequence[Any]):
+    """The peers' usage history of a workload container: the mean over its pods of the cumulative
+    usage [core-seconds] (integrated from the per-step usage) on the first pod's timestamps."""
+    import numpy as np
+    import pandas as pd
+
+    t0 = min(float(c.t[0]) for c in containers)
+    grid = np.asarray(containers[0].t, dtype=float)
+    cum = []
+    for c in containers:
+        u = c.step_usage if c.step_usage is not None else c.usage
+        u = np.nan_to_num(np.asarray(u, dtype=float))
+        dt = np.diff(np.asarray(c.t, dtype=float), prepend=float(c.t[0]))
+        cum.append(np.interp(grid, c.t, np.cumsum(u * dt)))
+    return pd.DataFrame({"t_s": grid - t0, "container_cpu_usage_seconds_total": np.mean(cum, axis=0)})
+
+
+def live_targets(containers: Sequence[Any]) -> list[LiveTarget]:
+    """Group live containers per workload container (owner from kube-state-metrics, else the pod)."""
+    from cfsim.advice.audit.flags import analyse
+
+    groups: dict[tuple, list[Any]] = {}
+    for c in containers:
+        ident = c.workload if c.workload is not None else ("Pod", c.key[1])
+        groups.setdefault((c.key[0], ident, c.key[2]), []).append(c)
+    out = []
+    for (ns, ident, cname), cs in sorted(groups.items()):
+        analysed = [(c, *analyse(c)) for c in cs]
+        rep, st, findings = max(analysed, key=lambda x: x[1].usage_p95)
+        reqs = [c.request for c in cs if c.request is not None]
+        out.append(LiveTarget(ns, None if ident[0] == "Pod" else ident, cname, sorted(c.key[1] for c in cs), rep,
+                              st, findings, int(round(max(reqs) * 1000)) if reqs else None, _history(cs)))
+    return out
+
+
+def live_scenario(target: LiveTarget, duration_s: float) -> tuple[Scenario, str]:
+    """A proxy stream workload for the target (:func:`cfsim.advice.audit.fixes.proxy_scenario`) and how
+    its demand was estimated from the series."""
+    from cfsim.advice.audit.fixes import demand_estimate, proxy_scenario
+
+    demand, note = demand_estimate(target.stats, target.findings)
+    return proxy_scenario(target.representative, target.stats, demand, duration_s), \
+        f"a proxy stream workload of {demand:.2f} cores ({note})"
+
+
+def kubernetes_answer(rep: Report, container: str, workload: tuple[str, str] | None, namespace: str | None,
+                      request_now_m: int | None = None) -> dict[str, Any]:
+    """The recommendation as Kubernetes objects: the patch (limit, request, GOMAXPROCS env) with its
+    notes and the ``kubectl patch`` line, and the stock VPA's status block for the usage history."""
+    from cfsim.advice.kubernetes import change_from_overrides, patch_command, strategic_patch, vpa_status
+    from cfsim.advice.peers import _window_for, usage_windows, vpa_choice
+    from cfsim.autoscalers.vpa_recommender import Recommendation
+
+    status, vpa_target_m = None, None
+    if rep.history is not None:
+        t0 = float(rep.scenario["run.warmup_s"]) if rep.peer_history == "simulated" else 0.0
+        w = _window_for(rep.history, t0, float(rep.scenario["vpa.metrics_window_s"]))
+        points = usage_windows(rep.history, w, t0)
+        if len(points) >= 2:
+            v = vpa_choice(points, rep.scenario)
+            vpa_target_m = v["target_m"]
+            status = vpa_status({container: Recommendation(v["target_m"], v["lower_bound_m"], v["upper_bound_m"],
+                                                           v["uncapped_target_m"])})
+    out: dict[str, Any] = {"container": container, "workload": None if workload is None else
+                           {"kind": workload[0], "name": workload[1]}, "namespace": namespace,
+                           "vpa_status": status, "patch": None, "notes": [], "command": None}
+    # a CFS burst is not in the Kubernetes API: the patch carries the cheapest answer without one
+    plain = [e for name, e in rep.result.series.items() if e is not None and not name.endswith("+burst")]
+    w = min(plain, key=lambda e: e.candidate.limit_m) if plain else None
+    if w is not None:
+        ch = change_from_overrides(container, w.candidate.overrides(rep.scenario), request_now_m, vpa_target_m)
+        win = rep.result.winner
+        if win is not None and win.candidate.burst_us and win.candidate.limit_m < w.candidate.limit_m:
+            ch.notes.append(f"with a CFS burst (not settable through the Kubernetes API) {win.candidate.describe()} "
+                            f"would do; this patch is the cheapest answer without one")
+        out["patch"] = strategic_patch(workload, namespace, [ch])
+        out["notes"] = ch.notes
+        out["command"] = patch_command(workload, namespace)
+        out["configuration"] = w.candidate.describe()
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cfsim.advice.slo import SLO, all_met
 from cfsim.goruntime.gomaxprocs import gomaxprocs_value, version_tuple
@@ -234,6 +234,7 @@ class SearchOptions:
     burst: bool = True
     duration_s: float | None = None       # shorten every simulation (run.duration_s)
     workers: int = 0                      # 0 = in this process; n = a local process pool
+    progress: Callable[[int], None] | None = None   # told after each simulation: the number done so far
 
 
 @dataclass
@@ -304,10 +305,16 @@ class Searcher:
                     if exc is not None:
                         raise exc
                     self.cache[by_task[id(task)]] = result
+                    self._done()
         else:
             for k in keys:
                 self.cache[k] = simulate_point(todo[k])
-        self.simulations += len(keys)
+                self._done()
+
+    def _done(self) -> None:
+        self.simulations += 1
+        if self.options.progress:
+            self.options.progress(self.simulations)
 
     def evaluate(self, cands: Sequence[Candidate], slos: Sequence[SLO], robust: bool = False) -> list[Evaluation]:
         self._run((c, "nominal") for c in cands)
@@ -330,7 +337,7 @@ class Searcher:
         key = ("current", "nominal")
         if key not in self.cache:
             self.cache[key] = simulate_point((self.scenario, tuple(self.uncertainty.nominal)))
-            self.simulations += 1
+            self._done()
         s = self.cache[key]
         lim = self.scenario["cgroup.cpu_limit"]
         cand = Candidate(int(round(lim * 1000)) if lim is not None else 0, self.scenario["go.gomaxprocs"],
@@ -344,7 +351,7 @@ class Searcher:
         from cfsim.simulation import simulate
 
         res = simulate(self.scenario.with_overrides(list(overrides) + list(self.uncertainty.nominal)))
-        self.simulations += 1
+        self._done()
         return {**_clean_summary(res.summary), "_series": res.series}
 
     # -- the search ---------------------------------------------------------------------------

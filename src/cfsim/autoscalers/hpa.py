@@ -1,4 +1,6 @@
-"""The HorizontalPodAutoscaler for a CPU ``Resource`` metric (reference: vpa-hpa.md §6).
+"""The HorizontalPodAutoscaler for a CPU ``Resource`` metric (kubernetes/kubernetes
+``pkg/controller/podautoscaler/horizontal.go``, ``replica_calculator.go``;
+https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/).
 
 Every sync (15 s): utilisation = ``int(sum(usage_m) * 100 / sum(request_m))`` (an int percent, so
 relative to REQUESTS), ratio = utilisation / target; within tolerance (default 0.1) keep the

@@ -1,4 +1,6 @@
-"""The VPA admission controller's CPU arithmetic (reference: vpa-hpa.md §3).
+"""The VPA admission controller's CPU arithmetic (kubernetes/autoscaler ``vertical-pod-autoscaler/``
+``pkg/admission-controller/resource/pod/recommendation/recommendation_provider.go``,
+``pkg/utils/vpa/capping.go``, ``pkg/utils/vpa/limit_and_request_scaling.go: GetProportionalLimit``).
 
 At pod creation the recommendation is capped (``minAllowed``/``maxAllowed``; with
 ``controlledValues: RequestsOnly`` also to the container's current limit, since a request may not

@@ -1,4 +1,7 @@
-"""The VPA recommender's CPU path, as upstream computes it (reference: vpa-hpa.md §1-§2).
+"""The VPA recommender's CPU path, as upstream computes it (kubernetes/autoscaler
+``vertical-pod-autoscaler/pkg/recommender/``: ``routines/recommender.go``, ``model/container.go``,
+``model/aggregations_config.go``, ``logic/recommender.go``, ``logic/estimator.go``,
+``routines/cpu_integer_post_processor.go``; https://github.com/kubernetes/autoscaler).
 
 Pipeline, in this order (amounts are int millicores, every float -> amount truncates toward zero
 and clamps to [0, 1e14]):
@@ -20,7 +23,7 @@ and clamps to [0, 1e14]):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from cfsim.autoscalers.vpa_histogram import CPU_HISTOGRAM_OPTIONS, DecayingHistogram, HistogramOptions
 
@@ -28,8 +31,6 @@ from cfsim.autoscalers.vpa_histogram import CPU_HISTOGRAM_OPTIONS, DecayingHisto
 MAX_RESOURCE_AMOUNT = 10 ** 14
 #: Upstream ``minSampleWeight``: the weight of every CPU sample, in every released version.
 CPU_SAMPLE_WEIGHT = 0.1
-#: Upstream default metrics-server windows [s]: the manifests' ``--metric-resolution`` and the binary default.
-METRICS_WINDOWS_S = (15.0, 60.0)
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class Recommendation:
 
 
 def amount_from_float(x: float) -> int:
-    """``resourceAmountFromFloat``: truncate toward zero, clamp to [0, 1e14]; NaN -> 0 (see §1.5)."""
+    """``model/types.go: resourceAmountFromFloat``: truncate toward zero, clamp to [0, 1e14]; NaN -> 0."""
     if x != x:  # NaN: Go's conversion is implementation-defined; only minCPU survives the max()
         return 0
     if x < 0:
@@ -78,6 +79,25 @@ def amount_from_float(x: float) -> int:
 def cores_to_millicores(cores: float) -> int:
     """A ``Quantity`` written in cores, as ``MilliValue()`` reads it (sub-milli fractions round up)."""
     return int(math.ceil(round(cores * 1000.0, 6)))
+
+
+def cpu_quantity(amount_m: int) -> str:
+    """A CPU amount [millicores] as the VPA writes it to its status: ``resource.NewMilliQuantity(m,
+    resource.DecimalSI).String()``, the canonical form of k8s.io/apimachinery ``pkg/api/resource/
+    quantity.go`` (the largest SI suffix whose mantissa stays an integer).
+
+    >>> cpu_quantity(1168), cpu_quantity(2000), cpu_quantity(1500), cpu_quantity(0), cpu_quantity(10 ** 14)
+    ('1168m', '2', '1500m', '0', '100G')
+    """
+    m = int(amount_m)
+    if m == 0:
+        return "0"
+    sign, m = ("-", -m) if m < 0 else ("", m)
+    exp = -3
+    while m % 1000 == 0 and exp < 18:
+        m //= 1000
+        exp += 3
+    return f"{sign}{m}{ {-3: 'm', 0: '', 3: 'k', 6: 'M', 9: 'G', 12: 'T', 15: 'P', 18: 'E'}[exp]}"
 
 
 def scale_amount(amount_m: int, factor: float) -> int:
@@ -230,11 +250,6 @@ def config_from_scenario(vpa: dict) -> RecommenderConfig:
         min_allowed_millicores=m("min_allowed_cores"),
         max_allowed_millicores=m("max_allowed_cores"),
     )
-
-
-def with_policy(cfg: RecommenderConfig, **changes) -> RecommenderConfig:
-    """A copy of ``cfg`` with some fields changed."""
-    return replace(cfg, **changes)
 
 
 def metrics_server_points(points: list[tuple[float, float]], window_s: float,

@@ -1,4 +1,6 @@
-"""The VPA updater's decisions (reference: vpa-hpa.md §4), CPU only.
+"""The VPA updater's decisions, CPU only (kubernetes/autoscaler ``vertical-pod-autoscaler/``
+``pkg/updater/logic/updater.go``, ``pkg/updater/priority/update_priority_calculator.go``,
+``pkg/updater/restriction/``).
 
 A pod is a candidate when its request is outside ``[lowerBound, upperBound]`` (at any age), or
 after a quick OOM, or - inside the bounds - when it is at least 12 h old AND the relative change

@@ -1,54 +1,135 @@
-"""``python -m cfsim audit EXPORTS [EXPORTS ...] [--report out/audit/audit] [--json]``.
+"""``python -m cfsim audit EXPORTS... | --prometheus-url URL [--report PREFIX] [--format F] [--emit E]``.
 
-Reads a folder of Prometheus query_range JSON exports (cAdvisor CPU and CFS counters,
-kube-state-metrics requests/limits, ``go_sched_gomaxprocs_threads``) or lab run folders, flags
-each container (trapped, throttled, GOMAXPROCS far above the limit, headroom), simulates a fix
-for each flag and writes a ranked table (CSV, markdown) and an HTML report with plots.
+Reads Prometheus query_range JSON exports, lab run folders, or a live Prometheus (cAdvisor CPU and
+CFS counters, kube-state-metrics requests/limits/owners/VPA, the Go runtime's GOMAXPROCS, GOGC,
+GOMEMLIMIT), flags each container (trapped, throttled, GOMAXPROCS far above the limit, headroom),
+simulates a fix for each flag, writes a ranked table (CSV, markdown) and an HTML report with plots,
+and prints the findings (``--emit patch``: a strategic-merge patch per workload container;
+``--emit vpa-status``: the stock VPA's status block for its observed usage).
 """
 from __future__ import annotations
 
-import json
 import sys
+
+from cfsim.commands._prometheus import add_prometheus_arguments, given_live_options, live_source, one_line_errors
+from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml_all, emit
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("audit", help="flag containers in Prometheus exports; simulate the fixes")
-    p.add_argument("exports", nargs="+", help="folder(s) of query_range JSON exports, or lab run folders / grids")
+    p = sub.add_parser("audit", help="flag containers in Prometheus exports or a live Prometheus; simulate the fixes")
+    p.add_argument("exports", nargs="*", help="folder(s) of query_range JSON exports, or lab run folders / grids "
+                                              "(or --prometheus-url)")
     p.add_argument("--report", metavar="PREFIX", default="out/audit/audit",
                    help="write PREFIX.csv, PREFIX.md, PREFIX.html (default out/audit/audit)")
+    p.add_argument("--no-report", action="store_true", help="write no report files")
     p.add_argument("--no-simulate", action="store_true", help="flags and evidence only, no simulated fixes")
     p.add_argument("--duration", type=float, default=20.0, help="seconds simulated per fix (default 20)")
     p.add_argument("--include-calibration", action="store_true", help="audit lab calib-* runs too")
-    p.add_argument("--json", action="store_true", help="print containers, flags and findings as JSON")
+    add_format_argument(p, "the findings (json/yaml: containers, flags, statistics, unknowns and findings; "
+                           "csv/markdown/html: the ranked findings)")
+    p.add_argument("--emit", choices=("report", "patch", "vpa-status"), default="report",
+                   help="patch: per workload container, a patch for `kubectl patch --type strategic` (yaml, one "
+                        "document each; json: one object per line); vpa-status: the VPA status block")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_prometheus_arguments(p)
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    from cfsim.advice.audit import audit, load_containers, summary_json, write_report
-
-    containers = []
-    for path in args.exports:
-        containers += load_containers(path, include_calibration=args.include_calibration)
-    if not containers:
-        print(f"error: {' '.join(args.exports)}: no container CPU usage series found", file=sys.stderr)
-        return 2
-    result = audit(containers=containers, simulate=not args.no_simulate, duration_s=args.duration)
-    paths = write_report(result, args.report)
-    if args.json:
-        json.dump(summary_json(result), sys.stdout, default=str)
-        sys.stdout.write("\n")
-        return 0
+def _text(result, paths) -> str:
     flags = result.flags_by_container()
-    print(f"{len(containers)} containers, {len(result.findings)} findings")
+    lines = [f"{len(result.containers)} containers, {len(result.findings)} findings"]
     for rank, f in enumerate(result.findings, 1):
-        print(f"{rank:>3}. {f.container.name}  [{f.flag}] {f.detail}")
-        print(f"     evidence: {f.evidence}")
+        lines.append(f"{rank:>3}. {f.container.name}  [{f.flag}] {f.detail}")
+        lines.append(f"     evidence: {f.evidence}")
         if f.fix:
-            print(f"     fix:      {f.fix}")
+            lines.append(f"     fix:      {f.fix}")
         if f.effect:
-            print(f"     effect:   {f.effect}")
+            lines.append(f"     effect:   {f.effect}")
     ok = [name for name, fl in flags.items() if not fl]
     if ok:
-        print("no findings: " + ", ".join(ok))
-    print("report: " + ", ".join(str(p) for p in paths.values()))
+        lines.append("no findings: " + ", ".join(ok))
+    unknown = {}
+    for c in result.containers:
+        for what, how in c.missing.items():
+            unknown.setdefault((what, how), []).append(c.name)
+    for (what, how), names in sorted(unknown.items()):
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        lines.append(f"{what} {how} [{shown}]")
+    if paths:
+        lines.append("report: " + ", ".join(str(p) for p in paths.values()))
+    return "\n".join(lines)
+
+
+def _objects(result, what: str) -> tuple[list[dict], list[str]]:
+    from cfsim.advice.kubernetes import patch_command, strategic_patch
+
+    docs, comments = [], []
+    for w in result.workloads():
+        head = f"{w.name}: flags {', '.join(w.flags) or 'none'}; pods {', '.join(w.pods)}"
+        if w.workload_source:
+            head += f"\nworkload from {w.workload_source}"
+        if what == "vpa-status":
+            if w.vpa_status is None:
+                continue
+            if w.vpa_now:
+                now = ", ".join(f"{k[:-2]} {v}m" for k, v in w.vpa_now.items() if k.endswith("_m"))
+                head += f"\nthe VPA {w.vpa_now.get('name', '')} writes today (kube-state-metrics): {now}"
+            docs.append({"status": w.vpa_status})
+            comments.append(head + "\nthe stock VPA recommender on the observed usage; apply with: kubectl patch vpa "
+                                   "NAME --subresource status --type merge --patch-file /dev/stdin")
+            continue
+        if w.change.empty():
+            continue
+        docs.append(strategic_patch(w.workload, w.namespace, [w.change]))
+        comments.append("\n".join([head, *w.change.notes, patch_command(w.workload, w.namespace)]))
+    return docs, comments
+
+
+def run(args) -> int:
+    import json
+
+    from cfsim.advice.audit import audit, load_containers, load_live_containers, summary_json, write_report
+    from cfsim.progress import Progress
+
+    fmt = chosen_format(args)
+    if bool(args.exports) == bool(args.prometheus_url):
+        print("error: give export folders or --prometheus-url URL (exactly one)", file=sys.stderr)
+        return 2
+    if args.exports and given_live_options(args):
+        print(f"error: {', '.join(given_live_options(args))} only apply with --prometheus-url", file=sys.stderr)
+        return 2
+    if args.emit != "report" and fmt not in ("yaml", "json", "table"):
+        print(f"error: --emit {args.emit} prints yaml or json, not {fmt}", file=sys.stderr)
+        return 2
+    meta: dict = {}
+    if args.prometheus_url:
+        with one_line_errors():
+            src = live_source(args)
+            with Progress(None, "prometheus", "query", enabled=not args.no_progress) as bar:
+                containers, meta = load_live_containers(src.url, src.start_s, src.end_s, src.step,
+                                                        selection=src.selection, connection=src.connection,
+                                                        progress=bar)
+    else:
+        containers = []
+        for path in args.exports:
+            containers += load_containers(path, include_calibration=args.include_calibration)
+    if not containers:
+        where = args.prometheus_url or " ".join(args.exports)
+        print(f"error: {where}: no container CPU usage series found", file=sys.stderr)
+        return 2
+    with Progress(len(containers), "audit", "container", enabled=not args.no_progress) as bar:
+        result = audit(containers=containers, simulate=not args.no_simulate, duration_s=args.duration,
+                       progress=bar, meta=meta)
+    paths = {} if args.no_report else write_report(result, args.report)
+    if args.emit != "report":
+        docs, comments = _objects(result, args.emit)
+        if fmt == "json":
+            sys.stdout.write("".join(json.dumps(d) + "\n" for d in docs))
+        else:
+            sys.stdout.write(dump_yaml_all(docs, comments))
+        return 0
+    data = summary_json(result)
+    if paths:
+        data["report"] = {k: str(v) for k, v in paths.items()}
+    emit(Answer(data, data["findings"], lambda: _text(result, paths), "cfsim audit"), fmt)
     return 0

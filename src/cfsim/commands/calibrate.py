@@ -1,10 +1,11 @@
-"""``python -m cfsim calibrate PATH --train EXPR [--param KEY[=LO:HI]] --out params.toml``."""
+"""``python -m cfsim calibrate PATH --train EXPR [--param KEY[=LO:HI]] --out params.toml [--format F]``."""
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
+
+from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
 
 def add_parser(sub) -> None:
@@ -22,7 +23,8 @@ def add_parser(sub) -> None:
     p.add_argument("--report", metavar="DIR", help="write the held-out validation report here")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--max-nfev", type=int, default=40, help="budget of objective evaluations")
-    p.add_argument("--json", action="store_true")
+    add_format_argument(p, "the fit (json/yaml: params, sigma_log, errors; csv/markdown/html: one row per parameter)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
@@ -47,34 +49,43 @@ def run(args) -> int:
     from cfsim.validation.calibrate import GC_MEMORY_RESIDUALS, MAX_SIGMA_LOG, calibrate
     from cfsim.validation.report import to_markdown
 
+    from cfsim.progress import Progress
+
     names, bounds = _param_specs(args.param)
     try:
         metrics = [m for item in args.metric for m in (GC_MEMORY_RESIDUALS if item == "gc" else [item])] or None
-        cal, train_runs, test_runs = calibrate(args.path, args.train, names, workers=args.workers,
-                                               max_nfev=args.max_nfev, bounds=bounds, metrics=metrics)
+        with Progress(None, "calibrate", "evaluation", enabled=not args.no_progress) as bar:
+            cal, train_runs, test_runs = calibrate(args.path, args.train, names, workers=args.workers,
+                                                   max_nfev=args.max_nfev, bounds=bounds, progress=bar.advance_to,
+                                                   metrics=metrics)
     except ValueError as exc:  # a bad --train or --param: say which, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    train_report = validate(args.path, params=cal.params, only=train_runs)
-    test_report = validate(args.path, params=cal.params, only=test_runs) if test_runs else None
+    with Progress(len(train_runs) + len(test_runs), "validate", "run", enabled=not args.no_progress) as bar:
+        tick = (lambda run_id: bar.advance(1, run_id))
+        train_report = validate(args.path, params=cal.params, only=train_runs, progress=tick)
+        test_report = validate(args.path, params=cal.params, only=test_runs, progress=tick) if test_runs else None
     if args.out:
         errors = {"train": train_report.errors, "validation": test_report.errors if test_report else {}}
         flat = {f"{part}.{metric}": v for part, e in errors.items() for metric, v in e.items()}
         Path(args.out).write_text(cal.to_toml(flat))
     if args.report and test_report:
         write_report(test_report, args.report)
-    if args.json:
-        json.dump({"params": cal.params,
-                   "sigma_log": {k: (v if v < MAX_SIGMA_LOG else None) for k, v in cal.sigma_log.items()}, "train_runs": len(train_runs),
-                   "validation_runs": len(test_runs), "train_errors": train_report.errors,
-                   "validation_errors": test_report.errors if test_report else {}}, sys.stdout, default=str)
-        sys.stdout.write("\n")
-    else:
+    sigma = {k: (v if v < MAX_SIGMA_LOG else None) for k, v in cal.sigma_log.items()}
+    data = {"params": cal.params, "sigma_log": sigma, "train_runs": len(train_runs),
+            "validation_runs": len(test_runs), "train_errors": train_report.errors,
+            "validation_errors": test_report.errors if test_report else {}}
+    rows = [{"param": k, "value": v, "sigma_log": sigma[k]} for k, v in cal.params.items()]
+
+    def text() -> str:
         def spread(k: str) -> str:
             sig = cal.sigma_log[k]
             return f"x/÷ {math.exp(sig):.3f}" if sig < MAX_SIGMA_LOG else "not constrained by the training runs"
-        print("fitted:", ", ".join(f"{k} = {v:.4g} ({spread(k)})" for k, v in cal.params.items()))
-        print(f"trained on {len(train_runs)} runs; validated on {len(test_runs)} held-out runs")
+        lines = ["fitted: " + ", ".join(f"{k} = {v:.4g} ({spread(k)})" for k, v in cal.params.items()),
+                 f"trained on {len(train_runs)} runs; validated on {len(test_runs)} held-out runs"]
         if test_report:
-            print(to_markdown(test_report))
+            lines.append(to_markdown(test_report))
+        return "\n".join(lines)
+
+    emit(Answer(data, rows, text, "cfsim calibrate"), chosen_format(args))
     return 0

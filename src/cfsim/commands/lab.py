@@ -6,10 +6,12 @@
 """
 from __future__ import annotations
 
-import json
 import signal
 import sys
+from functools import partial
 from pathlib import Path
+
+from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
 
 def add_parser(sub) -> None:
@@ -19,7 +21,8 @@ def add_parser(sub) -> None:
     r.add_argument("scenario", help="a scenario TOML file or a built-in name")
     r.add_argument("--out", required=True, metavar="DIR", help="run folder, e.g. data/lab/<run-id>")
     r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override a key")
-    r.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    add_format_argument(r, "the run's summary (csv/markdown/html: one row)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=run)
     g = lab_sub.add_parser("grid", help="a cartesian grid of real runs with calibration runs")
     g.add_argument("scenario", help="a scenario TOML file or a built-in name")
@@ -28,6 +31,8 @@ def add_parser(sub) -> None:
     g.add_argument("--out", required=True, metavar="DIR", help="grid folder, one sub-folder per run")
     g.add_argument("--resume", action="store_true", help="skip runs that already have summary.json")
     g.add_argument("--no-calibration", action="store_true", help="skip calibration and repeat runs")
+    add_format_argument(g, "the grid's result (json/yaml: runs, failures, drift; csv/markdown/html: one row per run)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.set_defaults(func=run)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -52,22 +57,34 @@ def run(args) -> int:
         return 3
     sc = load_scenario(args.scenario, args.set)
     command = [sys.executable, "-m", "cfsim", *sys.argv[1:]] if sys.argv else None
+    fmt = chosen_format(args)
     try:
         if args.lab_command == "run":
             from cfsim.lab import runner
-            summ = runner.run(sc, Path(args.out), command=command)
-            if args.json:
-                json.dump(summ, sys.stdout, sort_keys=True)
-                sys.stdout.write("\n")
-            else:
-                width = max(len(k) for k in summ)
-                for key, value in summ.items():
-                    print(f"{key:<{width}}  {value}")
+            from cfsim.progress import TimedProgress
+
+            expected_s = float(sc["run.duration_s"]) + float(sc["run.warmup_s"] or 0.0)
+            with TimedProgress(expected_s, "lab run", enabled=not args.no_progress) as bar:
+                summ = runner.run(sc, Path(args.out), command=command, log=bar.write)
+            width = max(len(k) for k in summ)
+            text = "\n".join(f"{key:<{width}}  {value}" for key, value in summ.items())
+            emit(Answer(dict(sorted(summ.items())), [summ], text, "cfsim lab run"), fmt)
             return 0
-        from cfsim.lab import grid
-        result = grid.run_grid(sc, args.grid, Path(args.out), resume=args.resume,
-                               calibration=not args.no_calibration, command=command)
-        print(json.dumps(result.get("drift", {}), indent=1, sort_keys=True))
+        from cfsim.lab import grid, runner
+        from cfsim.progress import Progress
+
+        with Progress(None, "lab grid", "run", enabled=not args.no_progress) as bar:
+            result = grid.run_grid(sc, args.grid, Path(args.out), resume=args.resume,
+                                   calibration=not args.no_calibration, command=command,
+                                   run_one=partial(runner.run, log=bar.write), log=bar.write, progress=bar)
+        runs = [{"run": name, **{k: v for k, v in entry.items() if k != "overrides"},
+                 "overrides": " ".join(f"{k}={v}" for k, v in entry.get("overrides", []))}
+                for name, entry in result.get("runs", {}).items()]
+        data = {"out": str(args.out), "failed": result.get("failed", 0), "runs": result.get("runs", {}),
+                "drift": result.get("drift", {})}
+        import json
+
+        emit(Answer(data, runs, json.dumps(result.get("drift", {}), indent=1, sort_keys=True), "cfsim lab grid"), fmt)
         return 0 if result.get("failed", 0) == 0 else 1
     except KeyboardInterrupt:
         print("interrupted: processes stopped and cgroups removed", file=sys.stderr)

@@ -1,17 +1,22 @@
-"""``python -m cfsim recommend SCENARIO --slo 'lag_final_s<=60' [--slo ...] [--json]``
-and ``python -m cfsim recommend --from data/lab/<grid>/<run> --slo 'throughput_per_s>=4000'``.
+"""``python -m cfsim recommend SCENARIO --slo 'lag_final_s<=60' [--slo ...] [--format F] [--emit E]``,
+``python -m cfsim recommend --from data/lab/<grid>/<run> --slo 'throughput_per_s>=4000'`` and
+``python -m cfsim recommend --prometheus-url URL --namespace NS --slo 'throttled_ratio<=0.05'``.
 
 The cheapest (CPU limit, GOMAXPROCS policy or value, optional CFS burst) meeting every SLO over
 the scenario's load profile, re-checked at pessimistic parameters; the runner-up; the cost of each
 SLO alone; and what the stock VPA and krr ``simple``/``simple_limit`` would choose for the same
-usage, each simulated.
+usage, each simulated. With ``--prometheus-url`` the peers read the observed usage, and each
+selected workload container gets its answer (on a proxy workload estimated from its series, or on
+SCENARIO when one is given), with the VPA status block and a strategic-merge patch
+(``--emit patch | vpa-status``).
 """
 from __future__ import annotations
 
-import json
 import sys
 
-from cfsim.commands._jsonsafe import json_safe
+from cfsim.commands import CommandError
+from cfsim.commands._prometheus import add_prometheus_arguments, given_live_options, live_source, one_line_errors
+from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml, dump_yaml_all, emit, json_safe
 
 
 def add_parser(sub) -> None:
@@ -39,52 +44,187 @@ def add_parser(sub) -> None:
     p.add_argument("--vpa-rounds", type=int, default=3, help="re-apply VPA to its own consequence up to N times")
     p.add_argument("--observed-usage", action="store_true",
                    help="with --from: the peers read the lab run's real usage instead of the simulated one")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format_argument(p, "the recommendation (json/yaml: the whole report; csv/markdown/html: one row per "
+                           "recommended container)")
+    p.add_argument("--emit", choices=("report", "patch", "vpa-status"), default="report",
+                   help="patch: a patch for `kubectl patch --type strategic` (yaml; json: one object per line); "
+                        "vpa-status: the stock VPA's status block for the usage")
+    p.add_argument("--workload", metavar="KIND/NAME",
+                   help="the object the patch is for, e.g. deployment/api (live: from kube-state-metrics)")
+    p.add_argument("--container", metavar="NAME", help="the container the patch is for (live: from cAdvisor)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_prometheus_arguments(p)
     p.set_defaults(func=run)
 
 
+KINDS = {"deployment": "Deployment", "deploy": "Deployment", "statefulset": "StatefulSet", "sts": "StatefulSet",
+         "daemonset": "DaemonSet", "ds": "DaemonSet", "pod": "Pod", "replicaset": "ReplicaSet", "rs": "ReplicaSet"}
+
+
+def _workload(text: str | None) -> tuple[str, str] | None:
+    if not text:
+        return None
+    kind, sep, name = text.partition("/")
+    if not sep or kind.lower() not in KINDS or not name:
+        raise CommandError(f"--workload {text!r}: expected KIND/NAME, e.g. deployment/api (kinds: "
+                           f"{', '.join(sorted(set(KINDS.values())))})")
+    return KINDS[kind.lower()], name
+
+
+def _row(name: str, rep, k8s: dict | None) -> dict:
+    w, cur = rep.result.winner, rep.current
+    vpa = next((p for p in rep.peers if p.name == "vpa"), None)
+    return {"target": name, "current_limit_cores": rep.scenario["cgroup.cpu_limit"],
+            "current_gomaxprocs": cur.gomaxprocs,
+            "current_meets_all": cur.met,
+            "recommended_limit_cores": w.candidate.limit if w else None,
+            "recommended_gomaxprocs": None if w is None else w.candidate.gomaxprocs,
+            "effective_gomaxprocs": None if w is None else w.gomaxprocs,
+            "burst_us": None if w is None else w.candidate.burst_us,
+            "vpa_request_cores": None if vpa is None else vpa.request_cores,
+            "vpa_meets_all": None if vpa is None else vpa.met,
+            "patch_command": None if not k8s else k8s.get("command"), "simulations": rep.simulations}
+
+
+def _k8s_text(k8s: dict) -> str:
+    lines = []
+    if k8s.get("patch") is not None:
+        lines.append("patch (" + (k8s["command"] or "kubectl patch") + "):")
+        lines += ["  # " + n for n in k8s.get("notes", [])]
+        lines += ["  " + x for x in dump_yaml(k8s["patch"]).splitlines()]
+    if k8s.get("vpa_status") is not None:
+        recs = k8s["vpa_status"]["recommendation"]["containerRecommendations"][0]
+        lines.append(f"the stock VPA would write: target {recs['target']['cpu']}, lower {recs['lowerBound']['cpu']}, "
+                     f"upper {recs['upperBound']['cpu']}")
+    return "\n".join(lines)
+
+
 def run(args) -> int:
-    from cfsim.advice.recommend import format_report, from_lab_run, recommend
+    from cfsim.advice.recommend import format_report, from_lab_run, kubernetes_answer, recommend
     from cfsim.advice.search import SearchOptions, uncertainty_for
     from cfsim.advice.slo import SLOError, parse_slos
+    from cfsim.progress import Progress
     from cfsim.scenario import load_scenario
 
+    fmt = chosen_format(args)
     try:
         slos = parse_slos(args.slo)
     except SLOError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if bool(args.scenario) == bool(args.from_run):
-        print("error: give a scenario or --from RUN_DIR (exactly one)", file=sys.stderr)
+    given = [x for x in (args.from_run, args.prometheus_url) if x]
+    if len(given) > 1 or (not given and not args.scenario) or (args.from_run and args.scenario):
+        print("error: give a scenario, --from RUN_DIR, or --prometheus-url URL (with or without a scenario)",
+              file=sys.stderr)
         return 2
-    if args.from_run:
+    if args.emit != "report" and fmt not in ("yaml", "json", "table"):
+        print(f"error: --emit {args.emit} prints yaml or json, not {fmt}", file=sys.stderr)
+        return 2
+    if args.observed_usage and not args.from_run:
+        print("error: --observed-usage needs --from RUN_DIR", file=sys.stderr)
+        return 2
+    live_only = [o for o in given_live_options(args) if o != "--namespace"]
+    if live_only and not args.prometheus_url:
+        print(f"error: {', '.join(live_only)} only apply with --prometheus-url", file=sys.stderr)
+        return 2
+    workload = _workload(args.workload)
+    kinds = [k.strip() for k in args.gomaxprocs.split(",") if k.strip()] if args.gomaxprocs else None
+    # (name, scenario, uncertainty, source, history, container, workload, namespace, request_now_m)
+    jobs: list[tuple] = []
+    if args.prometheus_url:
+        from cfsim.advice.audit import load_live_containers
+        from cfsim.advice.recommend import live_scenario, live_targets
+
+        with one_line_errors():
+            src = live_source(args)
+            with Progress(None, "prometheus", "query", enabled=not args.no_progress) as bar:
+                containers, meta = load_live_containers(src.url, src.start_s, src.end_s, src.step,
+                                                        selection=src.selection, connection=src.connection,
+                                                        progress=bar)
+        targets = live_targets(containers)
+        if args.container:
+            targets = [t for t in targets if t.container == args.container]
+        if args.scenario and len(targets) != 1:
+            print(f"error: a scenario describes one workload container; the selection has {len(targets)} "
+                  f"({', '.join(t.name for t in targets[:6])}): narrow it with --namespace/--selector/--container",
+                  file=sys.stderr)
+            return 2
+        if not targets:
+            print("error: no container left to recommend for", file=sys.stderr)
+            return 2
+        for t in targets:
+            if args.scenario:
+                sc = load_scenario(args.scenario, args.set)
+                how = str(args.scenario)
+            else:
+                sc, how = live_scenario(t, args.duration or 20.0)
+                if args.set:
+                    sc = sc.with_overrides(list(args.set))
+            jobs.append((t.name, sc, uncertainty_for(sc, args.params), f"{src.url} {t.name}: {how}", t.history,
+                         args.container or t.container, workload or t.workload, t.namespace, t.request_m))
+    elif args.from_run:
         sc, unc, source = from_lab_run(args.from_run, args.params, args.set)
+        history = None
+        if args.observed_usage:
+            from cfsim.advice.recommend import observed_history
+
+            history = observed_history(args.from_run)
+        jobs.append((source, sc, unc, source, history, args.container, workload, args.namespace, None))
     else:
         sc = load_scenario(args.scenario, args.set)
-        unc, source = uncertainty_for(sc, args.params), str(args.scenario)
-    kinds = [k.strip() for k in args.gomaxprocs.split(",") if k.strip()] if args.gomaxprocs else None
-    opts = SearchOptions(coarse_step=args.coarse_step, fine_step=args.fine_step, max_limit=args.max_limit,
-                         gomaxprocs=kinds, burst=not args.no_burst, duration_s=args.duration,
-                         workers=args.workers)
-    history = None
-    if args.observed_usage:
-        if not args.from_run:
-            print("error: --observed-usage needs --from RUN_DIR", file=sys.stderr)
-            return 2
-        from cfsim.advice.recommend import observed_history
+        jobs.append((str(args.scenario), sc, uncertainty_for(sc, args.params), str(args.scenario), None,
+                     args.container, workload, args.namespace, None))
 
-        history = observed_history(args.from_run)
-    try:
-        rep = recommend(sc, slos, unc, opts, peers=not args.no_peers, vpa_rounds=args.vpa_rounds, source=source,
-                        history=history)
-    except ValueError as exc:
-        if type(exc).__name__ == "ScenarioError":
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        json.dump(json_safe(rep.as_dict()), sys.stdout, default=str)
-        sys.stdout.write("\n")
+    answers = []
+    for name, sc, unc, source, history, container, wl, ns, req_m in jobs:
+        opts = SearchOptions(coarse_step=args.coarse_step, fine_step=args.fine_step, max_limit=args.max_limit,
+                             gomaxprocs=kinds, burst=not args.no_burst, duration_s=args.duration,
+                             workers=args.workers)
+        try:
+            with Progress(None, f"recommend {name}" if len(jobs) > 1 else "recommend", "simulation",
+                          enabled=not args.no_progress) as bar:
+                opts.progress = lambda n, bar=bar: bar.advance(n - bar.done)
+                rep = recommend(sc, slos, unc, opts, peers=not args.no_peers, vpa_rounds=args.vpa_rounds,
+                                source=source, history=history)
+        except ValueError as exc:
+            if type(exc).__name__ == "ScenarioError":
+                raise
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        k8s = kubernetes_answer(rep, container, wl, ns, req_m) if (container or args.prometheus_url) else None
+        answers.append((name, rep, k8s))
+
+    if args.emit != "report":
+        if any(k is None for _, _, k in answers):
+            print(f"error: --emit {args.emit} needs --container NAME (the container to patch) without "
+                  f"--prometheus-url", file=sys.stderr)
+            return 2
+        key = "patch" if args.emit == "patch" else "vpa_status"
+        docs = [(k[key] if key == "patch" else {"status": k[key]}) for _, _, k in answers if k[key] is not None]
+        notes = ["\n".join([name, *(k["notes"] if key == "patch" else []),
+                            k["command"] if key == "patch" else "apply with: kubectl patch vpa NAME --subresource "
+                                                                "status --type merge --patch-file /dev/stdin"])
+                 for name, _, k in answers if k[key] is not None]
+        if fmt == "json":
+            import json
+
+            sys.stdout.write("".join(json.dumps(json_safe(d)) + "\n" for d in docs))
+        else:
+            sys.stdout.write(dump_yaml_all(docs, notes))
+        return 0 if all(r.result.winner is not None for _, r, _ in answers) else 1
+
+    def as_dict(rep, k8s) -> dict:
+        d = json_safe(rep.as_dict())
+        if k8s is not None:
+            d["kubernetes"] = k8s
+        return d
+
+    if args.prometheus_url:
+        data = {"targets": [{"name": n, **as_dict(r, k)} for n, r, k in answers]}
     else:
-        print(format_report(rep))
-    return 0 if rep.result.winner is not None else 1
+        data = as_dict(answers[0][1], answers[0][2])
+    rows = [_row(n, r, k) for n, r, k in answers]
+    text = (lambda: "\n\n".join(f"== {n}\n" * (len(answers) > 1 or bool(args.prometheus_url)) + format_report(r)
+                                 + ("\n" + _k8s_text(k) if k else "") for n, r, k in answers))
+    emit(Answer(data, rows, text, "cfsim recommend"), fmt)
+    return 0 if all(r.result.winner is not None for _, r, _ in answers) else 1

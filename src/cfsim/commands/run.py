@@ -1,9 +1,7 @@
-"""``python -m cfsim run SCENARIO [--set section.key=value] [--json] [--out DIR]``."""
+"""``python -m cfsim run SCENARIO [--set section.key=value] [--format F] [--out DIR]``."""
 from __future__ import annotations
 
-import json
-import sys
-
+from cfsim.output import Answer, add_format_argument, chosen_format, emit
 from cfsim.scenario import load_scenario
 
 
@@ -12,7 +10,7 @@ def add_parser(sub) -> None:
     p.add_argument("scenario", help="a scenario TOML file or a built-in name (see `scenarios`)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override any scenario key, e.g. --set cgroup.cpu_limit=1.94")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    add_format_argument(p, "the summary (csv/markdown/html: one row)")
     p.add_argument("--out", metavar="DIR", help="write tables (Parquet) and the resolved scenario here")
     p.set_defaults(func=run)
 
@@ -24,11 +22,8 @@ def run(args) -> int:
     result = simulate(scenario)
     if args.out:
         write_result(result, args.out)
-    if args.json:
-        json.dump(result.summary, sys.stdout, sort_keys=True)
-        sys.stdout.write("\n")
-    else:
-        width = max(len(k) for k in result.summary)
-        for key, value in result.summary.items():
-            print(f"{key:<{width}}  {value}")
+    summary = result.summary
+    width = max(len(k) for k in summary)
+    text = "\n".join(f"{key:<{width}}  {value}" for key, value in summary.items())
+    emit(Answer(dict(sorted(summary.items())), [summary], text, "cfsim run"), chosen_format(args))
     return 0

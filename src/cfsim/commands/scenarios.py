@@ -1,6 +1,7 @@
-"""``python -m cfsim scenarios``: list built-in scenarios, or print one resolved."""
+"""``python -m cfsim scenarios [NAME] [--format F]``: list built-in scenarios, or print one resolved."""
 from __future__ import annotations
 
+from cfsim.output import Answer, add_format_argument, chosen_format, emit
 from cfsim.scenario import builtin_names, load_scenario
 
 
@@ -8,12 +9,16 @@ def add_parser(sub) -> None:
     p = sub.add_parser("scenarios", help="list built-in scenarios or show one resolved")
     p.add_argument("name", nargs="?", help="a built-in name or a TOML path to print resolved")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    add_format_argument(p, "the list, or the resolved scenario (table: TOML; csv/markdown/html: key, value)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    fmt = chosen_format(args)
     if args.name is None:
-        print("\n".join(builtin_names()))
+        names = builtin_names()
+        emit(Answer(names, [{"name": n} for n in names], "\n".join(names), "cfsim scenarios"), fmt)
         return 0
-    print(load_scenario(args.name, args.set).to_toml(), end="")
+    sc = load_scenario(args.name, args.set)
+    emit(Answer(sc.to_dict(), [{"key": k, "value": v} for k, v in sc.flat().items()], sc.to_toml(), sc.source), fmt)
     return 0

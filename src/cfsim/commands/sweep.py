@@ -9,8 +9,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
 
 def add_parser(sub) -> None:
@@ -47,7 +48,8 @@ def add_parser(sub) -> None:
                    help="delete a sweep already in --out and start again")
     p.add_argument("--plot", metavar="DIR", help="plot the sweep in DIR (PNG and SVG) and exit")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print the final report as JSON")
+    add_format_argument(p, "the final report (json/yaml: counts, wall time, errors; csv/markdown/html: every "
+                           "run's row)")
     p.add_argument("--point-fn", default=None, help=argparse.SUPPRESS)  # module:function, for tests
     p.set_defaults(func=run)
 
@@ -116,22 +118,23 @@ def run(args) -> int:
     except (StoreError, ExecutorUnavailable) as exc:
         return _fail(str(exc))
 
-    if args.json:
-        json.dump(report.as_dict(), sys.stdout, sort_keys=True)
-        sys.stdout.write("\n")
-    else:
+    def text() -> str:
         res = SweepResults.open(study.out)
         rate = report.computed / report.wall_s if report.wall_s > 0 else 0.0
-        print(f"sweep: {report.total} runs ({report.skipped} already done, {report.computed} computed: "
-              f"{report.ok} ok, {report.errors} errors) in {report.wall_s:.1f} s "
-              f"({rate:.1f} runs/s) on {report.executor} x{report.workers}")
-        print(summary_table(res.frame, res.axes))
-        for line in report.first_errors:
-            print(f"error: {line}")
+        lines = [f"sweep: {report.total} runs ({report.skipped} already done, {report.computed} computed: "
+                 f"{report.ok} ok, {report.errors} errors) in {report.wall_s:.1f} s "
+                 f"({rate:.1f} runs/s) on {report.executor} x{report.workers}",
+                 summary_table(res.frame, res.axes)]
+        lines += [f"error: {line}" for line in report.first_errors]
         if report.lost:
-            print(f"{report.lost} runs were lost with their worker process; "
-                  f"run again with --resume --out {study.out} to retry them")
-        print(f"wrote {study.out} (read it with cfsim.sweep.SweepResults.open)")
+            lines.append(f"{report.lost} runs were lost with their worker process; "
+                         f"run again with --resume --out {study.out} to retry them")
+        lines.append(f"wrote {study.out} (read it with cfsim.sweep.SweepResults.open)")
+        return "\n".join(lines)
+
+    fmt = chosen_format(args)
+    rows = SweepResults.open(study.out).frame.to_dict("records") if fmt in ("csv", "markdown", "html") else None
+    emit(Answer(dict(sorted(report.as_dict().items())), rows, text, "cfsim sweep"), fmt)
     if report.lost:
         return 1
     return 0 if report.ok or not report.computed else 1

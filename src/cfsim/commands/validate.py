@@ -1,8 +1,7 @@
-"""``python -m cfsim validate PATH [--report DIR] [--params params.toml] [--json]``."""
+"""``python -m cfsim validate PATH [--report DIR] [--params params.toml] [--format F]``."""
 from __future__ import annotations
 
-import json
-import sys
+from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
 
 def add_parser(sub) -> None:
@@ -12,22 +11,25 @@ def add_parser(sub) -> None:
     p.add_argument("--params", metavar="TOML", help="calibrated parameters (from `cfsim calibrate`)")
     p.add_argument("--no-normalise", action="store_true",
                    help="do not scale per-item CPU by the grid's calibration runs")
-    p.add_argument("--json", action="store_true", help="print {runs, errors, grids} as JSON")
+    add_format_argument(p, "the validation (json/yaml: {runs, errors, grids}; csv/markdown/html: one row per run "
+                           "and metric)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from cfsim.progress import Progress
     from cfsim.validation import validate, write_report
     from cfsim.validation.calibrate import read_params
     from cfsim.validation.report import to_markdown
+    from cfsim.validation.twin import find_runs
 
     params = read_params(args.params) if args.params else None
-    report = validate(args.path, params=params, normalise=not args.no_normalise, progress=not args.json)
+    with Progress(len(find_runs(args.path)), "validate", "run", enabled=not args.no_progress) as bar:
+        report = validate(args.path, params=params, normalise=not args.no_normalise,
+                          progress=lambda run_id: bar.advance(1, run_id))
     if args.report:
         write_report(report, args.report)
-    if args.json:
-        json.dump(report.to_json(), sys.stdout, default=str)
-        sys.stdout.write("\n")
-    else:
-        print(to_markdown(report))
+    rows = report.table().to_dict("records")
+    emit(Answer(report.to_json(), rows, lambda: to_markdown(report), "cfsim validate"), chosen_format(args))
     return 0

@@ -45,7 +45,7 @@ class Bandwidth:
     quota_us: int
     period_us: int = limits.DEFAULT_PERIOD_US
     burst_us: int = 0
-    slice_us: int = 5_000
+    slice_us: int = limits.DEFAULT_SLICE_US
     kernel: str = "modern"  # or "legacy-expiry" (4.18-5.3 slice expiry)
 
     def __post_init__(self) -> None:

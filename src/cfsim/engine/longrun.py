@@ -31,8 +31,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from cfsim.autoscalers.hpa import (HpaState, PodMetric, ScalingPolicy, ScalingRules, Tolerance, reconcile)
 from cfsim.autoscalers.vpa_admission import Resources
@@ -46,88 +45,16 @@ from cfsim.autoscalers.vpa_recommender import (RecommenderConfig, amount_from_fl
 from cfsim.engine.response import ResponseFn, response_for, work_shape
 from cfsim.goruntime.gomaxprocs import container_aware, gomaxprocs_value
 from cfsim.scenario import Scenario, ScenarioError
-
-
-@dataclass(frozen=True)
-class Arrivals:
-    """Arrival rate of one replica's share [items/s] as a function of time (``workload.rate_per_s``),
-    read as the event engine's workloads read it: steps hold from their ``t_s`` (0 before the first),
-    ``diurnal`` is ``mean + amplitude * sin(2 pi t / period)`` clipped at 0."""
-
-    steps: tuple[tuple[float, float], ...] = ()
-    constant: float | None = None
-    diurnal: tuple[float, float, float] | None = None  # mean, amplitude, period_s
-
-    def rate(self, t_s: float) -> float:
-        if self.constant is not None:
-            return self.constant
-        if self.diurnal is not None:
-            mean, amp, period = self.diurnal
-            return max(0.0, mean + amp * math.sin(2.0 * math.pi * t_s / period))
-        rate = 0.0  # before the first step: 0 (as cfsim.workloads._arrivals reads it)
-        for t0, r in self.steps:
-            if t0 <= t_s:
-                rate = r
-            else:
-                break
-        return rate
-
-
-def arrivals_from_value(value: Any, source: str = "workload.rate_per_s") -> Arrivals:
-    """Parse ``workload.rate_per_s``: a number, ``[[t_s, rate], ...]``, ``'diurnal:m:a:p'`` or a CSV path."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return Arrivals(constant=float(value))
-    if isinstance(value, list):
-        steps = tuple(sorted((float(t), float(r)) for t, r in value))
-        if not steps:
-            raise ScenarioError(source, "needs at least one [t_s, rate_per_s] step")
-        return Arrivals(steps=steps)
-    if isinstance(value, str) and value.startswith("diurnal:"):
-        parts = value.split(":")
-        try:
-            mean, amp, period = (float(x) for x in parts[1:4])
-        except (ValueError, IndexError):
-            raise ScenarioError(source, f"expected 'diurnal:<mean>:<amplitude>:<period_s>' (got {value!r})") from None
-        return Arrivals(diurnal=(mean, amp, period))
-    if isinstance(value, str):
-        path = Path(value)
-        if not path.exists():
-            raise ScenarioError(source, f"rate file not found: {value}")
-        steps = []
-        for lineno, line in enumerate(path.read_text().splitlines(), 1):
-            text = line.strip()
-            if not text or text.startswith("#"):
-                continue
-            cells = [c.strip() for c in text.split(",")]
-            try:
-                steps.append((float(cells[0]), float(cells[1])))
-            except (ValueError, IndexError):
-                if lineno == 1:
-                    continue  # header
-                raise ScenarioError(source, f"{value}:{lineno}: expected 't_s,rate_per_s' (got {text!r})") from None
-        if not steps:
-            raise ScenarioError(source, f"{value}: no rate steps")
-        return Arrivals(steps=tuple(sorted(steps)))
-    raise ScenarioError(source, f"unsupported rate {value!r}")
+from cfsim.workloads.arrivals import parse_rate
 
 
 def nominal_demand_cores(sc: Scenario) -> float:
-    """CPU one replica needs at the mean arrival rate (analytic: rate x CPU per item)."""
+    """CPU one replica needs: at the nominal arrival rate (analytic: rate x CPU per item), or what
+    the workload itself offers (threads, closed-loop clients)."""
     shape = work_shape(sc)
-    if shape.kind == "threads":
-        busy = sc["workload.burn_ms"] / (sc["workload.burn_ms"] + sc["workload.sleep_ms"])
-        return sc["workload.threads"] * busy
-    if shape.kind == "closed":
-        busy = sc["workload.cpu_ms_per_request"] / (sc["workload.cpu_ms_per_request"] + sc["workload.think_ms"])
-        return sc["workload.clients"] * busy
-    arr = arrivals_from_value(sc["workload.rate_per_s"])
-    if arr.constant is not None:
-        rate = arr.constant
-    elif arr.diurnal is not None:
-        rate = arr.diurnal[0]
-    else:
-        rate = max(r for _, r in arr.steps)
-    return rate * shape.cpu_s_per_item
+    if not shape.rate_driven:
+        return shape.fixed_demand_cores
+    return parse_rate(sc["workload.rate_per_s"]).nominal_rate_per_s() * shape.cpu_s_per_item
 
 
 @dataclass(frozen=True)
@@ -289,9 +216,6 @@ class LongrunResult:
     wall_s: float
 
 
-ROW_KEYS = ("t_s", "t_h", "replicas", "request_cores", "limit_cores", "gomaxprocs", "usage_cores",
-            "throughput_per_s", "arrival_per_s", "lag_s", "backlog_items", "throttled_ratio",
-            "vpa_target_cores", "vpa_lower_cores", "vpa_upper_cores", "updates")
 MEMORY_ROW_KEYS = ("memory_request_mb", "memory_limit_mb", "working_set_mb", "oom_kills", "restarts",
                    "vpa_memory_target_mb", "vpa_memory_lower_mb", "vpa_memory_upper_mb")
 
@@ -311,8 +235,13 @@ def _gomaxprocs_after_resize(p: LongrunParams, current: int, limit_m: int | None
 
 def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode: str = "auto",
                 interventions: list[tuple[float, str, Any]] | None = None,
+                simulate_fn: Callable[[Scenario], Any] | None = None,
                 memory_response=None) -> LongrunResult:
     """Simulate ``sc`` for ``vpa.days`` (or ``run.duration_s``) with the VPA/HPA loops.
+
+    ``response``: the pod response function; without it, :func:`~cfsim.engine.response.response_for`
+    builds one in ``response_mode``, measuring with ``simulate_fn`` (the event engine,
+    :func:`cfsim.simulation.simulate`) unless the mode is ``"analytic"``.
 
     ``interventions``: ``[(t_s, "vpa.min_allowed_cores" | "vpa.max_allowed_cores" | "vpa.integer_cpu", value)]``
     changes of the VPA policy during the run (e.g. a manual override).
@@ -332,9 +261,10 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
     p = params_from_scenario(sc)
     shape = work_shape(sc)
     demand0 = nominal_demand_cores(sc)
-    resp = response if response is not None else response_for(sc, response_mode, demand0)
-    threads_kind = shape.kind in ("threads", "closed")
-    arrivals = None if threads_kind else arrivals_from_value(sc["workload.rate_per_s"])
+    resp = response if response is not None else response_for(sc, response_mode, demand0,
+                                                              simulate_fn=simulate_fn)
+    fixed_demand = not shape.rate_driven  # the workload (threads, clients), not an arrival rate, sets it
+    arrivals = None if fixed_demand else parse_rate(sc["workload.rate_per_s"])
     cpu_s = shape.cpu_s_per_item
     dt = p.step_s
     n_steps = max(1, int(round(p.duration_s / dt)))
@@ -352,7 +282,10 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
     if p.mem_enabled:
         if memory_response is None:
             from cfsim.engine.memresponse import memory_response_for
-            memory_response = memory_response_for(sc, demand0)
+            if simulate_fn is None:
+                raise ValueError("a pod with a memory limit (or vpa.control_memory) needs its memory response: pass "
+                                 "memory_response, or simulate_fn=cfsim.simulation.simulate to measure it")
+            memory_response = memory_response_for(sc, demand0, simulate_fn)
         mresp = memory_response
     mem_agg = MemoryAggregate.new(p.mem_cfg)
     mem_rec: MemoryRecommendation | None = None
@@ -380,7 +313,7 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
 
     for s in range(replicas):
         pods.append(new_pod(s, 0.0, first=True))
-    backlog = [float(sc["workload.initial_backlog"]) if not threads_kind else 0.0 for _ in range(replicas)]
+    backlog = [float(sc["workload.initial_backlog"]) if not fixed_demand else 0.0 for _ in range(replicas)]
 
     rows: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
@@ -423,7 +356,7 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
             active = (t - pod.ready_s) / dt
             active = 0.0 if active <= 0 else (1.0 if active >= 1 else active)
             usage = 0.0
-            if threads_kind:
+            if fixed_demand:
                 if active > 0:
                     u, tp, thr = respond(pod.limit_cores, pod.gomaxprocs, round(demand0, 9))
                     usage, step_tput_pod, thr = u * active, tp * active, thr

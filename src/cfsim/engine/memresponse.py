@@ -207,12 +207,10 @@ def _load(path: Path) -> MemoryResponse:
                               describe=f"memory response (event engine, cached {path.name})")
 
 
-def memory_response_for(sc: Scenario, nominal_demand_cores: float, small: bool = False,
-                        simulate_fn: Callable[[Scenario], Any] | None = None,
-                        directory: Path | None = None) -> MemoryResponse:
-    """The scenario's memory response: cached, else measured with the event engine."""
-    if simulate_fn is None:
-        from cfsim.simulation import simulate as simulate_fn
+def memory_response_for(sc: Scenario, nominal_demand_cores: float, simulate_fn: Callable[[Scenario], Any],
+                        small: bool = False, directory: Path | None = None) -> MemoryResponse:
+    """The scenario's memory response: cached, else measured with ``simulate_fn`` (the event
+    engine, :func:`cfsim.simulation.simulate`, passed in by the caller: the engines sit below it)."""
     d = float(nominal_demand_cores)
     demands = (round(0.5 * d, 6), round(d, 6), round(1.5 * d, 6))
     fractions = SMALL_FRACTIONS if small else DEFAULT_FRACTIONS

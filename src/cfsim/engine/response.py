@@ -8,16 +8,18 @@ A pod's behaviour under its (CPU limit, GOMAXPROCS, offered demand)::
   cpus)`` (and the worker count of a stream workload; OS threads of the ``threads`` workload are
   not bound by GOMAXPROCS), ``throughput = usage / cpu_s_per_item``, ``throttled_ratio = 1`` when
   demand and runnable parallelism both exceed the limit, else 0. No GC, no scheduling overhead.
-* :class:`SurfaceResponse`: the response MEASURED with the event engine
-  (:func:`cfsim.simulation.simulate`) on a small grid over limit x GOMAXPROCS x demand, stored as
-  correction factors over the analytic model (so the ``min()`` kinks stay exact and only smooth
-  overheads such as GC are interpolated: bilinear in limit and demand, exact integer GOMAXPROCS),
+* :class:`SurfaceResponse`: the response MEASURED with the event engine (a ``simulate_fn`` the
+  caller passes, normally :func:`cfsim.simulation.simulate`) on a small grid over limit x
+  GOMAXPROCS x demand, stored as correction factors over the analytic model (so the ``min()``
+  kinks stay exact and only smooth overheads such as GC are interpolated: bilinear in limit and
+  demand, exact integer GOMAXPROCS),
   cached on disk (``$CFSIM_CACHE_DIR/surfaces`` or ``~/.cache/cfsim/surfaces``) under a hash of the
   scenario keys that shape the response, the grid and the event engine's source.
 
 :func:`response_for` picks one: ``"analytic"``, ``"surface"`` (measure if not cached, fail if the
-event engine cannot), or ``"auto"`` (cached surface, else measure if the event engine supports the
-workload, else the analytic fallback; ``.describe`` says which and why).
+event engine cannot), or ``"auto"`` (cached surface, else measure if the event engine runs the
+workload, else the analytic fallback; ``.describe`` says which and why). This module does not
+import the event engine: ``"surface"`` and ``"auto"`` take it as ``simulate_fn``.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ import numpy as np
 
 from cfsim.goruntime.gomaxprocs import gomaxprocs_value
 from cfsim.scenario import Scenario
+from cfsim.workloads.kinds import WorkShape, workload_kind
 
 #: Bump when the measurement protocol or the stored layout changes (invalidates caches).
 SURFACE_FORMAT = 2
@@ -46,29 +49,9 @@ class ResponseFn(Protocol):
                  ) -> tuple[float, float, float]: ...
 
 
-@dataclass(frozen=True)
-class WorkShape:
-    """What the workload looks like to the response: CPU per item and the parallelism caps."""
-
-    kind: str
-    cpu_s_per_item: float  # CPU seconds per record / request (> 0)
-    parallelism: float | None  # worker goroutines (stream), 1 (single-thread), threads (threads)
-    bypass_gomaxprocs: bool = False  # OS threads (kind=threads) are not limited by GOMAXPROCS
-
-
 def work_shape(sc: Scenario) -> WorkShape:
-    """Derive the :class:`WorkShape` from the ``[workload]`` section."""
-    kind = sc["workload.kind"]
-    if kind == "stream":
-        return WorkShape(kind, sc["workload.cpu_ms_per_item"] / 1000.0, float(sc["workload.workers"]))
-    if kind == "single-thread":
-        return WorkShape(kind, sc["workload.cpu_ms_per_item"] / 1000.0, 1.0)
-    if kind == "open":
-        return WorkShape(kind, sc["workload.cpu_ms_per_request"] / 1000.0, None)
-    if kind == "closed":
-        return WorkShape(kind, sc["workload.cpu_ms_per_request"] / 1000.0, float(sc["workload.clients"]))
-    # threads: each burn of burn_ms is one item
-    return WorkShape(kind, sc["workload.burn_ms"] / 1000.0, float(sc["workload.threads"]), bypass_gomaxprocs=True)
+    """The :class:`~cfsim.workloads.kinds.WorkShape` the scenario's workload kind declares."""
+    return workload_kind(sc["workload.kind"]).shape(sc.section("workload"))
 
 
 @dataclass(frozen=True)
@@ -244,17 +227,12 @@ def measure_surface(sc: Scenario, grid: SurfaceGrid, simulate_fn: Callable[[Scen
     return SurfaceResponse(base, grid, fu, ft, th, describe="surface (event engine, measured now)")
 
 
-def _rate_driven(shape: WorkShape) -> bool:
-    """Workloads whose offered demand is set by an arrival rate (can be varied on the grid)."""
-    return shape.kind in ("stream", "single-thread", "open")
-
-
 def _point_overrides(sc: Scenario, shape: WorkShape, limit: float, gomaxprocs: int, demand: float,
                      grid: SurfaceGrid) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = [("cgroup.cpu_limit", float(limit)), ("cgroup.limit_schedule", None),
                                   ("go.gomaxprocs", int(gomaxprocs)), ("run.duration_s", grid.duration_s),
                                   ("run.warmup_s", grid.warmup_s)]
-    if _rate_driven(shape):
+    if shape.rate_driven:
         out.append(("workload.rate_per_s", demand / shape.cpu_s_per_item))
     for key in ("vpa.enabled", "hpa.enabled"):
         if sc.get(key) is not None:
@@ -270,9 +248,7 @@ _EXCLUDED = {"vpa": None, "hpa": None, "run": None,
 
 def _engine_fingerprint() -> str:
     """Hash of the event engine's sources (simulation, CFS engine, kernel rules, Go runtime, workloads)."""
-    import cfsim
-
-    root = Path(cfsim.__file__).parent
+    root = Path(__file__).resolve().parents[1]  # the cfsim package
     files = [root / "simulation.py", root / "engine" / "cfs.py"]
     for sub in ("kernel", "goruntime", "workloads"):
         files.extend(sorted((root / sub).glob("*.py")))
@@ -287,11 +263,13 @@ def _engine_fingerprint() -> str:
 def surface_key(sc: Scenario, grid: SurfaceGrid) -> str:
     """Hash of the response-shaping scenario keys, the grid and the event engine's source."""
     parts: dict[str, Any] = {}
+    own = {"kind", *workload_kind(sc["workload.kind"]).keys}  # keys of other kinds do not matter
     for section, keys in sc.data.items():
         excl = _EXCLUDED.get(section, set())
         if section in _EXCLUDED and excl is None:
             continue
-        parts[section] = {k: v for k, v in keys.items() if k not in (excl or set())}
+        parts[section] = {k: v for k, v in keys.items()
+                          if k not in (excl or set()) and (section != "workload" or k in own)}
     blob = json.dumps({"scenario": parts, "grid": grid.as_dict(), "format": SURFACE_FORMAT,
                        "engine": _engine_fingerprint()}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
@@ -320,14 +298,6 @@ def load_surface(path: Path, base: AnalyticResponse) -> SurfaceResponse:
                                z["throttled"].copy(), describe=f"surface (event engine, cached {path.name})")
 
 
-def _event_engine() -> Callable[[Scenario], Any] | None:
-    try:
-        from cfsim.simulation import simulate
-    except Exception:  # noqa: BLE001 - any import problem means "not available"
-        return None
-    return simulate
-
-
 def _probe(sc: Scenario, grid: SurfaceGrid, simulate_fn: Callable[[Scenario], Any]) -> str | None:
     """None if the event engine can measure this workload, else the reason it cannot."""
     shape = work_shape(sc)
@@ -341,8 +311,6 @@ def _probe(sc: Scenario, grid: SurfaceGrid, simulate_fn: Callable[[Scenario], An
     missing = [k for k in ("cpu_usage_cores", "throughput_per_s", "throttled_ratio") if summary.get(k) is None]
     if missing:
         return f"event engine summary lacks {', '.join(missing)}"
-    if shape.kind != "threads" and not summary.get("throughput_per_s"):
-        return "event engine reports no throughput for this workload kind"
     return None
 
 
@@ -350,37 +318,39 @@ def response_for(sc: Scenario, mode: str = "auto", nominal_demand_cores: float |
                  grid: SurfaceGrid | None = None, simulate_fn: Callable[[Scenario], Any] | None = None,
                  directory: Path | None = None, progress: Callable[[int, int], None] | None = None
                  ) -> ResponseFn:
-    """The response function for a scenario (see module doc for the modes)."""
+    """The response function for a scenario (see module doc for the modes). ``simulate_fn`` is the
+    event engine, ``scenario -> result with .summary`` (:func:`cfsim.simulation.simulate`); the
+    ``"surface"`` and ``"auto"`` modes need it."""
     shape = work_shape(sc)
     base = AnalyticResponse(int(sc["host.cpus"]), shape)
     if mode == "analytic":
         return base
+    if mode not in ("surface", "auto"):
+        raise ValueError(f"response mode must be 'analytic', 'surface' or 'auto' (got {mode!r})")
+    if simulate_fn is None:
+        raise ValueError(f"response mode {mode!r} measures the pod on the event engine: pass "
+                         f"simulate_fn=cfsim.simulation.simulate (or use mode 'analytic')")
     if nominal_demand_cores is None:
         nominal_demand_cores = 1.0
     grid = grid or default_grid(sc, nominal_demand_cores)
-    if not _rate_driven(shape) and len(grid.demands_cores) != 1:
+    if not shape.rate_driven and len(grid.demands_cores) != 1:
         # threads / closed: the offered demand is fixed by the workload, not by a rate; measure at it
         # (and OS threads ignore GOMAXPROCS: one value suffices)
         gmps = (1,) if shape.bypass_gomaxprocs else grid.gomaxprocs
         grid = SurfaceGrid(grid.limits_cores, gmps, (float(nominal_demand_cores),),
                            grid.duration_s, grid.warmup_s)
-    sim = simulate_fn or _event_engine()
-    if sim is None:
-        if mode == "surface":
-            raise RuntimeError("response 'surface' needs the event engine (cfsim.simulation.simulate)")
-        return AnalyticResponse(base.cpus, shape, base.describe + " [fallback: no event engine]")
     path = (directory or cache_dir()) / f"{surface_key(sc, grid)}.npz"
     if path.exists():
         try:
             return load_surface(path, base)
         except Exception:  # noqa: BLE001 - a corrupt cache is re-measured
             path.unlink(missing_ok=True)
-    reason = _probe(sc, grid, sim)
+    reason = _probe(sc, grid, simulate_fn)
     if reason is not None:
         if mode == "surface":
             raise RuntimeError(f"cannot measure a response surface: {reason}")
         return AnalyticResponse(base.cpus, shape, base.describe + f" [fallback: {reason}]")
-    surface = measure_surface(sc, grid, sim, progress)
+    surface = measure_surface(sc, grid, simulate_fn, progress)
     save_surface(surface, path)
     surface.describe = f"surface (event engine, measured into {path})"
     return surface

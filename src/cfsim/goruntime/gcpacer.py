@@ -1,9 +1,9 @@
 """The Go GC pacer's rules, as pure functions (``src/runtime/mgcpacer.go``, ``mgclimit.go``).
 
 Sources: golang/go ``mgcpacer.go`` (``startCycle``, ``revise``, ``endCycle``, ``commit``,
-``trigger``, ``heapGoalInternal``, ``memoryLimitHeapGoal``) and ``mgclimit.go``, as summarised with
-line-level quotes in shared/reference/go-runtime.md §0, §1.2-§1.7. Byte quantities are ints,
-times are ns.
+``trigger``, ``heapGoalInternal``, ``memoryLimitHeapGoal``) and ``mgclimit.go``,
+https://github.com/golang/go/tree/master/src/runtime; "A Guide to the Go Garbage Collector",
+https://go.dev/doc/gc-guide. Byte quantities are ints, times are ns.
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """GOMAXPROCS policies: what value a Go process runs with, and when it changes.
 
-Rules (see shared/reference/cfs-bandwidth-and-gomaxprocs.md §3 and go-runtime.md §0):
+Rules (uber-go/automaxprocs v1.6.0 ``maxprocs.Set``, https://github.com/uber-go/automaxprocs; golang/go
+``src/runtime/cgroup_linux.go`` and ``proc.go``; "Container-aware GOMAXPROCS", The Go Blog, 2025,
+https://go.dev/blog/container-aware-gomaxprocs):
 
 * ``"host"``: Go <= 1.24 without automaxprocs (or ``GODEBUG=containermaxprocs=0``): the
   number of logical CPUs (affinity mask) of the node.

@@ -1,7 +1,8 @@
 """A Go process on the CFS engine: Ps, Ms (engine threads), goroutine work, the scheduler's slow
 paths and the GC, with the runtime's own metrics.
 
-Model (rules from shared/reference/go-runtime.md; pure rules in :mod:`.gomaxprocs`,
+Model (rules from golang/go ``src/runtime/proc.go``, ``mgc.go``, ``mgcpacer.go`` and ``mgclimit.go``,
+https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomaxprocs`,
 :mod:`.gcpacer`, :mod:`.sched`):
 
 * **Ps and Ms.** ``gomaxprocs`` Ps; an M (an engine thread) holding a P is always burning a

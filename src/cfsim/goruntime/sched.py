@@ -1,6 +1,7 @@
 """Go scheduler rules (``src/runtime/proc.go``) and the CPU cost model of its slow paths.
 
-Exact rules (shared/reference/go-runtime.md §2.1-§2.2):
+Exact rules (golang/go ``src/runtime/proc.go``: ``findRunnable``, ``wakep``, ``injectglist``;
+https://github.com/golang/go/blob/master/src/runtime/proc.go):
 
 * ``findRunnable`` lets an M spin (steal) only if it is already spinning or
   ``2*nmspinning < gomaxprocs - npidle`` ("limit the number of spinning Ms to half the number of
@@ -8,8 +9,8 @@ Exact rules (shared/reference/go-runtime.md §2.1-§2.2):
 * ``wakep`` starts an M only if there is an idle P and no M is spinning;
 * ``injectglist`` (a netpoll batch of ``k`` goroutines) starts ``min(k, npidle)`` Ms.
 
-Costs are parameters with priors (``[go]`` keys ``sched_*``; see the schema for ranges), not
-constants fitted to a story:
+Costs are parameters with priors (``[go]`` keys ``sched_*``; see the schema for ranges and
+``docs/model-notes.md`` for the public measurements they rest on), not constants fitted to a story:
 
 * a failed search (spin): ``a + b x P``: 4 ``stealWork`` passes over all Ps plus the
   ``checkRunqsNoP``/``checkTimersNoP`` re-scans are O(P) remote cache-line probes (~50-100 ns

@@ -44,15 +44,23 @@ class CfsimParseError(ValueError):
 class PrometheusAPIError(RuntimeError):
     """A well-formed Prometheus API error response (``"status": "error"``) or an HTTP failure.
 
-    Attributes ``error_type`` (``bad_data``, ``execution``, ``timeout`` ...), ``error`` (the
-    server's message), ``http_status`` (when known) and ``source``.
+    Attributes ``error_type`` (the server's ``bad_data``, ``execution``, ``timeout`` ..., or one
+    of :data:`CLIENT_ERRORS` found on the way: ``unauthorized``, ``forbidden``, ``tls``,
+    ``unreachable``, ``timeout``, ``bad_url``), ``error`` (the message), ``http_status`` (when
+    known) and ``source``.
     """
+
+    #: failures on the way to the server (no Prometheus error body): the message says it alone
+    CLIENT_ERRORS = ("unauthorized", "forbidden", "tls", "unreachable", "timeout", "bad_url")
 
     def __init__(self, source: str, error_type: str, error: str, http_status: int | None = None) -> None:
         self.source = str(source)
         self.error_type = error_type
         self.error = error
         self.http_status = http_status
+        if error_type in self.CLIENT_ERRORS:
+            super().__init__(f"{self.source}: {error}")
+            return
         status = f" (HTTP {http_status})" if http_status else ""
         super().__init__(f"{self.source}: Prometheus returned an error{status}: {error_type}: {error}")
 

@@ -50,7 +50,6 @@ class _CountingLines:
         self._tag = tag_points
         self.lineno = 0
         self.line = ""
-        self.tagged = 0
 
     def __iter__(self) -> Iterator[str]:
         grouped = False
@@ -77,7 +76,6 @@ class _CountingLines:
         rest = line[end:].split(" # ", 1)[0].split()
         if len(rest) != 2:
             return line
-        self.tagged += 1
         tag = f'{_POINT_LABEL}="{rest[1]}"'
         if brace < 0:
             return f"{line[:end]}{{{tag}}}{line[end:]}"

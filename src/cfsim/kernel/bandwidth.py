@@ -1,8 +1,14 @@
 """CFS bandwidth control rules, one pure function per kernel step (times in integer ns).
 
 Each function mirrors a step of ``kernel/sched/fair.c`` (Linux >= 5.4; the pre-5.4 slice expiry
-is :func:`legacy_expire`). The notes in ``shared/reference/cfs-bandwidth-and-gomaxprocs.md``
-§1.3 quote the code these follow; the engine in :mod:`cfsim.engine.cfs` only sequences them.
+is :func:`legacy_expire`); the engine in :mod:`cfsim.engine.cfs` only sequences them.
+
+References
+----------
+Linux ``kernel/sched/fair.c``, https://github.com/torvalds/linux/blob/master/kernel/sched/fair.c
+(each function below names its upstream function); "CFS Bandwidth Control", Linux kernel
+documentation, https://docs.kernel.org/scheduler/sched-bwc.html. Commits ``512ac999d275`` (4.18)
+and ``de53fd7aedb1`` (5.4) for the slice expiry (``docs/references.md``).
 """
 from __future__ import annotations
 
@@ -14,8 +20,6 @@ MIN_CFS_RQ_RUNTIME_NS = 1_000_000
 MIN_BANDWIDTH_EXPIRATION_NS = 2_000_000
 #: how long we wait to gather additional slack before distributing (``cfs_bandwidth_slack_period``)
 SLACK_PERIOD_NS = 5_000_000
-#: default ``sched_cfs_bandwidth_slice_us``
-DEFAULT_SLICE_NS = 5_000_000
 
 
 def refill(pool_ns: int, snap_ns: int, quota_ns: int, burst_ns: int) -> tuple[int, int, int]:
@@ -107,16 +111,6 @@ def slack_timer_distributes(pool_ns: int, slice_ns: int, ns_to_refresh: int) -> 
 def legacy_expire(runtime_remaining_ns: int) -> int:
     """4.18-5.3 (``512ac999``..``de53fd7``): a CPU's leftover slice expires at the boundary."""
     return min(runtime_remaining_ns, 0)
-
-
-def tick_ceil(t_ns: int, tick_ns: int) -> int:
-    """The first scheduler tick at or after ``t_ns``: when ``update_curr`` notices an
-    exhausted silo on a CPU that keeps running (ticks on a common ``k * tick_ns`` grid).
-
-    >>> tick_ceil(2_500_000, 1_000_000), tick_ceil(3_000_000, 1_000_000)
-    (3000000, 3000000)
-    """
-    return -(-t_ns // tick_ns) * tick_ns
 
 
 def next_boundary(now_ns: int, phase_ns: int, period_ns: int) -> int:

@@ -12,6 +12,9 @@ MIN_QUOTA_US = 1_000
 MIN_PERIOD_US = 1_000
 MAX_PERIOD_US = 1_000_000
 DEFAULT_PERIOD_US = 100_000
+#: ``sysctl_sched_cfs_bandwidth_slice = 5000UL`` (kernel/sched/fair.c): the runtime a CPU takes from
+#: the group's pool at a time, ``/proc/sys/kernel/sched_cfs_bandwidth_slice_us`` (>= 1)
+DEFAULT_SLICE_US = 5_000
 K8S_MIN_QUOTA_US = 1_000
 
 

@@ -98,8 +98,10 @@ def _load_run(folder: Path) -> dict[str, Any] | None:
 def run_grid(base: Scenario, axis_texts: list[str], out_dir: Path, resume: bool = False,
              calibration: bool = True, command: list[str] | None = None,
              run_one: Callable[..., dict[str, Any]] = runner.run,
-             log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> dict[str, Any]:
-    """Run every point (skipping finished ones with ``resume``); write and return ``grid.json``."""
+             log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Run every point (skipping finished ones with ``resume``); write and return ``grid.json``.
+    ``progress(done, total)`` after each planned run (finished, skipped or failed)."""
     axes = [parse_axis(t) for t in axis_texts]
     points = grid_points(axes)
     plan: list[tuple[str, Scenario, str]] = []  # (folder name, scenario, role)
@@ -153,6 +155,8 @@ def run_grid(base: Scenario, axis_texts: list[str], out_dir: Path, resume: bool 
         state["drift"] = drift_report(runs, repeat_of)
         state["updated_utc"] = dt.datetime.now(dt.timezone.utc).isoformat()
         grid_path.write_text(json.dumps(state, indent=1, sort_keys=True, default=str) + "\n")
+        if progress:
+            progress(i + 1, len(plan))
     state["finished_utc"] = dt.datetime.now(dt.timezone.utc).isoformat()
     grid_path.write_text(json.dumps(state, indent=1, sort_keys=True, default=str) + "\n")
     return state

@@ -2,7 +2,6 @@
 GOMAXPROCS each policy should give. Pure functions (tested without running anything)."""
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -10,6 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from cfsim.scenario import Scenario
+from cfsim.workloads.arrivals import parse_rate
 
 # inherited settings that would silently change the Go runtime under test
 GO_ENV_CLEARED = ("GOMAXPROCS", "GODEBUG", "GOGC", "GOMEMLIMIT", "GOTRACEBACK")
@@ -17,21 +17,8 @@ GO_ENV_CLEARED = ("GOMAXPROCS", "GODEBUG", "GOGC", "GOMEMLIMIT", "GOTRACEBACK")
 
 def resolve_rate(rate: Any, duration_s: float) -> float | list[list[float]]:
     """A number or [[t_s, rate], ...] as given; 'diurnal:<mean>:<amp>:<period_s>' becomes 1 s steps;
-    a CSV path (t_s,rate_per_s) becomes its steps."""
-    if isinstance(rate, (int, float)):
-        return float(rate)
-    if isinstance(rate, list):
-        return [[float(t), float(r)] for t, r in rate]
-    if rate.startswith("diurnal:"):
-        _, mean, amp, period = rate.split(":")
-        m, a, p = float(mean), float(amp), float(period)
-        return [[float(t), max(0.0, m + a * math.sin(2 * math.pi * t / p))]
-                for t in range(int(math.ceil(duration_s)) + 1)]
-    with open(rate) as f:
-        rows = [r for r in csv.reader(f) if r and not r[0].startswith("#")]
-    if rows and not rows[0][0].replace(".", "", 1).isdigit():
-        rows = rows[1:]  # header
-    return [[float(r[0]), float(r[1])] for r in rows]
+    a CSV path (t_s,rate_per_s) becomes its steps (:func:`cfsim.workloads.arrivals.parse_rate`)."""
+    return parse_rate(rate).as_steps(duration_s)
 
 
 def gomaxprocs_env(policy: Any) -> tuple[dict[str, str], list[str]]:

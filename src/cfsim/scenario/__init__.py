@@ -40,8 +40,12 @@ def _read_source(source: str | Path | Mapping[str, Any]) -> tuple[dict[str, Any]
     if text_path.suffix == ".toml" or text_path.exists():
         if not text_path.exists():
             raise FileNotFoundError(f"scenario file not found: {text_path}")
+        if text_path.is_dir():
+            raise ScenarioError(str(text_path), "is a directory, not a scenario file")
         try:
             return tomllib.loads(text_path.read_text()), str(text_path)
+        except UnicodeDecodeError as exc:
+            raise ScenarioError(str(text_path), f"not a TOML text file (not UTF-8 at byte {exc.start})") from None
         except tomllib.TOMLDecodeError as exc:
             raise ScenarioError(str(text_path), f"not valid TOML: {exc}") from None
     name = str(source)

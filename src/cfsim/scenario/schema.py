@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from cfsim.autoscalers import vpa_admission, vpa_updater
 from cfsim.kernel import limits
+from cfsim.workloads.kinds import kind_names
 
 
 class ScenarioError(ValueError):
@@ -20,10 +22,8 @@ class ScenarioError(ValueError):
 
     def __init__(self, key: str, message: str):
         self.key = key
+        self.reason = message
         super().__init__(f"{key}: {message}")
-
-
-MISSING = object()  # a key whose absence means something (e.g. no CPU limit)
 
 
 @dataclass(frozen=True)
@@ -61,21 +61,14 @@ def _gomaxprocs(v: Any) -> str | None:
 
 
 def _rate(v: Any) -> str | None:
-    # a number (constant rate) or a list of [t_s, rate] steps or a path to a CSV
-    if isinstance(v, bool):
-        return "must be a number, a list of [t_s, rate_per_s] steps, or a CSV path"
-    if isinstance(v, (int, float)):
-        return None if v >= 0 else f"must be >= 0 (got {v})"
-    if isinstance(v, str):
-        return None
-    if isinstance(v, list):
-        for i, step in enumerate(v):
-            if not (isinstance(step, list) and len(step) == 2):
-                return f"step {i} must be [t_s, rate_per_s] (got {step!r})"
-            if step[1] < 0 or step[0] < 0:
-                return f"step {i} must have t_s >= 0 and rate_per_s >= 0 (got {step!r})"
-        return None
-    return "must be a number, a list of [t_s, rate_per_s] steps, or a CSV path"
+    # the one parser of arrival rates (imported here because it imports this module)
+    from cfsim.workloads.arrivals import parse_rate
+
+    try:
+        parse_rate(v)
+    except ScenarioError as exc:
+        return exc.reason
+    return None
 
 
 def _limit_schedule(v: Any) -> str | None:
@@ -109,7 +102,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "burst_us": Key(0, "int", "CFS burst [us]; 0 <= burst <= quota", _ge(0)),
         "kernel": Key("modern", "str", "bandwidth semantics",
                       choices=("modern", "legacy-expiry")),
-        "slice_us": Key(5000, "int", "sched_cfs_bandwidth_slice_us [us]", _between(1, 1_000_000)),
+        "slice_us": Key(limits.DEFAULT_SLICE_US, "int", "sched_cfs_bandwidth_slice_us [us]",
+                        _between(1, 1_000_000)),
         "limit_schedule": Key(None, "list", "[[t_s, cpu_limit_cores], ...] quota changes during the run",
                               _limit_schedule, optional=True),
         # memory cgroup (Kubernetes resources.limits/requests.memory)
@@ -146,8 +140,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "scavenge_us_per_page": Key(10.0, "float", "scavenger work per released 4 KiB page [us] (sets its pace at "
                                                    "1 % of GOMAXPROCS; mgcscavenge.go's own estimate is 10 us)",
                                     _between(0.01, 10_000)),
-        # Runtime cost parameters (priors and calibration paths: cfsim.goruntime.sched and
-        # shared/reference/go-runtime.md §4.4). Priors, not fitted to any story.
+        # Runtime cost parameters (priors, their public anchors and calibration paths:
+        # docs/model-notes.md, "Go runtime cost priors"). Priors, not fitted to any story.
         "roots_mb": Key(0.5, "float", "stacks + globals scanned each GC [MiB] (/gc/scan/stack + /gc/scan/globals)",
                         _between(0, 1_000_000)),
         "gc_scan_mb_per_ms": Key(1.0, "float", "mark scan rate per CPU [MiB/ms] (mgcmark.go: '1-2 MB/ms')",
@@ -179,8 +173,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "sched_switch_us": Key(0.2, "float", "CPU of a goroutine switch on a running M [us]", _between(0, 1000)),
     },
     "workload": {
-        "kind": Key("threads", "str", "workload model",
-                    choices=("threads", "stream", "closed", "open", "single-thread")),
+        "kind": Key("threads", "str", "workload model (cfsim.workloads)", choices=kind_names()),
         # threads
         "threads": Key(4, "int", "OS threads (kind=threads)", _between(1, 100_000)),
         "burn_ms": Key(10.0, "float", "CPU per burn [ms] (kind=threads)", _gt(0)),
@@ -219,10 +212,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "limit_to_request_ratio": Key(1.0, "float", "template limit / request; 0 (or absent) = no CPU limit",
                                       lambda v: None if v == 0 or 1.0 <= v <= 1000.0
                                       else f"must be 0 (no limit) or in [1.0, 1000.0] (got {v})", optional=True),
-        "controlled_values": Key("RequestsAndLimits", "str", "what VPA sets",
-                                 choices=("RequestsAndLimits", "RequestsOnly")),
-        "update_mode": Key("Recreate", "str", "updatePolicy.updateMode",
-                           choices=("Off", "Initial", "Recreate", "Auto", "InPlaceOrRecreate")),
+        "controlled_values": Key(vpa_admission.REQUESTS_AND_LIMITS, "str", "what VPA sets",
+                                 choices=vpa_admission.CONTROLLED_VALUES),
+        "update_mode": Key("Recreate", "str", "updatePolicy.updateMode", choices=vpa_updater.UPDATE_MODES),
         "integer_cpu": Key(False, "bool", "integer-CPU post-processor (flag + annotation): ceil to whole cores"),
         "round_cpu_millicores": Key(1, "int", "--round-cpu-millicores (1 = off)", _between(1, 1_000_000)),
         "min_allowed_cores": Key(None, "float", "resourcePolicy minAllowed cpu [cores]", _gt(0), optional=True),

@@ -1,40 +1,26 @@
-"""A progress bar with ETA (tqdm, on stderr) and the table printed when a sweep ends."""
+"""The sweep's progress bar (tqdm on stderr, see :mod:`cfsim.progress`) and the table printed when a
+sweep ends."""
 from __future__ import annotations
 
-import sys
 from typing import Any, Mapping, Sequence
+
+from cfsim.progress import Progress as BaseProgress
 
 __all__ = ["Progress", "summary_table"]
 
 
-class Progress:
-    """``with Progress(total, initial) as bar: bar.update(row)``; silent when ``enabled`` is False."""
+class Progress(BaseProgress):
+    """``with Progress(total, initial) as bar: bar.update(row)``: the sweep's bar (:class:`cfsim.progress.
+    Progress`), counting failed runs; silent when ``enabled`` is False or stderr is not a terminal."""
 
     def __init__(self, total: int, initial: int = 0, enabled: bool = True):
-        self.total, self.initial, self.enabled = total, initial, enabled
+        super().__init__(total, "sweep", "run", enabled, initial)
         self.errors = 0
-        self._bar: Any = None
-
-    def __enter__(self) -> "Progress":
-        if self.enabled:
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=self.total, initial=self.initial, unit="run", dynamic_ncols=True,
-                             desc="sweep", file=sys.stderr, smoothing=0.1, mininterval=0.5,
-                             disable=None)  # None: no bar when stderr is not a terminal
-        return self
 
     def update(self, row: Mapping[str, Any]) -> None:
         if row.get("status") != "ok":
             self.errors += 1
-        if self._bar is not None:
-            if self.errors:
-                self._bar.set_postfix(errors=self.errors, refresh=False)
-            self._bar.update(1)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.close()
+        self.advance(1, f"errors={self.errors}" if self.errors else None)
 
 
 #: result columns shown in the final table when present

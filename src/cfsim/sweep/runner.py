@@ -4,7 +4,7 @@
 >>> import tempfile
 >>> out = tempfile.mkdtemp()
 >>> report = run_sweep("cpu-bound-threads", Grid([parse_axis("cgroup.cpu_limit=1:2:0.5")]),
-...                    out=out, seeds=2, workers=0, point_fn="cfsim.sweep.toy:toy_point",
+...                    out=out, seeds=2, workers=0, point_fn="cfsim.testing:toy_point",
 ...                    progress=False)
 >>> report.computed, report.ok, report.errors
 (6, 6, 0)
@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
 
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.scenario.schema import SCHEMA
@@ -131,13 +133,8 @@ def _cell(key: str, value: Any, any_kinds: Mapping[str, str]) -> Any:
 def _result_cell(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    try:
-        import numpy as np
-
-        if isinstance(value, np.generic):
-            return value.item()
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(value, np.generic):
+        return value.item()
     return json.dumps(value, default=str)
 
 

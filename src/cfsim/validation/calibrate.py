@@ -17,7 +17,7 @@ import tomllib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import tomli_w
@@ -160,10 +160,12 @@ def _residuals_for_run(args: tuple) -> list[float]:
 def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
               workers: int = 1, max_nfev: int = 40, duration_s: float | None = 12.0,
               bounds: Mapping[str, tuple[float, float]] | None = None,
+              progress: Callable[[int], None] | None = None,
               metrics: Sequence[str] | None = None) -> tuple[Calibration, list[Path], list[Path]]:
     """Fit ``params`` on the runs selected by ``train``; return the fit, training and held-out runs.
 
-    ``duration_s`` shortens the twins during the fit (steady state is reached in seconds).
+    ``duration_s`` shortens the twins during the fit (steady state is reached in seconds);
+    ``progress(n)`` is told the number of objective evaluations done (each simulates every training run).
     ``metrics``: the validation metrics whose errors are the residuals (default
     :data:`RESIDUAL_METRICS`; :data:`GC_MEMORY_RESIDUALS` for the GC and memory parameters).
     """
@@ -201,6 +203,8 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     hi = np.log(np.array([bnd[k][1] for k in names]) / base)
     pool = ProcessPoolExecutor(workers) if workers > 1 else None
 
+    evaluations: list[int] = []
+
     def values(x: np.ndarray) -> np.ndarray:
         return base * np.exp(x)
 
@@ -208,6 +212,9 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         p = {k: float(v) for k, v in zip(names, values(x))}
         jobs = [(str(r), apply_params(r, p, factors[r.parent]), duration_s, metrics) for r in train_runs]
         results = list(pool.map(_residuals_for_run, jobs)) if pool else [_residuals_for_run(j) for j in jobs]
+        evaluations.append(1)
+        if progress:
+            progress(len(evaluations))
         return np.concatenate(results)
 
     try:

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from cfsim.scenario import Scenario
-from cfsim.validation.twin import is_calibration_run, observed_summary, run_scenario, twin
+from cfsim.validation.twin import is_calibration_run, observed_summary, twin
+from cfsim.workloads import kind_names, workload_kind
 
-COST_KEYS = {"stream": "workload.cpu_ms_per_item", "single-thread": "workload.cpu_ms_per_item",
-             "closed": "workload.cpu_ms_per_request", "open": "workload.cpu_ms_per_request",
-             "threads": "workload.burn_ms"}
+#: the scenario key of each workload kind's CPU per item (as the kind declares it)
+COST_KEYS = {name: f"workload.{workload_kind(name).cpu_key}" for name in kind_names()}
 
 
 @dataclass
@@ -60,6 +60,3 @@ def grid_norm(grid_runs: list[Path]) -> GridNorm:
         norm.drift = (max(values) - min(values)) / norm.factor if len(values) > 1 else None
     return norm
 
-
-def uses_calibrated_cost(run: Path) -> bool:
-    return COST_KEYS.get(run_scenario(run)["workload.kind"]) is not None

@@ -13,7 +13,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -48,10 +48,6 @@ class ValidationReport:
     def to_json(self) -> dict[str, Any]:
         return {"runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs],
                 "errors": self.errors, "grids": self.grids}
-
-
-def _grid_of(run: Path, root: Path) -> Path:
-    return run.parent if run != root else run.parent
 
 
 def _roles(grid_dir: Path) -> dict[str, str]:
@@ -107,7 +103,7 @@ def summarise_errors(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("poin
 
 
 def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalise: bool = True,
-             include_calibration: bool = False, progress: bool = False,
+             include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
              only: list[Path] | None = None) -> ValidationReport:
     """Validate every run folder at or below ``path``.
 
@@ -119,6 +115,7 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     include_calibration : also report the calibration runs themselves (they are used for the cost
         factor, so their errors are not validation)
     only : validate only these run folders (e.g. the runs held out of a calibration)
+    progress : True prints each run's errors as it goes; a callable is called with each run's id
     """
     from cfsim.validation.calibrate import apply_params
 
@@ -155,7 +152,9 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
             sims[run_id] = sim
             report_runs.append(row)
             grid_rows[run.name] = row
-            if progress:
+            if callable(progress):
+                progress(run_id)
+            elif progress:
                 print(f"  {run_id}: " + ", ".join(
                     f"{k} {v:+.3f}" for k, v in errors.items() if v is not None and k in
                     ("throughput_per_s", "cpu_usage_cores", "throttled_ratio")), flush=True)

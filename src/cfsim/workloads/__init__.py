@@ -1,21 +1,40 @@
-"""Workload models. Each kind is a module exposing ``build(engine, scenario, rng) -> Workload``
-where a Workload has ``start()``, ``summary(t0_ns, t1_ns) -> dict`` and
-``series(step_ns) -> pandas.DataFrame``. :data:`WORKLOADS` maps ``[workload] kind`` to the module
-path, imported lazily."""
+"""Workload models: what runs in the container, one module per ``[workload] kind``.
+
+=================  ==========================================================================
+``threads``        OS threads looping ``burn_ms`` of CPU and ``sleep_ms`` of sleep (no Go runtime)
+``stream``         a Kafka-style consumer: records arrive at ``rate_per_s``, ``workers`` goroutines
+``closed``         an HTTP service driven by ``clients`` closed-loop virtual users
+``open``           an HTTP service with requests arriving at ``rate_per_s``
+``single-thread``  a pipeline that can use one OS thread (Fluentd's ``in_tail``)
+=================  ==========================================================================
+
+Shared pieces: :mod:`.arrivals` (the one parser of ``rate_per_s``), :mod:`._go` (the Go process
+of the Go workloads), :mod:`._request_source` and :mod:`._request_workload` (the request model of
+``closed`` and ``open``), and :mod:`.kinds` (the registry).
+
+A workload is ``build(engine, scenario, rng) -> Workload`` with ``start()``,
+``summary(t0_ns, t1_ns) -> dict`` and ``series(step_ns) -> pandas.DataFrame``.
+
+Adding a workload kind
+----------------------
+1. Write ``cfsim/workloads/<name>.py`` (``single_thread.py`` for kind ``single-thread``) with
+   ``build(engine, scenario, rng)`` and ``KIND = WorkloadKind(...)``: the name, the ``[workload]``
+   keys it reads, the key of its CPU per item, and its :class:`~cfsim.workloads.kinds.WorkShape`.
+2. Add its module name to :data:`cfsim.workloads.kinds.MODULES`.
+3. Declare any new ``[workload]`` keys (default, unit, range) in :mod:`cfsim.scenario.schema`.
+4. The scenario schema, the event engine, the long-horizon engine and calibration then know it.
+   The lab needs its own Go workload (``lab/``) and metric names (:mod:`cfsim.lab.queries`).
+"""
 from __future__ import annotations
 
-import importlib
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pandas as pd
+from cfsim.workloads.kinds import WorkloadKind, WorkShape, get_builder, kind_names, workload_kind
 
-WORKLOADS: dict[str, str] = {
-    "threads": "cfsim.workloads.threads",
-    "stream": "cfsim.workloads.stream",
-    "closed": "cfsim.workloads.closed",
-    "open": "cfsim.workloads.open",
-    "single-thread": "cfsim.workloads.single_thread",
-}
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Workload", "WorkloadKind", "WorkShape", "get_builder", "kind_names", "workload_kind"]
 
 
 class Workload(Protocol):
@@ -23,17 +42,4 @@ class Workload(Protocol):
 
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]: ...
 
-    def series(self, step_ns: int) -> pd.DataFrame: ...
-
-
-def get_builder(kind: str):
-    """The ``build`` function of a workload kind, with a clear error for kinds not built yet."""
-    if kind not in WORKLOADS:
-        raise ValueError(f"workload.kind: unknown kind {kind!r}; known: {', '.join(WORKLOADS)}")
-    try:
-        module = importlib.import_module(WORKLOADS[kind])
-    except ModuleNotFoundError as exc:
-        if exc.name == WORKLOADS[kind]:
-            raise NotImplementedError(f"workload.kind={kind!r} is not available in this build") from None
-        raise
-    return module.build
+    def series(self, step_ns: int) -> "pd.DataFrame": ...

@@ -1,13 +1,26 @@
 """``kind = "closed"``: an HTTP service driven by ``clients`` closed-loop virtual users (k6 VUs):
 each sends a request, waits for the response, thinks ``think_ms``, and sends the next. Each
 request fans out to ``fanout`` goroutines of ``cpu_ms_per_request / fanout`` CPU each (see
-:mod:`cfsim.workloads._requests`). Outputs: RPS and latency percentiles, plus the runtime's keys.
+:mod:`cfsim.workloads._request_source`). Outputs: RPS and latency percentiles, plus the runtime's keys.
 Network time is not modelled (zero), so latency is time in the process."""
 from __future__ import annotations
 
 import numpy as np
 
-from cfsim.workloads._reqwl import RequestWorkload
+from cfsim.workloads._request_workload import RequestWorkload
+from cfsim.workloads.kinds import WorkloadKind, WorkShape
+
+
+def work_shape(w) -> WorkShape:
+    """A request is an item; ``clients`` users each keep one request in flight, so they offer
+    ``clients x cpu / (cpu + think)`` cores whatever the arrival rate."""
+    busy = w["cpu_ms_per_request"] / (w["cpu_ms_per_request"] + w["think_ms"])
+    return WorkShape("closed", w["cpu_ms_per_request"] / 1000.0, float(w["clients"]),
+                     fixed_demand_cores=w["clients"] * busy)
+
+
+KIND = WorkloadKind("closed", ("clients", "think_ms", "fanout", "cpu_ms_per_request", "alloc_kb_per_request"),
+                    "cpu_ms_per_request", work_shape)
 
 
 class ClosedWorkload(RequestWorkload):

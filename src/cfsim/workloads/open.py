@@ -5,8 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from cfsim.workloads._arrivals import RateFn
-from cfsim.workloads._reqwl import RequestWorkload
+from cfsim.workloads.arrivals import RateFn
+from cfsim.workloads._request_workload import RequestWorkload
+from cfsim.workloads.kinds import WorkloadKind, WorkShape
+
+
+def work_shape(w) -> WorkShape:
+    """A request is an item; requests arrive whatever the service's state (no parallelism cap)."""
+    return WorkShape("open", w["cpu_ms_per_request"] / 1000.0, None)
+
+
+KIND = WorkloadKind("open", ("rate_per_s", "arrivals", "fanout", "cpu_ms_per_request", "alloc_kb_per_request"),
+                    "cpu_ms_per_request", work_shape)
 
 
 def arrival_times_s(rate: RateFn, duration_s: float, kind: str, rng: np.random.Generator) -> np.ndarray:

@@ -15,10 +15,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cfsim.workloads._arrivals import RateFn
+from cfsim.workloads.arrivals import RateFn
 from cfsim.workloads._go import sample_interval_ns
 from cfsim.workloads.stream import (RecordStream, fetch_interval_ns, record_series, record_summary,
                                    sample_row)
+from cfsim.workloads.kinds import WorkloadKind, WorkShape
+
+
+def work_shape(w) -> WorkShape:
+    """A record is an item; one thread processes them."""
+    return WorkShape("single-thread", w["cpu_ms_per_item"] / 1000.0, 1.0)
+
+
+KIND = WorkloadKind("single-thread", ("rate_per_s", "cpu_ms_per_item", "initial_backlog", "fetch_interval_ms"),
+                    "cpu_ms_per_item", work_shape)
 
 RUN_NS = 10_000_000
 

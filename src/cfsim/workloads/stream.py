@@ -22,8 +22,18 @@ import numpy as np
 import pandas as pd
 
 from cfsim.goruntime.runtime import Claim
-from cfsim.workloads._arrivals import RateFn
+from cfsim.workloads.arrivals import RateFn
 from cfsim.workloads._go import count_at, latency_keys, make_runtime, merge_series, sample_interval_ns
+from cfsim.workloads.kinds import WorkloadKind, WorkShape
+
+
+def work_shape(w) -> WorkShape:
+    """A record is an item; at most ``workers`` goroutines process records at once."""
+    return WorkShape("stream", w["cpu_ms_per_item"] / 1000.0, float(w["workers"]))
+
+
+KIND = WorkloadKind("stream", ("rate_per_s", "workers", "cpu_ms_per_item", "alloc_kb_per_item", "initial_backlog",
+                               "fetch_interval_ms"), "cpu_ms_per_item", work_shape)
 
 # Kafka consumers fetch continuously; a fetch returns the records produced since the previous
 # one. The default cadence, 20 ms (workload.fetch_interval_ms), is a model-resolution choice: it

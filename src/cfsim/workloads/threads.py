@@ -13,6 +13,18 @@ import pandas as pd
 
 from cfsim.engine.cfs import CfsEngine
 from cfsim.scenario import Scenario
+from cfsim.workloads.kinds import WorkloadKind, WorkShape
+
+
+def work_shape(w) -> WorkShape:
+    """Each burn of ``burn_ms`` is one item; OS threads are not bound by GOMAXPROCS; the threads
+    offer ``threads x burn / (burn + sleep)`` cores whatever the arrival rate."""
+    busy = w["burn_ms"] / (w["burn_ms"] + w["sleep_ms"])
+    return WorkShape("threads", w["burn_ms"] / 1000.0, float(w["threads"]), bypass_gomaxprocs=True,
+                     fixed_demand_cores=w["threads"] * busy)
+
+
+KIND = WorkloadKind("threads", ("threads", "burn_ms", "sleep_ms", "jitter_ms"), "burn_ms", work_shape)
 
 
 class ThreadsWorkload:

@@ -1,22 +1,27 @@
-"""A cheap, deterministic stand-in for ``simulate`` used by tests and benchmarks of the sweep
-machinery itself (``--point-fn cfsim.sweep.toy:toy_point``). Not a model of anything."""
+"""Test doubles for the machinery around the model: cheap, deterministic point functions for the
+sweep's own tests and benchmarks (``--point-fn cfsim.testing:toy_point``). Not a model of anything:
+they exist so that the process pool, the store and resumption can be exercised in milliseconds.
+"""
 from __future__ import annotations
 
-import math
+import os
+import signal
+import time
 from typing import Any, Mapping
 
 import numpy as np
 
+from cfsim.goruntime.gomaxprocs import gomaxprocs_value
 from cfsim.scenario import Scenario
 
 
 def toy_point(scenario: Scenario) -> Mapping[str, Any]:
-    """Throughput saturating at the CPU limit, with noise from ``run.seed``."""
+    """Throughput saturating at the CPU limit and at GOMAXPROCS (the scenario's own policy), with
+    noise from ``run.seed``."""
     rng = np.random.default_rng(scenario["run.seed"])
     limit = scenario["cgroup.cpu_limit"] or float(scenario["host.cpus"])
-    gmp = scenario["go.gomaxprocs"]
-    procs = {"host": scenario["host.cpus"], "automaxprocs": max(1, math.floor(limit)),
-             "go1.25": max(2, math.ceil(limit))}.get(gmp, gmp) if isinstance(gmp, str) else gmp
+    procs = gomaxprocs_value(scenario["go.gomaxprocs"], scenario["cgroup.cpu_limit"], scenario["host.cpus"],
+                             scenario["go.version"], scenario["go.round"], scenario["cgroup.period_us"])
     demand = min(float(procs), 4.0)
     usage = min(limit, demand) * (1 + 0.01 * rng.standard_normal())
     throttled = max(0.0, 1.0 - limit / demand) if demand > limit else 0.0
@@ -40,10 +45,6 @@ def failing_point(scenario: Scenario) -> Mapping[str, Any]:
 def crashing_point(scenario: Scenario) -> Mapping[str, Any]:
     """Like :func:`toy_point`, but kills its own process for ``cgroup.cpu_limit`` below 0.5 cores
     (a segfault or an OOM kill, as far as the pool can tell)."""
-    import os
-    import signal
-    import time
-
     if (scenario["cgroup.cpu_limit"] or 1e9) < 0.5:
         time.sleep(0.05)  # let other runs be in flight with it
         os.kill(os.getpid(), signal.SIGKILL)

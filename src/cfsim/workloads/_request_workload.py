@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from cfsim.workloads._go import make_runtime, merge_series, sample_interval_ns
-from cfsim.workloads._requests import RequestSource
+from cfsim.workloads._request_source import RequestSource
 
 
 class RequestWorkload:

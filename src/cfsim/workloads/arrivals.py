@@ -1,0 +1,229 @@
+"""Arrival-rate specifications (``workload.rate_per_s``): the one parser and the rate it describes.
+
+:func:`parse_rate` is the only reader of the key: the scenario schema checks values with it, the
+event engine's workloads (``stream``, ``open``, ``single-thread``) tabulate it with
+:class:`RateFn`, the long-horizon engine steps :meth:`RateSpec.rate` and the lab turns it into
+the load generator's steps (:meth:`RateSpec.as_steps`). A value is one of:
+
+* a number >= 0: a constant rate [1/s];
+* ``[[t_s, rate], ...]``: steps, each rate holding from its ``t_s`` (before the first step the rate
+  is 0 unless a step starts at 0); times >= 0 and distinct, rates >= 0, in any order;
+* ``'diurnal:<mean>:<amplitude>:<period_s>'``: ``mean + amplitude * sin(2 pi t / period)``
+  clipped at 0, with mean >= 0 and period > 0;
+* any other string: the path of a CSV file of steps, one ``t_s,rate_per_s`` row a line. A first
+  row naming the columns (``t_s`` and ``rate_per_s``, in either order) is a header; blank lines
+  and lines starting with ``#`` are skipped; errors name the file and the line.
+
+Anything else raises :class:`~cfsim.scenario.ScenarioError` naming ``workload.rate_per_s``.
+
+>>> parse_rate("diurnal:100:50:60").rate(15.0)
+150.0
+>>> parse_rate([[10, 5.0], [0, 1.0]]).steps
+((0.0, 1.0), (10.0, 5.0))
+>>> parse_rate(-1)
+Traceback (most recent call last):
+...
+cfsim.scenario.schema.ScenarioError: workload.rate_per_s: must be >= 0 (got -1)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cfsim.scenario.schema import ScenarioError
+
+KEY = "workload.rate_per_s"
+_FORMS = "a number >= 0, a list of [t_s, rate_per_s] steps, 'diurnal:<mean>:<amplitude>:<period_s>' or a CSV path"
+
+
+@dataclass(frozen=True)
+class RateSpec:
+    """A parsed ``workload.rate_per_s``: ``kind`` is ``constant``, ``steps``, ``diurnal`` or ``csv``;
+    a constant is the one step ``(0, rate)``, a CSV file its steps."""
+
+    kind: str
+    steps: tuple[tuple[float, float], ...] = ()
+    diurnal: tuple[float, float, float] | None = None  # mean, amplitude, period_s
+
+    def rate(self, t_s: float) -> float:
+        """The arrival rate [1/s] at ``t_s``."""
+        if self.diurnal is not None:
+            mean, amp, period = self.diurnal
+            return max(0.0, mean + amp * math.sin(2 * math.pi * t_s / period))
+        rate = 0.0
+        for t0, r in self.steps:
+            if t0 <= t_s:
+                rate = r
+            else:
+                break
+        return rate
+
+    def nominal_rate_per_s(self) -> float:
+        """The rate a replica is sized for: the constant, the diurnal mean, or the highest step."""
+        if self.diurnal is not None:
+            return self.diurnal[0]
+        return max(r for _, r in self.steps)
+
+    def as_steps(self, duration_s: float) -> float | list[list[float]]:
+        """The constant as a number; steps as ``[[t_s, rate], ...]``; a diurnal rate sampled every
+        second over ``[0, duration_s]`` (for a load generator that plays steps)."""
+        if self.kind == "constant":
+            return self.steps[0][1]
+        if self.diurnal is not None:
+            return [[float(t), self.rate(float(t))] for t in range(int(math.ceil(duration_s)) + 1)]
+        return [[t, r] for t, r in self.steps]
+
+
+def parse_rate(value: Any, key: str = KEY) -> RateSpec:
+    """Parse a ``workload.rate_per_s`` value (see the module doc); errors name ``key``."""
+    if isinstance(value, bool) or value is None:
+        raise ScenarioError(key, f"must be {_FORMS} (got {value!r})")
+    if isinstance(value, (int, float)):
+        if not (math.isfinite(value) and value >= 0):
+            raise ScenarioError(key, f"must be >= 0 (got {value})")
+        return RateSpec("constant", ((0.0, float(value)),))
+    if isinstance(value, (list, tuple)):
+        return RateSpec("steps", _checked_steps([_step(key, f"step {i}", s) for i, s in enumerate(value)], key, ""))
+    if isinstance(value, str):
+        if value.startswith("diurnal:"):
+            return RateSpec("diurnal", diurnal=_diurnal(value, key))
+        return RateSpec("csv", _read_csv(Path(value), key))
+    raise ScenarioError(key, f"must be {_FORMS} (got {value!r})")
+
+
+def _finite(x: Any) -> float:
+    """A finite float from a number (not a bool) or, for CSV cells, a numeric text."""
+    if isinstance(x, bool) or not isinstance(x, (int, float, str)):
+        raise ValueError(x)
+    v = float(x)
+    if not math.isfinite(v):
+        raise ValueError(x)
+    return v
+
+
+def _step(key: str, where: str, step: Any, text: bool = False) -> tuple[float, float]:
+    """One ``[t_s, rate_per_s]`` step; ``text`` allows numeric strings (CSV cells)."""
+    try:
+        if isinstance(step, str) or len(step) != 2 or (not text and any(isinstance(x, str) for x in step)):
+            raise ValueError(step)
+        t, r = _finite(step[0]), _finite(step[1])
+    except (TypeError, ValueError, KeyError, IndexError):
+        raise ScenarioError(key, f"{where} must be [t_s, rate_per_s] of finite numbers (got {step!r})") from None
+    if t < 0 or r < 0:
+        raise ScenarioError(key, f"{where} must have t_s >= 0 and rate_per_s >= 0 (got {list(step)!r})")
+    return t, r
+
+
+def _checked_steps(steps: list[tuple[float, float]], key: str, source: str) -> tuple[tuple[float, float], ...]:
+    if not steps:
+        raise ScenarioError(key, f"{source}needs at least one [t_s, rate_per_s] step")
+    steps = sorted(steps)
+    for (t0, _), (t1, _) in zip(steps, steps[1:]):
+        if t0 == t1:
+            raise ScenarioError(key, f"{source}two steps start at t_s = {t0:g}")
+    return tuple(steps)
+
+
+def _diurnal(value: str, key: str) -> tuple[float, float, float]:
+    parts = value.split(":")
+    try:
+        if len(parts) != 4:
+            raise ValueError(value)
+        mean, amp, period = (_finite(p) for p in parts[1:])
+    except ValueError:
+        raise ScenarioError(key, f"expected 'diurnal:<mean>:<amplitude>:<period_s>' of finite numbers "
+                                 f"(got {value!r})") from None
+    if mean < 0 or period <= 0:
+        raise ScenarioError(key, f"diurnal needs mean >= 0 and period_s > 0 (got {value!r})")
+    return mean, amp, period
+
+
+def _read_csv(path: Path, key: str) -> tuple[tuple[float, float], ...]:
+    if not path.is_file():
+        raise ScenarioError(key, f"no CSV file {str(path)!r} (a value must be {_FORMS})")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(key, f"{path}: not a text CSV file (not UTF-8 at byte {exc.start})") from None
+    steps: list[tuple[float, float]] = []
+    columns = (0, 1)
+    first = True
+    for lineno, line in enumerate(text.splitlines(), 1):
+        cells = [c.strip() for c in line.split(",")]
+        if not line.strip() or cells[0].startswith("#"):
+            continue
+        if first and {"t_s", "rate_per_s"} <= set(cells):
+            columns = (cells.index("t_s"), cells.index("rate_per_s"))
+            first = False
+            continue
+        first = False
+        try:
+            step = [cells[columns[0]], cells[columns[1]]]
+        except IndexError:
+            step = cells
+        steps.append(_step(key, f"{path}:{lineno}:", step, text=True))
+    return _checked_steps(steps, key, f"{path}: ")
+
+
+class RateFn:
+    """Cumulative expected arrivals ``cum(t)`` of a rate and its inverse, tabulated on a grid over
+    ``[0, duration_s]`` (the event engine's view of :class:`RateSpec`)."""
+
+    def __init__(self, spec: RateSpec | Any, duration_s: float):
+        self.spec = spec if isinstance(spec, RateSpec) else parse_rate(spec)
+        self.kind = self.spec.kind
+        self.duration_s = float(duration_s)
+        self._steps = self.spec.steps
+        self._diurnal = self.spec.diurnal
+        n = int(min(max(self.duration_s / 1e-3, 2), 2_000_000))
+        self.grid_t = np.linspace(0.0, self.duration_s, n + 1)
+        self.grid_c = self._cum_exact(self.grid_t)
+
+    def rate(self, t_s: float) -> float:
+        return self.spec.rate(t_s)
+
+    def _cum_exact(self, t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        if self._diurnal is not None:
+            mean, amp, period = self._diurnal
+            if amp <= mean:  # never clipped: closed form
+                return mean * t + amp * period / (2 * math.pi) * (1 - np.cos(2 * math.pi * t / period))
+            fine = np.linspace(0, max(t.max(), 1e-9), max(t.size, 100_000) + 1)
+            r = np.maximum(0.0, mean + amp * np.sin(2 * np.pi * fine / period))
+            c = np.concatenate([[0.0], np.cumsum((r[1:] + r[:-1]) / 2 * np.diff(fine))])
+            return np.interp(t, fine, c)
+        out = np.zeros_like(t)
+        steps = self._steps
+        for i, (t0, v) in enumerate(steps):
+            t1 = steps[i + 1][0] if i + 1 < len(steps) else math.inf
+            out += v * np.clip(np.minimum(t, t1) - t0, 0, None)
+        return out
+
+    def cum_scalar(self, t_s: float) -> float:
+        """``cum`` for one time, without numpy overhead."""
+        if self._diurnal is not None:
+            mean, amp, period = self._diurnal
+            if amp <= mean:
+                return mean * t_s + amp * period / (2 * math.pi) * (1 - math.cos(2 * math.pi * t_s / period))
+            return float(self._cum_exact(np.array([t_s]))[0])
+        total = 0.0
+        steps = self._steps
+        for i, (t0, v) in enumerate(steps):
+            if t0 >= t_s:
+                break
+            t1 = steps[i + 1][0] if i + 1 < len(steps) else math.inf
+            total += v * (min(t_s, t1) - t0)
+        return total
+
+    def cum(self, t_s):
+        """Expected arrivals in ``[0, t_s]`` (exact for steps; closed form for diurnal)."""
+        return self._cum_exact(np.asarray(t_s, dtype=float))
+
+    def inverse(self, n):
+        """The time at which ``cum`` reaches ``n`` (vectorised; ``inf`` past the run)."""
+        n = np.asarray(n, dtype=float)
+        return np.interp(n, self.grid_c, self.grid_t, right=np.inf)

@@ -1,0 +1,58 @@
+"""Dependencies point down: the rules (kernel, goruntime, autoscalers) import no engine, reader,
+command or study code, and neither do the readers (io) and the engines (engine) import what sits
+above them. Checked on the source (every import statement, including those inside functions)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "cfsim"
+
+RULES = {"kernel", "goruntime", "autoscalers"}
+ABOVE_RULES = {"engine", "io", "commands", "simulation", "sweep", "validation", "lab", "advice", "cli",
+               "workloads", "scenario"}
+#: package -> the cfsim packages and modules it must not import
+FORBIDDEN = {
+    **{rules: ABOVE_RULES for rules in RULES},
+    "io": {"engine", "commands", "simulation", "sweep", "validation", "lab", "advice", "cli", "workloads"},
+    "engine": {"simulation", "commands", "sweep", "validation", "lab", "advice", "cli", "io"},
+    "workloads": {"simulation", "commands", "sweep", "validation", "lab", "advice", "cli", "io"},
+    "scenario": {"engine", "simulation", "commands", "sweep", "validation", "lab", "advice", "cli", "io"},
+}
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, imported cfsim module) for every import in a file, relative ones resolved."""
+    return _imports_of(path.read_text(), path.relative_to(SRC.parent).with_suffix("").parts[:-1])
+
+
+def _imports_of(source: str, package: tuple[str, ...]) -> list[tuple[int, str]]:
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package[:len(package) - node.level + 1], *([base] if base else [])])
+            out.append((node.lineno, base))
+    return [(line, m) for line, m in out if m == "cfsim" or m.startswith("cfsim.")]
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_no_import_runs_upward(package):
+    bad = []
+    for path in sorted((SRC / package).rglob("*.py")):
+        for line, module in _imports(path):
+            parts = module.split(".")
+            target = parts[1] if len(parts) > 1 else "cfsim"
+            if target in FORBIDDEN[package] or target == "cfsim":
+                bad.append(f"{path.relative_to(SRC.parent)}:{line}: imports {module}")
+    assert not bad, "imports that run upward:\n" + "\n".join(bad)
+
+
+def test_the_check_sees_imports_inside_functions_and_relative_ones():
+    source = "import os\nfrom . import bandwidth\ndef f():\n    from cfsim.io.usage import read_usage\n"
+    assert _imports_of(source, ("cfsim", "kernel")) == [(2, "cfsim.kernel"), (4, "cfsim.io.usage")]
