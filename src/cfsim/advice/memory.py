@@ -230,3 +230,31 @@ def summary_from_series(series: Mapping[str, Any]) -> dict[str, Any]:
             if key == "gc_heap_goal_bytes":
                 out["gc_heap_goal_mean_bytes"] = float(a.mean())
     return out
+
+
+MEMORY_FLAGS = ("oom_killed", "near_oom", "memory_limit_collapse", "gomemlimit_above_limit")
+
+
+def memory_fix(flag: str, s: Mapping[str, Any], margin: float = VPA_MARGIN) -> tuple[str, float]:
+    """(fix, severity in [0, 1]) for a memory flag from the same summary keys: the limit the
+    VPA's margin would give over the observed peak, automemlimit's GOMEMLIMIT, or a GOMEMLIMIT that
+    keeps the heap goal at twice the live heap.
+
+    >>> memory_fix("near_oom", {"memory_max_usage_bytes": 100 * MiB, "memory_limit_bytes": 104 * MiB})[0]
+    'raise the memory limit to 115 MiB (the peak x 1.15) with GOMEMLIMIT = 0.9 x limit (automemlimit)'
+    """
+    lim, peak = s.get("memory_limit_bytes"), s.get("memory_max_usage_bytes") or s.get("memory_at_oom_bytes")
+    live, soft = s.get("gc_heap_live_bytes"), s.get("gomemlimit_bytes")
+    if flag in ("oom_killed", "near_oom"):
+        base = max(peak or 0.0, lim or 0.0) if flag == "oom_killed" else (peak or lim or 0.0)
+        new = _limit_for(base, margin) if flag == "near_oom" else _limit_for(base * 1.2, 0.0)
+        why = f"the peak x {1 + margin:g}" if flag == "near_oom" else "the VPA's own OOM bump: x 1.2"
+        return (f"raise the memory limit to {new:.0f} MiB ({why}) with GOMEMLIMIT = 0.9 x limit (automemlimit)",
+                1.0 if flag == "oom_killed" else 0.5)
+    if flag == "memory_limit_collapse" and live:
+        want = math.ceil(2 * live / MiB + (soft - (s.get("gc_heap_goal_mean_bytes") or soft)) / MiB)
+        return (f"GOMEMLIMIT >= {want} MiB (heap goal about twice the live heap {live / MiB:.0f} MiB), with the "
+                f"container limit >= GOMEMLIMIT / 0.9; or GOGC instead of a tight GOMEMLIMIT", 0.8)
+    if flag == "gomemlimit_above_limit" and lim:
+        return (f"GOMEMLIMIT = 0.9 x the limit = {0.9 * lim / MiB:.0f} MiB (automemlimit)", 0.3)
+    return "", 0.0
