@@ -146,11 +146,14 @@ sweep
 # With its cost priors, the model does **not** reproduce the story's 3.6x: the CPU ratio above is
 # close to 1 (see the table's ratio column: the model is far below 69 % at GOMAXPROCS 32). The model
 # has the mechanisms the story names - idle-priority GC mark workers on idle Ps, more Ms spinning in
-# `findRunnable` when there are more Ps (at most half the busy Ps), wake/park churn - but each is
-# charged with a prior of a few microseconds (`go.sched_spin_base_us` = 3 us, `go.sched_spin_per_p_us`
-# = 0.3 us, `go.gc_cycle_per_p_us` = 10 us, ...). At 0.2 ms of user work per push these add a
-# few percent, not 50 points of CPU; and the model's idle mark workers only run while a GC cycle is
-# marking, which with a 256 MiB heap is a small fraction of the time.
+# `findRunnable` when there are more Ps (at most half the busy Ps), wake/park churn, `sched.lock`
+# contention among the Ms in the scheduler at once (`go.sched_lock_us` = 1 us per contending M,
+# fitted on golang/go#28808), steal probes that cost more on a 32-CPU host (`go.sched_xfer_growth`)
+# - but each is charged with microseconds (`go.sched_spin_base_us` = 3 us, `go.sched_spin_per_p_us`,
+# `go.gc_cycle_per_p_us` = 10 us, ...). At 0.2 ms of user work per push these add tens of percent at
+# most, not 50 points of CPU: notebook 09 puts the whole band of the unpinned many-core parameters
+# (SMT, coherence, lock) at x1.1 to x1.3, still far from 3.6. The model's idle mark workers only
+# run while a GC cycle is marking, which with a 256 MiB heap is a small fraction of the time.
 #
 # What the story does not tell us, and what would have to be true for the 3.6x: far more expensive
 # scheduler searches (a push service holds many connections: netpoll wakeups, timers, lock contention

@@ -53,8 +53,10 @@ def test_gomaxprocs_far_above_the_limit_costs_cpu_outside_user_code_and_tail_lat
     assert high["throttled_ratio"] > 0.9
     assert (1 - high["user_cpu_fraction"]) > (1 - one["user_cpu_fraction"])
     assert high["sched_cpu_fraction"] > one["sched_cpu_fraction"]
-    assert high["latency_p99_s"] > 1.5 * one["latency_p99_s"]
-    assert high["throughput_per_s"] <= one["throughput_per_s"] * 1.01
+    # (no p99 direction: the real closed-menu grid has none either -- at 0.1 core p99 is 0.92 s at
+    # GOMAXPROCS 1 and 0.83 s at 6, at 0.5 core 0.12 s and 0.17 s)
+    # never more requests than GOMAXPROCS 1, within one request of the 36 s window's granularity
+    assert high["throughput_per_s"] <= one["throughput_per_s"] + 1.0 / 36
     # STW pauses wait for throttled Ms only when several Ms hold Ps
     assert high["gc_pause_max_s"] > 10 * max(one["gc_pause_max_s"], 1e-5)
 
@@ -66,7 +68,9 @@ def test_push_service_32_ps_in_8_cores_spend_more_in_the_scheduler():
                                         "run.warmup_s=1"]).summary
     p32, p8 = push(32), push(8)
     assert p32["gomaxprocs"] == 32 and p8["gomaxprocs"] == 8
-    assert p32["sched_cpu_fraction"] > 1.3 * p8["sched_cpu_fraction"]
+    # more idle Ps to wake and more Ps to scan: more scheduler CPU (by how much rests on the per-P
+    # probe cost, 0.05 us fitted on the lab's 2-CPU grids, and the host's coherence growth)
+    assert p32["sched_cpu_fraction"] > 1.05 * p8["sched_cpu_fraction"]
     assert p32["cpu_usage_cores"] > p8["cpu_usage_cores"]
     # the runtime's own accounting: 32 P-seconds per second of total, mostly idle
     assert p32["go_cpu_classes_total_cpu_seconds_total"] == pytest.approx(32 * 3.0, rel=1e-6)

@@ -261,6 +261,20 @@ def test_cost_functions():
     assert c.steal(32) < c.spin(32) and c.steal(1) >= 3000
     assert (c.wake(), c.park(), c.switch()) == (2000, 3000, 200)
     go = {"sched_spin_base_us": 1.0, "sched_spin_per_p_us": 0.5, "sched_wake_us": 2.0,
-          "sched_park_us": 4.0, "sched_switch_us": 0.1}
+          "sched_park_us": 4.0, "sched_switch_us": 0.1, "sched_xfer_growth": 0.25, "sched_lock_us": 0.2}
     c2 = sd.SchedCosts.from_go_section(go)
-    assert c2.spin(10) == 1000 + 5000 and c2.park() == 4000 and c2.switch() == 100
+    assert c2.spin(10) == 1000 + 5000 and c2.park() == 4000 and c2.switch() == 100 and c2.lock() == 200
+    # the same search on a bigger host: every probe crosses a longer path (+25 % per doubling)
+    assert c2.spin(10, host_cpus=8) == 1000 + int(5000 * 1.5)
+    assert c2.spin(64, host_cpus=2) == 1000 + 32000            # Ms on 2 CPUs: no growth
+
+
+def test_host_growth_and_lock_contenders_and_smt():
+    # xfer grows with the CPUs the Ms are spread over, never with Ps beyond the host
+    assert sd.xfer_factor(64, 2, 0.3) == 1.0 and sd.xfer_factor(2, 64, 0.3) == 1.0
+    assert sd.xfer_factor(64, 64, 0.3) == pytest.approx(1 + 0.3 * 5)
+    assert sd.lock_contenders(0, 8) == 0 and sd.lock_contenders(5, 2) == 1 and sd.lock_contenders(5, 64) == 4
+    # SMT: no pairing until every core has one thread; full pairing doubles at slowdown 1
+    assert sd.smt_inflation(6, 6, 1, 1.0) == 1.0
+    assert sd.smt_inflation(3, 6, 2, 0.5) == 1.0 and sd.smt_inflation(6, 6, 2, 0.5) == 1.5
+    assert sd.smt_inflation(5, 6, 2, 1.0) == pytest.approx(1 + 4 / 5)

@@ -175,7 +175,9 @@ def run(args) -> int:
         jobs.append((str(args.scenario), sc, uncertainty_for(sc, args.params), str(args.scenario), None,
                      args.container, workload, args.namespace, None))
 
-    answers = []
+    from cfsim.overheads.report import band_lines, recommend_notes
+
+    answers, overheads = [], {}
     for name, sc, unc, source, history, container, wl, ns, req_m in jobs:
         opts = SearchOptions(coarse_step=args.coarse_step, fine_step=args.fine_step, max_limit=args.max_limit,
                              gomaxprocs=kinds, burst=not args.no_burst, duration_s=args.duration,
@@ -193,6 +195,7 @@ def run(args) -> int:
             return 2
         k8s = kubernetes_answer(rep, container, wl, ns, req_m) if (container or args.prometheus_url) else None
         answers.append((name, rep, k8s))
+        overheads[name] = recommend_notes(sc, rep)   # the band and what lies outside our coverage
 
     if args.emit != "report":
         if any(k is None for _, _, k in answers):
@@ -213,18 +216,24 @@ def run(args) -> int:
             sys.stdout.write(dump_yaml_all(docs, notes))
         return 0 if all(r.result.winner is not None for _, r, _ in answers) else 1
 
-    def as_dict(rep, k8s) -> dict:
-        d = json_safe(rep.as_dict())
+    def as_dict(name, rep, k8s) -> dict:
+        d = json_safe({**rep.as_dict(), **overheads[name]})
         if k8s is not None:
             d["kubernetes"] = k8s
         return d
 
+    def overheads_text(name, rep) -> str:
+        win = rep.result.winner
+        lines = band_lines(overheads[name]["band"], getattr(win, "summary", {}) or {})
+        lines += [f"outside what we cover: {t}" for t in overheads[name]["coverage"]]
+        return "".join("\n" + line for line in lines)
+
     if args.prometheus_url:
-        data = {"targets": [{"name": n, **as_dict(r, k)} for n, r, k in answers]}
+        data = {"targets": [{"name": n, **as_dict(n, r, k)} for n, r, k in answers]}
     else:
-        data = as_dict(answers[0][1], answers[0][2])
+        data = as_dict(*answers[0])
     rows = [_row(n, r, k) for n, r, k in answers]
     text = (lambda: "\n\n".join(f"== {n}\n" * (len(answers) > 1 or bool(args.prometheus_url)) + format_report(r)
-                                 + ("\n" + _k8s_text(k) if k else "") for n, r, k in answers))
+                                 + overheads_text(n, r) + ("\n" + _k8s_text(k) if k else "") for n, r, k in answers))
     emit(Answer(data, rows, text, "cfsim recommend"), fmt)
     return 0 if all(r.result.winner is not None for _, r, _ in answers) else 1

@@ -1,4 +1,4 @@
-"""``python -m cfsim run SCENARIO [--set section.key=value] [--format F] [--out DIR]``."""
+"""``python -m cfsim run SCENARIO [--set section.key=value] [--format F] [--out DIR] [--no-band]``."""
 from __future__ import annotations
 
 from cfsim.output import Answer, add_format_argument, chosen_format, emit
@@ -12,10 +12,13 @@ def add_parser(sub) -> None:
                    help="override any scenario key, e.g. --set cgroup.cpu_limit=1.94")
     add_format_argument(p, "the summary (csv/markdown/html: one row)")
     p.add_argument("--out", metavar="DIR", help="write tables (Parquet) and the resolved scenario here")
+    p.add_argument("--no-band", action="store_true",
+                   help="skip the band of unpinned many-core parameters (two extra simulations when it applies)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from cfsim.overheads.report import annotate, band_columns, band_lines
     from cfsim.simulation import simulate, write_result
 
     scenario = load_scenario(args.scenario, args.set)
@@ -23,7 +26,12 @@ def run(args) -> int:
     if args.out:
         write_result(result, args.out)
     summary = result.summary
+    notes = annotate(scenario, summary, with_band=not args.no_band)
     width = max(len(k) for k in summary)
-    text = "\n".join(f"{key:<{width}}  {value}" for key, value in summary.items())
-    emit(Answer(dict(sorted(summary.items())), [summary], text, "cfsim run"), chosen_format(args))
+    lines = [f"{key:<{width}}  {value}" for key, value in summary.items()]
+    lines += band_lines(notes["band"], summary)
+    lines += [f"outside what we cover: {t}" for t in notes["coverage"]]
+    row = {**summary, **band_columns(notes["band"]), "coverage": "; ".join(notes["coverage"])}
+    emit(Answer(dict(sorted({**summary, **notes}.items())), [row], "\n".join(lines), "cfsim run"),
+         chosen_format(args))
     return 0

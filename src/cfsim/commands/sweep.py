@@ -50,6 +50,9 @@ def add_parser(sub) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_format_argument(p, "the final report (json/yaml: counts, wall time, errors; csv/markdown/html: every "
                            "run's row)")
+    p.add_argument("--band", action="store_true",
+                   help="add band_low_*/band_high_* columns (unpinned many-core parameters at their low / high "
+                        "priors: two extra simulations per point where they apply) and a coverage column")
     p.add_argument("--point-fn", default=None, help=argparse.SUPPRESS)  # module:function, for tests
     p.set_defaults(func=run)
 
@@ -105,6 +108,11 @@ def run(args) -> int:
 
     from cfsim.sweep.runner import run_sweep
     from cfsim.sweep.results import SweepResults
+
+    if args.band:
+        if args.point_fn:
+            return _fail("--band chooses the point function: drop --point-fn")
+        args.point_fn = "cfsim.overheads.report:summary_with_band"
     from cfsim.sweep.progress import summary_table
 
     try:
@@ -129,6 +137,7 @@ def run(args) -> int:
         if report.lost:
             lines.append(f"{report.lost} runs were lost with their worker process; "
                          f"run again with --resume --out {study.out} to retry them")
+        lines += _coverage_lines(study)
         lines.append(f"wrote {study.out} (read it with cfsim.sweep.SweepResults.open)")
         return "\n".join(lines)
 
@@ -138,3 +147,17 @@ def run(args) -> int:
     if report.lost:
         return 1
     return 0 if report.ok or not report.computed else 1
+
+
+def _coverage_lines(study) -> list[str]:
+    """The base scenario's coverage notes (each point's are in the ``coverage`` column with --band)."""
+    from cfsim.overheads.report import notes_text
+    from cfsim.scenario import load_scenario
+
+    if study.scenario is None:
+        return []
+    try:
+        base = load_scenario(study.scenario, study.overrides)
+    except (ValueError, FileNotFoundError):
+        return []
+    return [f"outside what we cover (base scenario): {text}" for text in notes_text(base)]

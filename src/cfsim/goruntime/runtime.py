@@ -6,22 +6,28 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
 :mod:`.gcpacer`, :mod:`.sched`):
 
 * **Ps and Ms.** ``gomaxprocs`` Ps; an M (an engine thread) holding a P is always burning a
-  *segment* of CPU: a chunk of goroutine work, a mark-worker chunk, an assist, the STW work or a
-  safe-point acknowledgement (each after any scheduler overhead it owes). An M without a P is
-  parked (futex). A throttled M keeps its P (the runtime cannot see throttling).
+  *segment* of CPU: a chunk of goroutine work, a mark-worker chunk, an assist, the STW work, a
+  safe-point acknowledgement or its own wake-up (each after any scheduler overhead it owes). An M
+  without a P is parked (futex). A throttled M keeps its P (the runtime cannot see throttling).
 * **Work.** A *work source* (the workload) hands out chunks of runnable goroutine work
   (``claim(max_ns)``); a P runs at most ``forcePreemptNS`` = 10 ms per chunk. Records/requests
   are never simulated one by one when they can be batched.
 * **Scheduler.** ``findRunnable``: GC worker first (dedicated, then fractional), then goroutine
-  work, then a search (spin) if ``2*nmspinning < P - npidle`` (cost ``a + b P``), then an idle
-  mark worker, then release the P and park (cost ``park``). ``wakep`` (idle P, no spinner) after
-  a spinning M finds work (``resetspinning``) and when a running goroutine readies others; a
-  netpoll batch of k goroutines takes one idle P and ``injectglist`` starts ``min(k-1, npidle)``
-  more Ms. A woken M pays ``wake`` plus, if it was spinning, a successful steal. Model
-  resolution: an M's decision after a wake-up or a failed search is taken at once (work cannot
-  appear within the few microseconds of a search), and the CPU of a failed search and of parking
-  is owed by the M and burnt at its next run, so idle transitions cost no engine event; the CPU
-  totals are unchanged, only shifted in time by the M's idle gap.
+  work, then a search (spin) if ``2*nmspinning < P - npidle`` (cost ``a + b P x xfer``), then an
+  idle mark worker, then release the P and park (cost ``park``); every slow path also pays
+  ``sched.lock`` contention per other M in the scheduler. ``wakep`` (idle P, no spinner) after a
+  spinning M finds work (``resetspinning``) and when a running goroutine readies others
+  (``ready``, ``newproc``): a goroutine readied by the one that just finished goes to that P's
+  ``runnext`` and runs there first, and the wake-up follows; a netpoll batch of k goroutines
+  takes one idle P and ``injectglist`` starts ``min(k-1, npidle)`` more Ms. ``startm``: a woken M
+  pays ``wake`` (plus a successful steal if it was spinning); with a free CPU it decides at once
+  (its few microseconds change nothing the model resolves), otherwise it first runs its wake-up
+  as a segment, holding ``nmspinning`` meanwhile, so the spinning chain advances one M at a time
+  as Ms get CPUs; on a host other processes use, the OS may delay it by up to a base slice. A
+  woken M that finds nothing burns its wake-up, search and park at once; an M that parks after
+  work owes its search and park and burns them at its next run (one engine event fewer).
+* **SMT.** With ``host.threads_per_core > 1``, segments started while more Ms run than there
+  are cores take ``1 + smt_slowdown`` times the CPU for the paired share.
 * **GC.** Trigger when ``heapLive >= trigger`` (pacer) or every 2 minutes; STW sweep
   termination: every P-holding M is preempted and must burn ``gc_preempt`` CPU to reach a safe
   point, so a throttled M stretches the pause; concurrent mark: ``D`` dedicated Ps for the whole
@@ -67,8 +73,9 @@ import numpy as np
 import pandas as pd
 
 from cfsim.goruntime import gcpacer, gomaxprocs as gmp, memory as gmem
+from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, may_spin, netpoll_wakeups,
+                                   smt_inflation)
 from cfsim.kernel import memory as kmem
-from cfsim.goruntime.sched import DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, may_spin, netpoll_wakeups
 
 MiB = 1 << 20
 
@@ -143,6 +150,9 @@ class GoParams:
     costs: SchedCosts = SchedCosts()
     memory_limit_bytes: int | None = None   # the container's memory cgroup limit (OOM kill above it)
     mem: gmem.MemoryParams = gmem.MemoryParams()
+    threads_per_core: int = 1
+    smt_slowdown: float = 0.0
+    background_cores: float = 0.0
 
     @classmethod
     def from_scenario(cls, sc) -> "GoParams":
@@ -163,12 +173,14 @@ class GoParams:
                    gc_parallel_cost=go["gc_parallel_cost"],
                    stw_base_ns=go["gc_stw_base_us"] * 1e3, stw_per_p_ns=go["gc_stw_per_p_us"] * 1e3,
                    preempt_ns=go["gc_preempt_us"] * 1e3, cycle_base_ns=go["gc_cycle_base_us"] * 1e3,
-                   cycle_per_p_ns=go["gc_cycle_per_p_us"] * 1e3, costs=SchedCosts.from_go_section(go))
+                   cycle_per_p_ns=go["gc_cycle_per_p_us"] * 1e3, costs=SchedCosts.from_go_section(go),
+                   threads_per_core=sc["host.threads_per_core"], smt_slowdown=sc["host.smt_slowdown"],
+                   background_cores=sc["host.background_cores"])
 
 
 class _M:
     __slots__ = ("tid", "p", "seg", "work", "pre", "debt", "t_seg", "claim", "spinning", "mark_bytes",
-                 "stopped", "coord", "charged", "owed")
+                 "stopped", "coord", "charged", "owed", "infl")
 
     def __init__(self, tid: int):
         self.tid = tid
@@ -185,6 +197,7 @@ class _M:
         self.stopped = False
         self.coord = False
         self.owed: tuple | None = None   # (claim, t0): a goroutine's chunk finishing with its assist
+        self.infl = 1.0   # CPU per unit of work of the current segment (SMT sharing)
 
 
 class GoRuntime:
@@ -205,6 +218,12 @@ class GoRuntime:
         self.source: WorkSource | None = None
         self.sample_ns = int(sample_ns)
         self.costs = params.costs
+        self._deferring = False
+        self._deferred: list[tuple] = []
+        self.wake_busy = min(1.0, params.background_cores / cpus) if cpus else 0.0
+        self.wake_slice_ns = int(750_000 * (1 + int(np.log2(min(max(cpus, 1), 8)))))
+        # its own stream, drawn from the engine's only when used (other scenarios keep theirs)
+        self.wake_rng = np.random.default_rng(int(engine.rng.integers(2**62))) if self.wake_busy > 0 else None
         self.nprocs = gmp.gomaxprocs_value(params.gomaxprocs, base_limit, cpus, params.version,
                                            params.round, period_us)
         self._costs_for(self.nprocs)
@@ -309,7 +328,28 @@ class GoRuntime:
         self.scan_rate = self.prm.scan_bytes_per_ns / (1.0 + self.prm.gc_parallel_cost * (conc - 1))
         c = self.costs
         self.c_wake, self.c_park, self.c_switch = c.wake(), c.park(), c.switch()
-        self.c_spin, self.c_steal = c.spin(procs), c.steal(procs)
+        self.c_spin, self.c_steal = c.spin(procs, self.cpus), c.steal(procs, self.cpus)
+        self.c_lock = c.lock()
+        self.smt = self.prm.threads_per_core > 1 and self.prm.smt_slowdown > 0
+
+    def _lock_ns(self) -> int:
+        """``sched.lock`` contention of one slow path: the other Ms that can be in the scheduler."""
+        if not self.c_lock:
+            return 0
+        # lock_contenders(busy Ps, CPUs), inlined: this runs on every slow path
+        n = self.nprocs - len(self.free_ps)
+        if n > self.cpus:
+            n = self.cpus
+        return self.c_lock * (n - 1) if n > 1 else 0
+
+    def _infl(self) -> float:
+        """CPU per unit of work of a segment starting now: threads of this process beyond one per
+        physical core share a core with a sibling (the kernel's ``select_idle_core`` fills idle
+        cores first), and a shared core does each thread's work slower."""
+        if not self.smt:
+            return 1.0
+        return smt_inflation(min(len(self.holders), self.cpus), self.cpus, self.prm.threads_per_core,
+                             self.prm.smt_slowdown)
 
     # ------------------------------------------------------------------ setup
     def start(self) -> None:
@@ -366,11 +406,13 @@ class GoRuntime:
                 ni[i] = self.n_pc[i]
                 neg[i] += self.n_pc[i] * now
 
-    def _seg(self, m: _M, seg: int, work: float, pre: float = 0) -> int:
+    def _seg(self, m: _M, seg: int, work: float, pre: float = 0, infl: float = 1.0) -> int:
         """Start segment ``seg`` on ``m`` (already holding its P, if any) after ``pre`` ns of
-        scheduler overhead; returns the total CPU to burn."""
+        scheduler overhead; ``infl``: CPU per unit of ``work`` (SMT sharing). Returns the total
+        CPU to burn."""
         pre = int(pre)
-        total = max(1, int(work) + pre)
+        m.infl = infl
+        total = max(1, int(work * infl) + pre)
         if m.p >= 0:
             self._pc_move(_SEG_PC_L[m.seg], _SEG_PC_L[seg])
         m.seg = seg
@@ -411,6 +453,11 @@ class GoRuntime:
         """
         if self.stw or self.dead:
             return
+        if self._deferring:
+            # readied by the goroutine that just finished on the current M: ``runqput`` puts it
+            # in that P's ``runnext``, which the M runs first; the wake-ups happen after that
+            self._deferred.append((k, netpoll, spawns))
+            return
         if netpoll:
             if self.free_ps:
                 self._startm(spinning=False)
@@ -436,19 +483,68 @@ class GoRuntime:
         self._startm(spinning=True)
 
     def _startm(self, spinning: bool) -> None:
-        """``startm``: an idle M takes an idle P. Its first decision is taken at once (the wake
-        latency, a few us, is not worth an event); the wake cost and any park cost still owed
-        are burnt first."""
+        """``startm`` (proc.go): an idle M takes an idle P and is woken (``notewakeup`` ->
+        ``futexwakeup``). It decides what to run only once it has run its wake-up (the futex
+        return and switch-in, plus any park cost still owed): on a host whose CPUs are busy that
+        takes a while, and a spinning M keeps ``nmspinning`` up meanwhile, so no other ``wakep``
+        starts an M (``wakep``: "only start one if none exist already") -- the spinning chain
+        advances one M at a time, as fast as Ms get CPUs."""
         m = self._new_m()
         self._acquire_p(m)
         if spinning:
             m.spinning = True
             self.nmspinning += 1
-        extra = self.c_wake + m.debt
+        delay = self._os_wake_delay()
+        if not delay and len(self.holders) <= self.cpus:
+            # a CPU is free for it: it runs at once, and its few microseconds of wake-up change
+            # nothing the model resolves -- decide now (one engine event fewer per wake-up)
+            extra = self.c_wake + self._lock_ns() + m.debt
+            m.debt = 0
+            w = self._schedule(m, extra)
+            if w:
+                self.eng.run(m.tid, w, self._on_done)
+            else:
+                self._burn_futile(m)
+            return
+        w = self._seg(m, WAKE, 0, self.c_wake + self._lock_ns() + m.debt)
         m.debt = 0
-        w = self._schedule(m, extra)
-        if w:
+        if delay:
+            self.eng.call_later(delay, self._run_woken, m, w, m.t_seg)
+        else:
             self.eng.run(m.tid, w, self._on_done)
+
+    def _os_wake_delay(self) -> int:
+        """The OS's wake-up latency of a woken M on a host other processes use: with the chance
+        that its CPU runs another process's task (``background_cores / cpus``), it waits for the
+        kernel to preempt that task, up to one base slice (``sysctl_sched_base_slice`` = 0.75 ms
+        x (1 + log2(min(CPUs, 8))) in ``kernel/sched/fair.c``), uniformly."""
+        if self.wake_busy <= 0:
+            return 0
+        if self.wake_rng.random() >= self.wake_busy:
+            return 0
+        return int(self.wake_rng.random() * self.wake_slice_ns)
+
+    def _futile_seg(self, m: _M) -> int:
+        """A woken M that found nothing burns its wake-up, search and park now, then parks (it is
+        taken off the idle list until then): an M woken only to find nothing would otherwise
+        carry that CPU as debt to a next run that may never bring work."""
+        try:
+            self.idle_ms.remove(m)
+        except ValueError:
+            pass
+        w = max(1, int(m.debt))
+        m.debt = 0
+        m.seg, m.work, m.pre, m.t_seg, m.infl = PARK, w, w, self.eng.now, 1.0
+        return w
+
+    def _burn_futile(self, m: _M) -> None:
+        if m.p < 0 and m.debt > 0 and m is not self._cur:
+            self.eng.run(m.tid, self._futile_seg(m), self._on_done)
+
+    def _run_woken(self, m: _M, w: int, t_seg: int) -> None:
+        if m.p < 0 or m.seg != WAKE or m.t_seg != t_seg or self.eng.is_runnable(m.tid):
+            return   # stopped meanwhile (stop the world) or already running
+        self.eng.run(m.tid, w, self._on_done)
 
     def _yield_idle_worker(self) -> None:
         """``pollWork``: idle mark workers notice runnable goroutines (within ~100 us, taken as
@@ -493,6 +589,11 @@ class GoRuntime:
             return self._user_done(m)
         if seg in _MARK_SEGS:
             return self._mark_done(m)
+        if seg == WAKE:
+            w = self._schedule(m)
+            if w is None and m.p < 0 and m.debt > 0:
+                return self._futile_seg(m)
+            return w
         if seg == PARK:
             self.idle_ms.append(m)
             return None
@@ -522,14 +623,14 @@ class GoRuntime:
                 if m.spinning:
                     pre += self.c_steal
                     m.claim = c
-                    w = self._seg(m, USER, c.work, pre)
+                    w = self._seg(m, USER, c.work, pre, self._infl() if self.smt else 1.0)
                     m.spinning = False
                     self.nmspinning -= 1
                     if self.nmspinning == 0:
                         self.wakep()   # resetspinning
                     return w
                 m.claim = c
-                return self._seg(m, USER, c.work, pre)
+                return self._seg(m, USER, c.work, pre, self._infl() if self.smt else 1.0)
         # Nothing runnable: spin (steal) if the "half the busy Ps" rule allows it, then an idle
         # mark worker or park. The search is decided at once (no work appears in its few us in
         # this model) and its CPU is owed by the M, burnt at its next run. For the rule, an M
@@ -540,7 +641,7 @@ class GoRuntime:
             heapq.heappop(ends)
         nv = len(ends)
         if may_spin(m.spinning, self.nmspinning + nv, self.nprocs, self.npidle - nv):
-            extra += self.c_spin
+            extra += self.c_spin + self._lock_ns()
             heapq.heappush(ends, now + self.c_spin)
         if m.spinning:
             m.spinning = False
@@ -560,7 +661,7 @@ class GoRuntime:
             return w
         self._release_p(m)
         m.seg = PARK
-        m.debt += self.c_park
+        m.debt += self.c_park + self._lock_ns()
         self.idle_ms.append(m)
         return None
 
@@ -568,10 +669,21 @@ class GoRuntime:
     def _user_done(self, m: _M) -> int | None:
         c = m.claim
         m.claim = None
-        w = self._allocated(m, c, m.t_seg)
-        if w is not None:
-            return w
-        return self._schedule(m)
+        # the goroutine's own completion (and anything it readies) waits for its allocation's
+        # accounting: the assist it owes, or the GC it triggers (see _allocated); readied goroutines
+        # go to the P's runnext and are woken after the M has chosen its next work
+        self._deferring = True
+        try:
+            w = self._allocated(m, c, m.t_seg)
+        finally:
+            self._deferring = False
+        if w is None:
+            w = self._schedule(m)
+        if self._deferred:
+            calls, self._deferred = self._deferred, []
+            for args in calls:
+                self.ready(*args)
+        return w
 
     def _count_alloc(self, alloc: int, work: int) -> None:
         """Heap accounting of a chunk's allocation (``heapLive``, ``/gc/heap/allocs``, the spans
@@ -648,7 +760,7 @@ class GoRuntime:
                 self.mark_inflight += 1
                 self.assist_inflight += scan
                 m.mark_bytes = scan
-                return self._seg(m, ASSIST, scan / self.scan_rate)
+                return self._seg(m, ASSIST, scan / self.scan_rate, 0, self._infl())
         self.source.done(c, t0, self.eng.now)
         if self.phase == OFF and not self.stw and self.goal and self.heap_live >= self.trigger_bytes:
             return self._gc_start(m, periodic=False)
@@ -866,7 +978,7 @@ class GoRuntime:
         self.mark_unclaimed -= b
         self.mark_inflight += 1
         m.mark_bytes = b
-        return self._seg(m, seg, ns, pre)
+        return self._seg(m, seg, ns, pre, self._infl())
 
     def _mark_return(self, m: _M, left: int) -> None:
         """A mark segment stopped early: count the part done, return the rest to the pool."""
@@ -983,7 +1095,7 @@ class GoRuntime:
         if seg == USER:
             c = m.claim
             m.claim = None
-            left = min(left, c.work)
+            left = min(int(left / m.infl), c.work)
             if left > 0 and c.work > 0:
                 done_alloc = int(c.alloc * (1 - left / c.work))
                 self.source.requeue(c, left, m.t_seg, self.eng.now)

@@ -10,20 +10,36 @@ https://github.com/golang/go/blob/master/src/runtime/proc.go):
 * ``injectglist`` (a netpoll batch of ``k`` goroutines) starts ``min(k, npidle)`` Ms.
 
 Costs are parameters with priors (``[go]`` keys ``sched_*``; see the schema for ranges and
-``docs/model-notes.md`` for the public measurements they rest on), not constants fitted to a story:
+``docs/model-notes.md`` for the public measurements they rest on), not constants fitted to a
+story. Each follows a code path of ``src/runtime/proc.go`` (Go 1.26):
 
-* a failed search (spin): ``a + b x P``: 4 ``stealWork`` passes over all Ps plus the
-  ``checkRunqsNoP``/``checkTimersNoP`` re-scans are O(P) remote cache-line probes (~50-100 ns
-  each, so ~0.3 us per P) on top of a fixed part (locks, ``netpoll(0)``, timers: ~3 us);
-* a wake: ``futex_wake`` plus the wakee's switch-in (~2 us wake-to-run, apache/brpc#1859);
-* a park: ``stopm`` -> ``futexsleep`` plus the switch-out (a few us);
-* a goroutine switch on a running M (``gopark``/``schedule`` fast path): ~0.2 us.
+* a futile search (``findRunnable`` -> ``stealWork``: ``stealTries = 4`` passes over all Ps,
+  then, after ``releasep``, ``checkRunqsNoP``/``checkTimersNoP`` re-scan every P):
+  ``spin_base + P x spin_per_p x xfer(n)``. ``spin_per_p`` is the probe of one other P's run
+  queue head/tail and timer mask (~6 probes per busy P; idle Ps are skipped through ``idlepMask``;
+  the lab's 2-CPU grids give 0.02-0.05 us per P); ``xfer(n) = 1 + xfer_growth x log2(n / 2)``
+  with ``n = min(P, host CPUs)`` is how the cost of the cache-line transfer behind a probe grows
+  with the number of CPUs the Ms are spread over (more cores, a longer on-chip mesh, a second
+  socket: ~40-50 ns core to core on a small host, 100-200 ns across a large or two-socket one);
+* a wake (``wakep`` -> ``startm`` -> ``notewakeup`` -> ``futexwakeup``, and the wakee's
+  switch-in): ~2 us wake-to-run on bare metal (apache/brpc#1859), several times that in a VM
+  where the wake-up IPI exits to the hypervisor;
+* a park (``stopm`` -> ``mPark`` -> ``notesleep`` -> ``futexsleep``, plus the switch-out);
+* a goroutine switch on a running M (``gopark``/``schedule`` fast path): ~0.2 us;
+* ``sched.lock`` contention: ``wakep``, ``pidleput``/``pidleget``, ``globrunqget`` all take the
+  one scheduler lock; every other M running the scheduler at the same time adds ``lock`` to a
+  slow path (a contended ``lock2`` spins, yields and futex-sleeps; golang/go#28808: 56 Ps,
+  ``runtime.lock`` 23 % of CPU). Contenders are the busy Ps on distinct CPUs: ``min(busy Ps,
+  host CPUs) - 1``, so the term grows with the parallelism a host lets a process have.
 
 Calibration path: pprof ``findRunnable``/``stealWork``/``runqgrab`` (spin), ``futexwakeup`` under
-``wakep``/``startm`` (wake), ``stopm``/``futexsleep`` (park) at two GOMAXPROCS values.
+``wakep``/``startm`` (wake), ``stopm``/``futexsleep`` (park) at two GOMAXPROCS values; voluntary
+context switches per request (``/proc/<pid>/task/*/status``) count the futex sleeps.
+
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 STEAL_TRIES = 4
@@ -58,24 +74,67 @@ def netpoll_wakeups(k: int, npidle: int) -> int:
     return max(0, min(k, npidle))
 
 
+def xfer_factor(gomaxprocs: int, host_cpus: int, growth: float) -> float:
+    """How much dearer a probe of another P is than on a 2-CPU host: ``1 + growth x log2(n/2)``
+    with ``n = min(GOMAXPROCS, host CPUs)`` the CPUs the Ms are spread over (>= 1).
+
+    >>> xfer_factor(8, 2, 0.15), xfer_factor(32, 32, 0.15), round(xfer_factor(64, 128, 0.15), 2)
+    (1.0, 1.6, 1.75)
+    """
+    n = max(2, min(int(gomaxprocs), int(host_cpus)))
+    return 1.0 + growth * math.log2(n / 2)
+
+
+def lock_contenders(busy_ps: int, host_cpus: int) -> int:
+    """Other Ms that can be in the scheduler at the same time: ``min(busy Ps, host CPUs) - 1``.
+
+    >>> lock_contenders(1, 8), lock_contenders(30, 8), lock_contenders(30, 64)
+    (0, 7, 29)
+    """
+    return max(0, min(int(busy_ps), int(host_cpus)) - 1)
+
+
+def smt_inflation(running: int, host_cpus: int, threads_per_core: int, slowdown: float) -> float:
+    """CPU per unit of work of a thread when ``running`` threads of the process run on a host of
+    ``host_cpus`` hardware threads, ``threads_per_core`` per core: the kernel places threads on
+    idle cores first (``select_idle_core`` in ``kernel/sched/fair.c``), so threads beyond one per
+    core pair up; a paired thread needs ``1 + slowdown`` times the CPU for the same work. The
+    result is the average over the running threads.
+
+    >>> smt_inflation(3, 6, 2, 1.0), smt_inflation(6, 6, 2, 1.0), smt_inflation(4, 6, 2, 1.0)
+    (1.0, 2.0, 1.5)
+    """
+    if threads_per_core <= 1 or running <= 0:
+        return 1.0
+    cores = max(1, host_cpus // threads_per_core)
+    if running <= cores:
+        return 1.0
+    paired = min(running, threads_per_core * (running - cores) // (threads_per_core - 1))
+    return 1.0 + slowdown * paired / running
+
+
 @dataclass(frozen=True)
 class SchedCosts:
     """CPU cost [ns] of scheduler slow paths; see the module docstring for the priors."""
 
     spin_base_ns: float = 3000.0
-    spin_per_p_ns: float = 300.0
+    spin_per_p_ns: float = 50.0
     wake_ns: float = 2000.0
     park_ns: float = 3000.0
     switch_ns: float = 200.0
+    xfer_growth: float = 0.15
+    lock_ns: float = 1000.0
 
-    def spin(self, gomaxprocs: int) -> int:
-        """One futile ``findRunnable`` search: ``a + b x P``."""
-        return int(self.spin_base_ns + self.spin_per_p_ns * gomaxprocs)
+    def spin(self, gomaxprocs: int, host_cpus: int = 2) -> int:
+        """One futile ``findRunnable`` search: ``a + b x P x xfer(min(P, CPUs))``."""
+        return int(self.spin_base_ns + self.spin_per_p_ns * gomaxprocs
+                   * xfer_factor(gomaxprocs, host_cpus, self.xfer_growth))
 
-    def steal(self, gomaxprocs: int) -> int:
+    def steal(self, gomaxprocs: int, host_cpus: int = 2) -> int:
         """A search that finds work: the fixed part plus, on average, half of one of the
         ``STEAL_TRIES + 2`` passes over the Ps that a futile search makes."""
-        return int(self.spin_base_ns + self.spin_per_p_ns * gomaxprocs / (2 * (STEAL_TRIES + 2)))
+        return int(self.spin_base_ns + self.spin_per_p_ns * gomaxprocs
+                   * xfer_factor(gomaxprocs, host_cpus, self.xfer_growth) / (2 * (STEAL_TRIES + 2)))
 
     def wake(self) -> int:
         return int(self.wake_ns)
@@ -86,8 +145,13 @@ class SchedCosts:
     def switch(self) -> int:
         return int(self.switch_ns)
 
+    def lock(self) -> int:
+        """``sched.lock`` cost per other M in the scheduler at the same time."""
+        return int(self.lock_ns)
+
     @classmethod
     def from_go_section(cls, go: dict) -> "SchedCosts":
         return cls(spin_base_ns=go["sched_spin_base_us"] * 1e3, spin_per_p_ns=go["sched_spin_per_p_us"] * 1e3,
                    wake_ns=go["sched_wake_us"] * 1e3, park_ns=go["sched_park_us"] * 1e3,
-                   switch_ns=go["sched_switch_us"] * 1e3)
+                   switch_ns=go["sched_switch_us"] * 1e3, xfer_growth=go["sched_xfer_growth"],
+                   lock_ns=go["sched_lock_us"] * 1e3)

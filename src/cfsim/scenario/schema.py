@@ -165,8 +165,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
                              _between(0, 10_000)),
         "sched_spin_base_us": Key(3.0, "float", "fixed CPU of one futile findRunnable search [us]",
                                   _between(0, 1000)),
-        "sched_spin_per_p_us": Key(0.3, "float", "CPU per P of one futile search (4 steal passes + re-scans) [us]",
-                                   _between(0, 100)),
+        "sched_spin_per_p_us": Key(0.05, "float", "CPU per P of one futile search (4 steal passes + re-scans; idle Ps "
+                                                  "are skipped by idlepMask) on a small host [us] (fitted on the lab's "
+                                                  "sched-overhead grids: 0.02-0.05; it grows with the host through "
+                                                  "sched_xfer_growth)", _between(0, 100)),
         "sched_wake_us": Key(2.0, "float", "CPU of waking a parked M (futex wake + switch-in) [us]", _between(0, 1000)),
         "sched_park_us": Key(3.0, "float", "CPU of parking an M (stopm, futex sleep, switch-out) [us]",
                              _between(0, 1000)),
@@ -303,3 +305,41 @@ register_section("lab", {
                                           "(scale them down so the trap forms in minutes)"),
 })
 # --- end [lab] ---
+
+
+# --- runtime overheads (issue 14): scheduler costs that grow with the host, SMT, and the
+# request path of a Go server (owned by the overheads work: goruntime/sched.py, workloads/) ---
+register_section("go", {
+    "sched_xfer_growth": Key(0.15, "float", "relative growth of a steal probe's cache-line transfer per doubling of "
+                                            "the CPUs the Ms are spread over, min(GOMAXPROCS, host CPUs) "
+                                            "(core-to-core latency ~40-50 ns on small hosts, 100-200 ns on large or "
+                                            "two-socket ones) [1/doubling]", _between(0, 2)),
+    "sched_lock_us": Key(1.0, "float", "sched.lock cost added to a scheduler slow path per other M in the scheduler "
+                                       "at the same time (min(busy Ps, host CPUs) - 1) [us] (fitted on golang/go#28808: "
+                                       "runtime.lock 23 % of CPU at 56 Ps; cfsim.overheads.public)", _between(0, 100)),
+})
+register_section("host", {
+    "threads_per_core": Key(1, "int", "hardware threads per physical core (2 = SMT/hyper-threading): threads "
+                                      "beyond one per core share a core", _between(1, 8)),
+    "smt_slowdown": Key(0.6, "float", "extra CPU time a thread needs for the same work while a sibling hardware "
+                                      "thread of its core runs another of the process's threads (0 = none, 1 = "
+                                      "twice: the two share one core's units) [fraction]", _between(0, 3)),
+})
+register_section("workload", {
+    "server_cpu_us_per_request": Key(40.0, "float", "CPU of serving one request outside the handler's own work: "
+                                                    "socket reads and writes, HTTP parsing, netpoll (kernel + "
+                                                    "runtime + net/http) [us] (kind=closed, open)", _between(0, 1e6)),
+    "server_alloc_kb_per_request": Key(4.0, "float", "heap garbage of serving one request outside the handler "
+                                                     "(request, headers, buffers) [KiB] (kind=closed, open)", _ge(0)),
+    "client_rtt_ms": Key(0.0, "float", "time a request spends outside the server process (network round trip and "
+                                       "the client's own processing), added to the latency the client sees [ms]",
+                         _ge(0)),
+    "cpu_cv": Key(0.0, "float", "coefficient of variation of the CPU of one request or record (gamma "
+                                "distribution; 0 = every one costs the same)", _between(0, 10)),
+    "scrape_interval_s": Key(0.0, "float", "interval of a Prometheus scrape of the process's /metrics (a goroutine "
+                                           "woken by the netpoller); 0 = not scraped [s]", _between(0, 86400)),
+    "scrape_cpu_ms": Key(2.5, "float", "CPU of serving one /metrics scrape [ms] (client_golang with every "
+                                       "runtime/metrics series: ~2.4 ms on the lab host)", _ge(0)),
+    "scrape_alloc_kb": Key(400.0, "float", "heap garbage of one /metrics scrape [KiB]", _ge(0)),
+})
+# --- end runtime overheads ---

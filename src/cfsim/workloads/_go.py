@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cfsim.goruntime.runtime import GoParams, GoRuntime
+from cfsim.goruntime.runtime import Claim, GoParams, GoRuntime
 
 SAMPLE_NS = GoRuntime.SAMPLE_NS
 MAX_SAMPLES = 200_000
@@ -54,3 +54,90 @@ def merge_series(rt_df: pd.DataFrame, wl_df: pd.DataFrame) -> pd.DataFrame:
         return rt_df
     return pd.merge_asof(wl_df.sort_values("t_s"), rt_df.sort_values("t_s"), on="t_s",
                          direction="nearest", tolerance=1e-6)
+
+
+class _SideG:
+    """A goroutine of side work (a /metrics scrape): its remaining CPU and garbage."""
+
+    __slots__ = ("left", "alloc_per_ns")
+
+    def __init__(self, work_ns: int, alloc_bytes: float):
+        self.left = int(work_ns)
+        self.alloc_per_ns = alloc_bytes / max(1, work_ns)
+
+
+class WithSideWork:
+    """A work source that serves side goroutines (scrapes) before the workload's own work,
+    delegating everything else to ``main``. Set as the runtime's source only when side work is
+    configured, so workloads without it pay nothing."""
+
+    def __init__(self, main):
+        self.main = main
+        self.side: list[_SideG] = []
+
+    def inject(self, g: _SideG) -> None:
+        self.side.append(g)
+
+    def has_work(self) -> bool:
+        return bool(self.side) or self.main.has_work()
+
+    def claim(self, max_ns: int) -> Claim | None:
+        if self.side:
+            g = self.side.pop(0)
+            work = min(g.left, max_ns)
+            return Claim(work, int(work * g.alloc_per_ns), g)
+        return self.main.claim(max_ns)
+
+    def done(self, claim, t0: int, t1: int) -> None:
+        g = claim.token
+        if isinstance(g, _SideG):
+            g.left -= claim.work
+            if g.left > 0:
+                self.side.append(g)
+            return
+        self.main.done(claim, t0, t1)
+
+    def requeue(self, claim, left_ns: int, t0: int, t1: int) -> None:
+        g = claim.token
+        if isinstance(g, _SideG):
+            g.left -= claim.work - left_ns
+            self.side.insert(0, g)
+            return
+        self.main.requeue(claim, left_ns, t0, t1)
+
+
+class Scrapes:
+    """A Prometheus scrape of the process every ``scrape_interval_s``: the HTTP request arrives
+    through the netpoller and a goroutine serves ``/metrics`` (``scrape_cpu_ms`` of CPU,
+    ``scrape_alloc_kb`` of garbage). The first scrape falls at a random phase of the interval."""
+
+    def __init__(self, engine, rt: GoRuntime, side: WithSideWork, interval_ns: int, cpu_ns: int,
+                 alloc_bytes: float, phase_ns: int):
+        self.eng, self.rt, self.side = engine, rt, side
+        self.interval_ns, self.cpu_ns, self.alloc = interval_ns, cpu_ns, alloc_bytes
+        self.phase_ns = phase_ns
+
+    def start(self) -> None:
+        self.eng.call_at(self.phase_ns, self._scrape)
+
+    def _scrape(self) -> None:
+        self.side.inject(_SideG(self.cpu_ns, self.alloc))
+        self.rt.ready(1)
+        self.eng.call_later(self.interval_ns, self._scrape)
+
+
+def with_scrapes(engine, rt: GoRuntime, source, scenario) -> Scrapes | None:
+    """Wrap ``source`` and set it as ``rt``'s source; returns the scrape driver (None and the
+    plain source when the scenario is not scraped)."""
+    interval = scenario["workload.scrape_interval_s"]
+    cpu_ms = scenario["workload.scrape_cpu_ms"]
+    alloc_kb = scenario["workload.scrape_alloc_kb"]
+    if not interval or cpu_ms <= 0:
+        rt.source = source
+        return None
+    side = WithSideWork(source)
+    rt.source = side
+    interval_ns = int(round(interval * 1e9))
+    phase = int(np.random.default_rng([scenario["run.seed"], 0x5C4A9E]).integers(0, interval_ns))
+    return Scrapes(engine, rt, side, interval_ns, max(1, int(round(cpu_ms * 1e6))),
+                   alloc_kb * 1024, phase)

@@ -1,9 +1,27 @@
-"""Requests that fan out into goroutines: the work source shared by ``closed`` and ``open``.
+"""Requests served by a Go HTTP server: the work source shared by ``closed`` and ``open``.
 
-A request arrives (a netpoll wake-up for its connection), its handler starts ``fanout``
-goroutines of ``cpu_ms_per_request / fanout`` CPU each (allocating ``alloc_kb_per_request`` in
-proportion) and answers when all of them are done. Goroutines wait in one FIFO run queue; a P
-runs one for at most 10 ms (``forcePreemptNS``), after which it goes back to the tail.
+A request follows the path of a ``net/http`` server whose handler scatters the work over
+goroutines and gathers the results (the lab's ``lab/cmd/workload/server.go``):
+
+1. Network data arrives: the netpoller readies the connection's goroutine (``netpoll`` ->
+   ``injectglist`` in ``src/runtime/proc.go``), which reads and parses the request: half of
+   ``server_cpu_us_per_request`` (socket syscalls, HTTP parsing) and half of
+   ``server_alloc_kb_per_request``.
+2. The handler starts ``fanout`` goroutines of ``cpu_ms_per_request / fanout`` CPU each
+   (allocating ``alloc_kb_per_request`` in proportion) and blocks on a ``sync.WaitGroup``. Each
+   ``go`` statement is ``newproc``, which calls ``wakep``: with an idle P and no spinning M, a
+   parked M is woken, searches for work and, if the spawning P ran the goroutine first, parks again.
+3. The last goroutine's ``wg.Done`` readies the connection goroutine (``ready`` ->
+   ``runqput(next=true)``, so it runs next on that P, + ``wakep``), which writes the response: the
+   other half of the server CPU and garbage.
+
+``cpu_cv`` draws each request's handler CPU from a gamma distribution (mean ``cpu_ms_per_request``,
+that coefficient of variation). Goroutines wait in one FIFO run queue; a P runs one for at most
+10 ms (``forcePreemptNS``), after which it goes back to the tail.
+
+Latency: ``latency_*`` is what the client sees, arrival at the process to the response written
+plus ``client_rtt_ms``; ``server_latency_*`` is the handler's own span (from the handler's start to
+the last goroutine's end, like the lab's ``cfsim_request_duration_seconds``).
 """
 from __future__ import annotations
 
@@ -15,38 +33,66 @@ import numpy as np
 from cfsim.goruntime.runtime import Claim, GoRuntime
 from cfsim.workloads._go import latency_keys
 
+PRE, CHILD, POST = range(3)
+
 
 class _Req:
-    __slots__ = ("t_arr", "left", "client")
+    __slots__ = ("t_arr", "left", "client", "t_handler", "per_g")
 
-    def __init__(self, t_arr: int, left: int, client: int):
+    def __init__(self, t_arr: int, left: int, client: int, per_g: int):
         self.t_arr = t_arr
         self.left = left
         self.client = client
+        self.t_handler = t_arr
+        self.per_g = per_g
 
 
 class RequestSource:
     def __init__(self, rt: GoRuntime, cpu_ns: float, alloc_bytes: float, fanout: int,
-                 on_response: Callable[[_Req, int], None] | None = None):
+                 on_response: Callable[[_Req, int], None] | None = None, server_cpu_ns: float = 0.0,
+                 server_alloc_bytes: float = 0.0, cpu_cv: float = 0.0, client_rtt_ns: int = 0,
+                 rng: np.random.Generator | None = None):
         self.rt = rt
         self.per_g = max(1, int(round(cpu_ns / fanout)))
         self.alloc_per_ns = alloc_bytes / (self.per_g * fanout)
         self.fanout = fanout
-        self.runq: deque[list] = deque()   # [req, remaining_ns]
+        # the connection goroutine's two halves: read + parse, then write
+        self.half_ns = int(round(server_cpu_ns / 2))
+        self.half_alloc = int(server_alloc_bytes / 2)
+        self.cv = float(cpu_cv)
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+        self.rtt_ns = int(client_rtt_ns)
+        self.runq: deque[list] = deque()   # [req, remaining_ns, stage]
         self.on_response = on_response
         self.arrived = 0
         self.completed = 0
         self.in_flight: dict[int, _Req] = {}
         self.t_done: list[int] = []
         self.lat_ns: list[int] = []
+        self.handler_end: list[int] = []
+        self.handler_ns: list[int] = []
+
+    def _per_g(self) -> int:
+        if self.cv <= 0:
+            return self.per_g
+        k = 1.0 / (self.cv * self.cv)
+        return max(1, int(round(self.per_g * self.rng.gamma(k, 1.0 / k))))
 
     def arrive(self, t_ns: int, client: int = -1) -> None:
-        req = _Req(t_ns, self.fanout, client)
+        req = _Req(t_ns, self.fanout, client, self._per_g())
         self.arrived += 1
         self.in_flight[id(req)] = req
+        if self.half_ns > 0:
+            self.runq.append([req, self.half_ns, PRE])
+            self.rt.ready(1)             # the netpoller readies the connection goroutine
+        else:
+            self._spawn(req, netpoll=True)
+
+    def _spawn(self, req: _Req, netpoll: bool = False) -> None:
         for _ in range(self.fanout):
-            self.runq.append([req, self.per_g])
-        self.rt.ready(1, spawns=self.fanout > 1)   # the handler, which starts the fan-out goroutines
+            self.runq.append([req, req.per_g, CHILD])
+        # the handler's go statements: newproc -> wakep (the spinning chain spreads the rest)
+        self.rt.ready(1, netpoll=netpoll, spawns=netpoll)
 
     # work-source protocol -------------------------------------------------------------
     def has_work(self) -> bool:
@@ -57,7 +103,11 @@ class RequestSource:
             return None
         g = self.runq.popleft()
         work = min(g[1], max_ns)
-        return Claim(work, int(work * self.alloc_per_ns), g)
+        if g[2] == CHILD:
+            alloc = int(work * self.alloc_per_ns * self.per_g / g[0].per_g)
+        else:
+            alloc = int(self.half_alloc * work / self.half_ns) if self.half_ns else 0
+        return Claim(work, alloc, g)
 
     def done(self, claim: Claim, t0: int, t1: int) -> None:
         g = claim.token
@@ -66,15 +116,32 @@ class RequestSource:
             self.runq.append(g)       # preempted after 10 ms: back to the global queue
             self.rt.ready(1, netpoll=False)
             return
-        req = g[0]
-        req.left -= 1
-        if req.left == 0:
-            self.completed += 1
-            del self.in_flight[id(req)]
-            self.t_done.append(t1)
-            self.lat_ns.append(t1 - req.t_arr)
-            if self.on_response is not None:
-                self.on_response(req, t1)
+        req, stage = g[0], g[2]
+        if stage == PRE:
+            req.t_handler = t1
+            self._spawn(req)
+            return
+        if stage == CHILD:
+            req.left -= 1
+            if req.left:
+                return
+            self.handler_end.append(t1)
+            self.handler_ns.append(t1 - req.t_handler)
+            if self.half_ns > 0:
+                # wg.Done readies the connection goroutine into the P's runnext: it runs next,
+                # ahead of the queue (ready -> runqput(next=true))
+                self.runq.appendleft([req, self.half_ns, POST])
+                self.rt.ready(1, netpoll=False)
+                return
+        self._complete(req, t1)
+
+    def _complete(self, req: _Req, t1: int) -> None:
+        self.completed += 1
+        del self.in_flight[id(req)]
+        self.t_done.append(t1)
+        self.lat_ns.append(t1 - req.t_arr + self.rtt_ns)
+        if self.on_response is not None:
+            self.on_response(req, t1)
 
     def requeue(self, claim: Claim, left_ns: int, t0: int, t1: int) -> None:
         g = claim.token
@@ -85,6 +152,7 @@ class RequestSource:
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
         t = np.asarray(self.t_done, dtype=np.int64)
         lat = np.asarray(self.lat_ns, dtype=np.int64)
+        handler = np.asarray(self.handler_ns, dtype=np.int64)
         sel = (t > t0_ns) & (t <= t1_ns)
         span = (t1_ns - t0_ns) / 1e9
         oldest = min((r.t_arr for r in self.in_flight.values()), default=None)
@@ -96,6 +164,9 @@ class RequestSource:
             "lag_final_s": 0.0 if oldest is None else (t1_ns - oldest) / 1e9,
         }
         out.update(latency_keys(lat[sel] / 1e9))
+        h_end = np.asarray(self.handler_end, dtype=np.int64)
+        srv = latency_keys(handler[(h_end > t0_ns) & (h_end <= t1_ns)] / 1e9)
+        out.update({"server_" + k: srv[k] for k in ("latency_p50_s", "latency_p99_s", "latency_p999_s")})
         return out
 
     def sample(self) -> tuple:

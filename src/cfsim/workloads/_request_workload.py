@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cfsim.workloads._go import make_runtime, merge_series, sample_interval_ns
+from cfsim.workloads._go import make_runtime, merge_series, sample_interval_ns, with_scrapes
 from cfsim.workloads._request_source import RequestSource
 
 
@@ -17,9 +17,13 @@ class RequestWorkload:
         self.rng = rng
         w = scenario.section("workload")
         self.rt = make_runtime(engine, scenario)
+        self.rtt_ns = int(round(w["client_rtt_ms"] * 1e6))
         self.src = RequestSource(self.rt, w["cpu_ms_per_request"] * 1e6, w["alloc_kb_per_request"] * 1024,
-                                 w["fanout"], self._on_response)
-        self.rt.source = self.src
+                                 w["fanout"], self._on_response, server_cpu_ns=w["server_cpu_us_per_request"] * 1e3,
+                                 server_alloc_bytes=w["server_alloc_kb_per_request"] * 1024, cpu_cv=w["cpu_cv"],
+                                 client_rtt_ns=self.rtt_ns,
+                                 rng=np.random.default_rng([scenario["run.seed"], 0x5EED]))
+        self.scrapes = with_scrapes(engine, self.rt, self.src, scenario)
         self.sample_ns = sample_interval_ns(scenario)
         self.samples: list[tuple] = []
 
@@ -27,6 +31,8 @@ class RequestWorkload:
         pass
 
     def start(self) -> None:
+        if self.scrapes is not None:
+            self.scrapes.start()
         self.rt.start()
         self.eng.call_at(0, self._sample)
 

@@ -2,7 +2,8 @@
 each sends a request, waits for the response, thinks ``think_ms``, and sends the next. Each
 request fans out to ``fanout`` goroutines of ``cpu_ms_per_request / fanout`` CPU each (see
 :mod:`cfsim.workloads._request_source`). Outputs: RPS and latency percentiles, plus the runtime's keys.
-Network time is not modelled (zero), so latency is time in the process."""
+Time outside the process (network, the client itself) is ``client_rtt_ms``: it is added to
+the latency and separates a response from the client's next request."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,7 +20,8 @@ def work_shape(w) -> WorkShape:
                      fixed_demand_cores=w["clients"] * busy)
 
 
-KIND = WorkloadKind("closed", ("clients", "think_ms", "fanout", "cpu_ms_per_request", "alloc_kb_per_request"),
+KIND = WorkloadKind("closed", ("clients", "think_ms", "fanout", "cpu_ms_per_request", "alloc_kb_per_request",
+                               "server_cpu_us_per_request", "server_alloc_kb_per_request", "client_rtt_ms", "cpu_cv", "scrape_interval_s", "scrape_cpu_ms", "scrape_alloc_kb"),
                     "cpu_ms_per_request", work_shape)
 
 
@@ -35,9 +37,11 @@ class ClosedWorkload(RequestWorkload):
             self.eng.call_at(0, lambda c=c: self.src.arrive(self.eng.now, c))
 
     def _on_response(self, req, t_ns: int) -> None:
+        # the response travels back, the client thinks, the next request travels in
         c = req.client
-        if self.think_ns > 0:
-            self.eng.call_later(self.think_ns, lambda: self.src.arrive(self.eng.now, c))
+        delay = self.think_ns + self.rtt_ns
+        if delay > 0:
+            self.eng.call_later(delay, lambda: self.src.arrive(self.eng.now, c))
         else:
             self.src.arrive(t_ns, c)
 

@@ -23,7 +23,8 @@ import pandas as pd
 
 from cfsim.goruntime.runtime import Claim
 from cfsim.workloads.arrivals import RateFn
-from cfsim.workloads._go import count_at, latency_keys, make_runtime, merge_series, sample_interval_ns
+from cfsim.workloads._go import (count_at, latency_keys, make_runtime, merge_series, sample_interval_ns,
+                                with_scrapes)
 from cfsim.workloads.kinds import WorkloadKind, WorkShape
 
 
@@ -33,7 +34,8 @@ def work_shape(w) -> WorkShape:
 
 
 KIND = WorkloadKind("stream", ("rate_per_s", "workers", "cpu_ms_per_item", "alloc_kb_per_item", "initial_backlog",
-                               "fetch_interval_ms"), "cpu_ms_per_item", work_shape)
+                               "fetch_interval_ms", "cpu_cv", "scrape_interval_s", "scrape_cpu_ms",
+                               "scrape_alloc_kb"), "cpu_ms_per_item", work_shape)
 
 # Kafka consumers fetch continuously; a fetch returns the records produced since the previous
 # one. The default cadence, 20 ms (workload.fetch_interval_ms), is a model-resolution choice: it
@@ -82,7 +84,7 @@ class RecordStream:
     """Records in FIFO order; a work source for the Go runtime (or a single thread)."""
 
     def __init__(self, rate: RateFn, cost_ns: float, alloc_bytes: float, workers: int,
-                 initial_backlog: int = 0):
+                 initial_backlog: int = 0, cpu_cv: float = 0.0, rng: np.random.Generator | None = None):
         self.rate = rate
         self.cost = float(cost_ns)
         self.alloc = float(alloc_bytes)
@@ -96,6 +98,8 @@ class RecordStream:
         self.deps = DepartureLog()
         self.parallel = 1             # workers that can run at once (set by the owner)
         self.share = 1                # records per chunk: the waiting records split evenly
+        self.cv = float(cpu_cv)       # per-record CPU: gamma with this coefficient of variation
+        self.rng = rng if rng is not None else np.random.default_rng(0)
 
     # work-source protocol -------------------------------------------------------------
     def has_work(self) -> bool:
@@ -115,7 +119,12 @@ class RecordStream:
         n0 = self.head
         self.head += k
         self.running += 1
-        return Claim(int(round(k * self.cost)), int(k * self.alloc), (n0, k))
+        work = k * self.cost
+        if self.cv > 0:
+            # the sum of k gamma(1/cv^2) records is gamma(k/cv^2)
+            shape = k / (self.cv * self.cv)
+            work *= self.rng.gamma(shape, 1.0 / shape)
+        return Claim(max(1, int(round(work))), int(k * self.alloc), (n0, k))
 
     def done(self, claim: Claim, t0: int, t1: int) -> None:
         n0, k = claim.token
@@ -191,14 +200,17 @@ class StreamWorkload:
         self.rate = RateFn(w["rate_per_s"], scenario["run.duration_s"] + 1.0)
         self.rt = make_runtime(engine, scenario)
         self.stream = RecordStream(self.rate, w["cpu_ms_per_item"] * 1e6, w["alloc_kb_per_item"] * 1024,
-                                   w["workers"], w["initial_backlog"])
-        self.rt.source = self.stream
+                                   w["workers"], w["initial_backlog"], cpu_cv=w["cpu_cv"],
+                                   rng=np.random.default_rng([scenario["run.seed"], 0x5EED]))
+        self.scrapes = with_scrapes(engine, self.rt, self.stream, scenario)
         self.fetch_ns = fetch_interval_ns(scenario)
         self.sample_ns = sample_interval_ns(scenario)
         self.samples: list[tuple] = []
 
     def start(self) -> None:
         self.stream.parallel = min(self.stream.workers, self.rt.nprocs)
+        if self.scrapes is not None:
+            self.scrapes.start()
         self.rt.start()
         self.eng.call_at(0, self._fetch)
         self.eng.call_at(0, self._sample)

@@ -169,6 +169,8 @@ def simulate_fixes(findings: Sequence[Finding], st: Stats, sim: FixSimulator) ->
     base, how = sim.base(c, st, demand)
     before = sim.run(base)
     from cfsim.advice.memory import MEMORY_FLAGS, memory_fix, summary_from_series
+    from cfsim.overheads.report import audit_note   # band and coverage of the simulated container
+    cover = audit_note(base, before)
     for f in findings:
         over: list[tuple[str, Any]]
         if f.flag in MEMORY_FLAGS:   # a memory setting, from the evidence (cfsim.advice.memory)
@@ -212,6 +214,8 @@ def simulate_fixes(findings: Sequence[Finding], st: Stats, sim: FixSimulator) ->
                 f"the cheapest adequate configuration is {win.candidate.describe()}" if win is not None
                 else f"no limit up to {base['host.cpus']} cores is adequate"))
         f.effect = effect_text(before, f.after) + f" [simulated on {how}; {note}]"
+        if cover:
+            f.effect += f" [{cover}]"
         if f.flag == "headroom":
             saved = (L or 0.0) - (f.after.get("cpu_limit_cores") or L or 0.0)
             f.effect = f"gives back {saved:.2f} cores; " + f.effect

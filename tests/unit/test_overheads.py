@@ -1,0 +1,151 @@
+"""Runtime overheads (issue 14): the request path's wake-ups, scrapes, CPU variability, SMT, the
+coverage notes and the band, and the public measurements' scenarios."""
+from __future__ import annotations
+
+import pytest
+
+from cfsim.overheads import public
+from cfsim.overheads.band import UNPINNED, band, corner_overrides
+from cfsim.overheads.coverage import coverage_notes, depends_on_unpinned
+from cfsim.scenario import load_scenario
+from cfsim.simulation import simulate
+
+
+def open_sc(**kw):
+    base = {"host": {"cpus": 2}, "cgroup": {"cpu_limit": 2.0},
+            "go": {"gomaxprocs": 1, "live_heap_mb": 16.0, "gogc": -1},
+            "workload": {"kind": "open", "arrivals": "fixed", "rate_per_s": 500.0, "cpu_ms_per_request": 0.2,
+                         "alloc_kb_per_request": 2.0},
+            "run": {"duration_s": 2.0, "warmup_s": 0.2}}
+    return load_scenario(base, [f"{k.replace('__', '.')}={v!r}" if not isinstance(v, str) else f'{k.replace("__", ".")}="{v}"'
+                                for k, v in kw.items()])
+
+
+def test_request_path_wakes_idle_ps_twice_per_request():
+    # GOMAXPROCS 2 on an idle process: the handler's `go` (newproc -> wakep) and the last
+    # goroutine's wg.Done (ready -> wakep) each wake a parked M that finds nothing and parks again;
+    # GOMAXPROCS 1 has no idle P to wake. A model without these paths (min(demand, limit), or
+    # the same CPU per request at any GOMAXPROCS) has equal CPU at 1 and 2.
+    one = simulate(open_sc(go__gomaxprocs=1)).summary
+    two = simulate(open_sc(go__gomaxprocs=2)).summary
+    per_req = (two["cpu_usage_cores"] - one["cpu_usage_cores"]) / 500.0 * 1e6   # us per request
+    c = 2.0 + 3.0 + 3.0 + 0.05 * 2       # wake + spin base + park + per-P probes (priors)
+    assert 1.5 * c < per_req < 2.6 * c
+    assert two["sched_cpu_fraction"] > 2 * one["sched_cpu_fraction"]
+    # the server path's CPU is charged per request: 40 us by default
+    bare = simulate(open_sc(workload__server_cpu_us_per_request=0.0)).summary
+    assert (one["cpu_usage_cores"] - bare["cpu_usage_cores"]) / 500.0 * 1e6 == pytest.approx(40.0, rel=0.05)
+
+
+def test_client_rtt_adds_to_latency_and_handler_span_is_shorter():
+    s = simulate(open_sc(workload__client_rtt_ms=0.3)).summary
+    assert s["server_latency_p50_s"] == pytest.approx(0.2e-3, rel=0.05)       # the handler's own span
+    assert s["latency_p50_s"] == pytest.approx(0.2e-3 + 40e-6 + 0.3e-3, rel=0.1)
+
+
+def test_scrapes_cost_their_cpu_and_hold_the_only_p():
+    base = simulate(open_sc(run__duration_s=4.0)).summary
+    scraped = simulate(open_sc(run__duration_s=4.0, workload__scrape_interval_s=0.5,
+                               workload__scrape_cpu_ms=3.0)).summary
+    assert scraped["cpu_usage_cores"] - base["cpu_usage_cores"] == pytest.approx(3.0 / 500, rel=0.15)
+    # at GOMAXPROCS 1 a request arriving during a 3 ms scrape waits behind it: a tail appears
+    assert scraped["latency_max_s"] > base["latency_max_s"] + 1e-3
+
+
+def test_cpu_cv_spreads_latency_and_is_deterministic():
+    flat = simulate(open_sc()).summary
+    var1 = simulate(open_sc(workload__cpu_cv=1.0)).summary
+    var2 = simulate(open_sc(workload__cpu_cv=1.0)).summary
+    assert flat["latency_p99_s"] < 1.1 * flat["latency_p50_s"]
+    assert var1["latency_p99_s"] > 3 * var1["latency_p50_s"]
+    assert var1 == var2
+    assert var1["cpu_usage_cores"] == pytest.approx(flat["cpu_usage_cores"], rel=0.1)   # same mean
+
+
+def test_smt_siblings_raise_the_cpu_per_request_only_beyond_one_thread_per_core():
+    def closed(g, tpc):
+        sc = load_scenario({"host": {"cpus": 6, "threads_per_core": tpc, "smt_slowdown": 1.0},
+                            "cgroup": {"cpu_limit": 1.0}, "go": {"gomaxprocs": g, "live_heap_mb": 4.0},
+                            "workload": {"kind": "closed", "clients": 50, "cpu_ms_per_request": 4.0},
+                            "run": {"duration_s": 3.0, "warmup_s": 0.5}})
+        return simulate(sc).summary["throughput_per_s"]
+    one, three, six = closed(1, 2), closed(3, 2), closed(6, 2)
+    assert three == pytest.approx(one, rel=0.05)          # 3 threads on 3 cores: no sibling shared
+    assert six == pytest.approx(one / 2, rel=0.1)         # 6 on 3 cores: every thread paired, 2x CPU
+    assert closed(6, 1) == pytest.approx(one, rel=0.05)   # no SMT: the quota binds alike
+
+
+def test_coverage_notes_and_band_only_where_unpinned_parameters_matter():
+    lab_like = open_sc(go__gomaxprocs=2)
+    assert coverage_notes(lab_like) == [] and not depends_on_unpinned(lab_like)
+    assert band(lab_like) is None
+    big = load_scenario({"host": {"cpus": 24}, "cgroup": {"cpu_limit": 2.0}, "go": {"gomaxprocs": 24},
+                         "workload": {"kind": "closed", "cpu_ms_per_request": 0.045}})
+    assert depends_on_unpinned(big)
+    keys = {n.key for n in coverage_notes(big)}
+    assert {"host.cpus", "go.gomaxprocs"} <= keys
+    huge = big.with_overrides([("host.cpus", 256), ("go.gomaxprocs", 256)])
+    texts = " ".join(n.text for n in coverage_notes(huge))
+    assert "beyond every measurement" in texts and "GOMAXPROCS 256" in texts
+    tiny = big.with_overrides([("workload.cpu_ms_per_request", 0.001)])
+    assert any(n.key == "workload.cpu_ms_per_request" for n in coverage_notes(tiny))
+    # a key the user set is the user's knowledge of the host: the corners leave it
+    known = big.with_overrides([("host.threads_per_core", 2)])
+    assert ("host.threads_per_core", 2) in corner_overrides(big, 1)
+    assert all(k != "host.threads_per_core" for k, _ in corner_overrides(known, 1))
+    assert set(UNPINNED) >= {"host.threads_per_core", "go.sched_lock_us"}
+
+
+def test_band_orders_the_corners_with_a_fake_simulator():
+    class R:
+        def __init__(self, s):
+            self.summary = s
+    big = load_scenario({"host": {"cpus": 24}, "cgroup": {"cpu_limit": 2.0}, "go": {"gomaxprocs": 24},
+                         "workload": {"kind": "closed", "cpu_ms_per_request": 0.045}})
+    seen = []
+
+    def fake(sc):
+        seen.append(sc["host.threads_per_core"])
+        return R({"throughput_per_s": 100.0 if sc["host.threads_per_core"] == 2 else 200.0})
+    b = band(big, keys=("throughput_per_s",), simulate_fn=fake)
+    assert seen == [1, 2] and b == {"throughput_per_s": {"low": 100.0, "high": 200.0}}
+
+
+def test_every_public_measurement_builds_its_scenarios_and_cites_a_source():
+    names = set()
+    for m in public.MEASUREMENTS:
+        a, b = m.scenarios(duration_s=1.0)
+        assert a["run.duration_s"] == 1.0 and b["run.duration_s"] == 1.0
+        assert m.url.startswith("https://") or m.url.startswith("built-in scenario")
+        assert m.role in ("train", "held-out") and m.kind in ("ratio", "direction", "at_least")
+        names.add(m.name)
+    assert len(names) == len(public.MEASUREMENTS) >= 10
+    trains = [m for m in public.MEASUREMENTS if m.role == "train"]
+    assert {m.fits for m in trains} == {"host.smt_slowdown", "go.sched_lock_us"}
+    with pytest.raises(KeyError, match="no public measurement"):
+        public.by_name("nope")
+
+
+def test_comparison_verdicts():
+    c = public.Comparison("x", "held-out", "ratio", "h", 0.5, 0.9, 0.45, 1.0, "u")
+    assert c.verdict == "inside the band" and not c.within_25
+    c = public.Comparison("x", "held-out", "ratio", "h", 0.5, 1.2, 1.1, 1.3, "u")
+    assert c.verdict == "direction NOT reproduced"
+    c = public.Comparison("x", "held-out", "ratio", "h", 0.5, 0.55, 0.5, 0.6, "u")
+    assert c.verdict == "within 25 %"
+    c = public.Comparison("x", "held-out", "ratio", "h", 0.61, 0.9, 0.8, 0.95, "u", alternative=0.35)
+    assert c.verdict == "outside the band"
+
+
+def test_p99_order_counts_only_pairs_the_repeats_separate():
+    from cfsim.overheads.labcheck import p99_order
+    rows = [{"group": "a", "gomaxprocs": g, "p99_lab": v, "p99_model": m}
+            for g, vs, m in ((1, (1.0, 1.2, 1.1), 1.0), (2, (3.0, 2.5, 2.8), 2.0), (8, (2.9, 1.15, 2.0), 5.0))
+            for v in vs]
+    out = p99_order(rows)
+    # 1 vs 2 separated (kept), 1 vs 8 and 2 vs 8 overlap
+    assert out["separated_pairs"] == 1 and out["kept"] == 1 and out["wrong"] == []
+    rows += [{"group": "b", "gomaxprocs": 1, "p99_lab": 5.0, "p99_model": 1.0},
+             {"group": "b", "gomaxprocs": 2, "p99_lab": 1.0, "p99_model": 2.0}]
+    out = p99_order(rows)
+    assert out["separated_pairs"] == 2 and out["wrong"] == [("b", 1, 2)] and out["share_kept"] == 0.5
