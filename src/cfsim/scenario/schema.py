@@ -300,6 +300,12 @@ register_section("lab", {
     "harness_shares": Key(None, "int", "cpu.shares of a quota-less cgroup for Prometheus and the load "
                                        "generator; absent = they stay in the caller's cgroup",
                           _between(2, 262144), optional=True),
+    "profile_s": Key(0.0, "float", "pprof CPU profile of this many seconds inside the measured window "
+                                    "(net/http/pprof), split into user / scheduler / GC CPU in the manifest; 0 = none",
+                      _ge(0)),
+    "load_fraction": Key(None, "float", "open kinds: sets workload.rate_per_s = load_fraction x cgroup.cpu_limit / "
+                                        "cpu_ms_per_request (the grid resolves it before the run)",
+                         _gt(0), optional=True),
     "vpa_in_the_loop": Key(False, "bool", "cfsim's own VPA ([vpa], one pod, in-place resizes) moves the "
                                           "real quota during the run, with the [vpa] time constants as given "
                                           "(scale them down so the trap forms in minutes)"),
