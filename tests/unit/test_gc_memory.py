@@ -225,3 +225,26 @@ def test_memory_advice_fixes_an_oom_and_flags_a_collapse():
     # a GOMEMLIMIT near the live heap: the collapse flag, from the same summary keys the lab writes
     s = stream(go={"gomemlimit_mb": 90}, dur=2.0, warm=0.5).summary
     assert "memory_limit_collapse" in [f.flag for f in memory_flags(s)]
+
+
+def test_allocation_cpu_is_charged_to_the_allocating_goroutine():
+    """The runtime's allocation path (mallocgc per byte) and the kernel's page faults on new heap
+    memory are CPU the workload's own per-item CPU does not include. GC off (no GC CPU at all),
+    one P on a 1-core limit: each 64 KiB item costs 0.05 ms + 64 x 0.165 us of mallocgc, and with
+    page faults on, every page of the ever-growing heap is a first-touch fault (16 per item). A
+    model that counts only the workload's CPU keeps the throughput at 1 / 0.05 ms."""
+    def thr(go):
+        raw = {"host": {"cpus": 2, "hz": 250}, "cgroup": {"cpu_limit": 1.0},
+               "go": {"gomaxprocs": 1, "gogc": -1, "live_heap_mb": 16, **go},
+               "workload": {"kind": "stream", "workers": 8, "rate_per_s": 100_000, "cpu_ms_per_item": 0.05,
+                            "alloc_kb_per_item": 64},
+               "run": {"duration_s": 1.5, "warmup_s": 0.5, "seed": 1}}
+        return simulate(load_scenario(raw)).summary["throughput_per_s"]
+
+    base = thr({"alloc_ns_per_kb": 0.0, "page_fault_us": 0.0})
+    malloc = thr({"alloc_ns_per_kb": 165.0, "page_fault_us": 0.0})
+    faults = thr({"alloc_ns_per_kb": 0.0, "page_fault_us": 1.0})
+    assert base == pytest.approx(1 / 0.05e-3, rel=0.05)
+    assert malloc / base == pytest.approx(50 / (50 + 64 * 0.165), rel=0.02)
+    # the heap's spans (~64 KiB x fragmentation per item) are new memory: ~16-17 faults of 1 us
+    assert faults / base == pytest.approx(50 / (50 + 16.5), rel=0.05)

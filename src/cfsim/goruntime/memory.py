@@ -159,7 +159,7 @@ class HeapMemory:
     """
 
     __slots__ = ("prm", "inuse", "free", "released", "alloc", "peak_mapped", "last_inuse",
-                 "scavenged_bytes", "faulted_bytes", "mapped_ready", "_frag1")
+                 "scavenged_bytes", "faulted_bytes", "grown_bytes", "mapped_ready", "_frag1")
 
     def __init__(self, prm: MemoryParams, heap_alloc: int):
         self.prm = prm
@@ -173,7 +173,8 @@ class HeapMemory:
         self._update()
         self.peak_mapped = self.mapped_ready
         self.scavenged_bytes = 0
-        self.faulted_bytes = 0
+        self.faulted_bytes = 0     # released memory the heap took back (page faults)
+        self.grown_bytes = 0       # new heap memory (first-touch page faults)
 
     def _spans_for(self, alloc: int) -> int:
         return int(alloc * self._frag1)
@@ -214,7 +215,9 @@ class HeapMemory:
             self.released -= reuse
             self.faulted_bytes += reuse
             need -= reuse
-        # need > 0: the heap grows (new mappings)
+        if need > 0:
+            # the heap grows (new mappings)
+            self.grown_bytes += need
         self.inuse = spans
         self._update()
         scav = 0

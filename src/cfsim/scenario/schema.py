@@ -140,6 +140,19 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "scavenge_us_per_page": Key(10.0, "float", "scavenger work per released 4 KiB page [us] (sets its pace at "
                                                    "1 % of GOMAXPROCS; mgcscavenge.go's own estimate is 10 us)",
                                     _between(0.01, 10_000)),
+        # the mutator's own CPU for memory (cfsim.goruntime.runtime: added to the workload's CPU, which
+        # is the application's own work without the runtime's allocation path)
+        "alloc_ns_per_kb": Key(165.0, "float", "mallocgc CPU per KiB allocated, charged to the allocating goroutine "
+                                               "(allocation, zeroing, span refill and sweeping; 1 KiB objects, "
+                                               "Go 1.26 on the lab host, lab/cmd/mallocbench: 0.17 us/KiB at best, "
+                                               "0.17-0.35 with the host shared)",
+                               _between(0, 100_000)),
+        "page_fault_us": Key(1.0, "float", "CPU of a page fault on a heap page the runtime grew or had released "
+                                           "[us per 4 KiB page] (lab host, lab/cmd/faultbench: 1.5 us first touch, "
+                                           "0.35 us after a release)", _between(0, 10_000)),
+        "page_release_us": Key(0.14, "float", "CPU of returning a 4 KiB page to the OS (madvise in 64 KiB runs, "
+                                              "lab host, lab/cmd/faultbench: 0.14-0.17 us); the scavenger's pace uses scavenge_us_per_page",
+                               _between(0, 10_000)),
         # Runtime cost parameters (priors, their public anchors and calibration paths:
         # docs/model-notes.md, "Go runtime cost priors"). Priors, not fitted to any story.
         "roots_mb": Key(0.5, "float", "stacks + globals scanned each GC [MiB] (/gc/scan/stack + /gc/scan/globals)",
@@ -153,6 +166,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "gc_parallel_cost": Key(0.0, "float", "extra mark CPU per additional CPU marking at once (parallel mark "
                                               "efficiency: scan rate / (1 + c x (min(GOMAXPROCS, CPUs) - 1)))",
                                 _between(0, 10)),
+        "gc_scan_miss_factor": Key(1.0, "float", "mark CPU per byte of a live heap far larger than the host's "
+                                                 "last-level cache, relative to one that fits (pointer targets "
+                                                 "missed in the cache: scan rate / (1 + (f - 1) x max(0, 1 - "
+                                                 "host.llc_mb / live heap))); 1 = no cache effect",
+                                   _between(1, 20)),
         "gc_stw_base_us": Key(10.0, "float", "CPU of one STW phase's own work [us] (gctrace: 7-250 us pauses)",
                               _between(0, 100_000)),
         "gc_stw_per_p_us": Key(1.0, "float", "extra STW work per P [us] (stop/start the world, forEachP)",
@@ -330,6 +348,8 @@ register_section("host", {
     "smt_slowdown": Key(0.6, "float", "extra CPU time a thread needs for the same work while a sibling hardware "
                                       "thread of its core runs another of the process's threads (0 = none, 1 = "
                                       "twice: the two share one core's units) [fraction]", _between(0, 3)),
+    "llc_mb": Key(32.0, "float", "last-level cache the process's threads share [MiB] (the lab host: 32 MiB L3); "
+                                 "a live heap beyond it marks slower (go.gc_scan_miss_factor)", _between(0.1, 100_000)),
 })
 register_section("workload", {
     "server_cpu_us_per_request": Key(40.0, "float", "CPU of serving one request outside the handler's own work: "
