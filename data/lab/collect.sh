@@ -1,24 +1,44 @@
 #!/usr/bin/env bash
-# Re-collect every grid in data/lab (149 runs, about 110 minutes). Resumable: finished runs are
-# skipped, so run it again after an interruption. Needs root, Go and Prometheus.
-#   nohup bash data/lab/collect.sh > /tmp/cfsim-lab-collect.log 2>&1 &
+# Re-collect the grids in data/lab. Resumable: finished runs are skipped, so run it again after
+# an interruption. Needs root, Go and Prometheus. With arguments, only the named grids run:
+#   nohup bash data/lab/collect.sh gc-memory overprovisioned > /tmp/cfsim-lab-collect.log 2>&1 &
+# Grids and their sizes (runs, including calibration and repeats; about 35-50 s per run):
+#   quota-steps 5, closed-menu 23, cpu-stream 48, alloc-stream 48, quota-steps-from-1.2 5,
+#   sched-overhead 10, sched-overhead-fanout8 10 (the first collection, about 2.5 h together);
+#   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
 S=data/lab/scenarios
 LIMITS=0.25,0.5,0.75,1.0,1.25,1.5,1.75,1.94,2.0
-python3 -m cfsim lab grid $S/quota-steps.toml --grid go.gomaxprocs=automaxprocs,go1.25 \
-    --out data/lab/quota-steps --resume
-python3 -m cfsim lab grid $S/closed-menu.toml --grid cgroup.cpu_limit=0.1,0.25,0.5,1.0 \
-    --grid go.gomaxprocs=1,2,3,6,8 --out data/lab/closed-menu --resume
-python3 -m cfsim lab grid $S/cpu-stream.toml --grid cgroup.cpu_limit=$LIMITS \
-    --grid go.gomaxprocs=1,2,4,8,16 --out data/lab/cpu-stream --resume
-python3 -m cfsim lab grid $S/alloc-stream.toml --grid cgroup.cpu_limit=$LIMITS \
-    --grid go.gomaxprocs=1,2,4,8,16 --out data/lab/alloc-stream --resume
-python3 -m cfsim lab grid $S/quota-steps-from-1.2.toml --grid go.gomaxprocs=automaxprocs,go1.25 \
-    --out data/lab/quota-steps-from-1.2 --resume
-python3 -m cfsim lab grid $S/sched-overhead.toml --grid go.gomaxprocs=1,2,4,8,16,32,64 \
-    --out data/lab/sched-overhead --resume
-python3 -m cfsim lab grid $S/sched-overhead-fanout8.toml --grid go.gomaxprocs=1,2,4,8,16,32,64 \
-    --out data/lab/sched-overhead-fanout8 --resume
+want() { [ $# -eq 0 ] || [[ " $ARGS " == *" $1 "* ]]; }
+ARGS="$*"
+grid() { python3 -m cfsim lab grid "$@" --resume; }
+if [ -z "$ARGS" ] || want quota-steps; then
+  grid $S/quota-steps.toml --grid go.gomaxprocs=automaxprocs,go1.25 --out data/lab/quota-steps; fi
+if [ -z "$ARGS" ] || want closed-menu; then
+  grid $S/closed-menu.toml --grid cgroup.cpu_limit=0.1,0.25,0.5,1.0 --grid go.gomaxprocs=1,2,3,6,8 \
+      --out data/lab/closed-menu; fi
+if [ -z "$ARGS" ] || want cpu-stream; then
+  grid $S/cpu-stream.toml --grid cgroup.cpu_limit=$LIMITS --grid go.gomaxprocs=1,2,4,8,16 \
+      --out data/lab/cpu-stream; fi
+if [ -z "$ARGS" ] || want alloc-stream; then
+  grid $S/alloc-stream.toml --grid cgroup.cpu_limit=$LIMITS --grid go.gomaxprocs=1,2,4,8,16 \
+      --out data/lab/alloc-stream; fi
+if [ -z "$ARGS" ] || want quota-steps-from-1.2; then
+  grid $S/quota-steps-from-1.2.toml --grid go.gomaxprocs=automaxprocs,go1.25 --out data/lab/quota-steps-from-1.2; fi
+if [ -z "$ARGS" ] || want sched-overhead; then
+  grid $S/sched-overhead.toml --grid go.gomaxprocs=1,2,4,8,16,32,64 --out data/lab/sched-overhead; fi
+if [ -z "$ARGS" ] || want sched-overhead-fanout8; then
+  grid $S/sched-overhead-fanout8.toml --grid go.gomaxprocs=1,2,4,8,16,32,64 --out data/lab/sched-overhead-fanout8; fi
+# issue 19: GC and memory
+if [ -z "$ARGS" ] || want gc-memory; then
+  grid $S/gc-memory.toml --design $S/gc-memory.designs.toml --out data/lab/gc-memory; fi
+# issue 14: the runtime's overheads under a quota
+if [ -z "$ARGS" ] || want overprovisioned; then
+  grid $S/overprovisioned.toml --design $S/overprovisioned.designs.toml --out data/lab/overprovisioned; fi
+if [ -z "$ARGS" ] || want profiles; then
+  grid $S/open-latency.toml --design $S/profiles.designs.toml --out data/lab/profiles; fi
+if [ -z "$ARGS" ] || want open-latency; then
+  grid $S/open-latency.toml --design $S/open-latency.designs.toml --out data/lab/open-latency; fi
 echo "collection finished $(date -u +%FT%TZ)"

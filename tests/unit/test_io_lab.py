@@ -102,3 +102,26 @@ def test_prometheus_compat_parses_version_strings():
     assert prometheus_compat("prometheus, version 2.42.0+ds (branch: debian/sid)") == "2.42"
     assert prometheus_compat("3.1.0") == "3.1" and prometheus_compat(None) is None
     assert np.isnan(check_lab_rates(RUN).set_index("export").loc["latency_p99", "max_rel_err"])
+
+
+def test_gzip_exports_read_the_same(tmp_path):
+    import gzip
+
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    for kind in ("raw", "rate", "samples"):
+        p = run / "prom" / f"{kind}.jsonl"
+        (run / "prom" / f"{kind}.jsonl.gz").write_bytes(gzip.compress(p.read_bytes()))
+        p.unlink()
+    frames, meta = read_lab_run(run)
+    expected, _ = read_lab_run(RUN)
+    assert frames.keys() == expected.keys()
+    for k in frames:
+        assert frames[k].equals(expected[k]), k
+    from cfsim.io import load_lab_run
+    from cfsim.lab.export import load_run
+
+    assert load_lab_run(run)["raw"] == load_run(RUN)["raw"]
+    (run / "prom" / "rate.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00broken")
+    with pytest.raises(CfsimParseError, match="rate.jsonl.gz"):
+        read_lab_run(run)

@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from cfsim.lab import cgroup, grid, launch, queries, summary
-from cfsim.scenario import load_scenario
+from cfsim.goruntime.gomaxprocs import gomaxprocs_value
+from cfsim.lab import cgroup, derive, grid, launch, queries, runner, summary
+from cfsim.scenario import ScenarioError, load_scenario
 
 
 @pytest.mark.parametrize("policy,limit,ncpu,round_,want", [
@@ -22,8 +23,9 @@ from cfsim.scenario import load_scenario
     ("automaxprocs", 0.25, 2, "floor", 1),  # minimum 1
     ("automaxprocs", 8.0, 4, "floor", 8),   # no cap at the CPU count
 ])
-def test_expected_gomaxprocs(policy, limit, ncpu, round_, want):
-    assert launch.expected_gomaxprocs(policy, limit, ncpu, round_) == want
+def test_lab_expects_the_runtime_rule(policy, limit, ncpu, round_, want):
+    # the lab predicts a run's GOMAXPROCS with the model's own rule (one home for the policy)
+    assert gomaxprocs_value(policy, limit, ncpu, version="1.25", round_=round_) == want
 
 
 def test_gomaxprocs_env_per_policy():
@@ -121,31 +123,116 @@ def test_parse_axis_and_points():
         grid.parse_axis("nokey")
 
 
-def test_grid_plan_resume_and_drift(tmp_path):
-    """run_grid with a fake runner: calibration + points + repeat, skip finished points on resume."""
-    calls: list[str] = []
+@pytest.fixture(autouse=True)
+def _no_lock_gap(monkeypatch):
+    monkeypatch.setattr(grid, "LOCK_GAP_S", 0.0)
 
+
+def _fake_runner(calls: list[str], status=lambda name: "ok", tenants=lambda name: 0.1):
     def fake_run(sc, folder, run_id=None, command=None):
         calls.append(folder.name)
         folder.mkdir(parents=True, exist_ok=True)
         thr = 100.0 if folder.name != "calib-end" else 90.0
-        (folder / "manifest.json").write_text(json.dumps({"calibration_rounds_per_cpu_ms": 1000.0,
-                                                          "times": {"start_utc": "x"}}))
-        (folder / "summary.json").write_text(json.dumps({"throughput_per_s": thr, "cpu_usage_cores": 1.0}))
+        (folder / "manifest.json").write_text(json.dumps({
+            "calibration_rounds_per_cpu_ms": 1000.0, "times": {"start_utc": "x"}, "status": status(folder.name),
+            "host_cpu": {"pre_run": {"tenants_cores": tenants(folder.name)}}}))
+        (folder / "summary.json").write_text(json.dumps({"throughput_per_s": thr + len(calls), "cpu_usage_cores": 1.0}))
         if sc["go.gomaxprocs"] == 1 and sc["cgroup.cpu_limit"] is None:
             assert folder.name.startswith("calib")
         return {}
+    return fake_run
 
+
+def test_grid_plan_resume_and_drift(tmp_path):
+    """run_grid with a fake runner: calibration + points + repeat, skip finished points on resume."""
+    calls: list[str] = []
+    fake_run = _fake_runner(calls)
     base = load_scenario({"cgroup": {"cpu_limit": 1.0}})
     axes = ["cgroup.cpu_limit=0.5,1", "go.gomaxprocs=1,2"]
     state = grid.run_grid(base, axes, tmp_path / "g", run_one=fake_run, log=lambda s: None)
-    assert calls[0] == "calib-start" and calls[-1] == "calib-end" and calls[-2].startswith("repeat-")
-    assert len(calls) == 4 + 3 and state["failed"] == 0
-    assert state["drift"]["calibration"]["throughput_per_s"]["relative_change"] == pytest.approx(-0.1)
+    assert calls[0] == "calib-start" and calls[-1] == "calib-end" and len(calls) == 4 + 3
+    # the repeat runs right after its point, beside the same machine load
+    rep = calls.index(next(c for c in calls if c.startswith("repeat-")))
+    assert calls[rep] == f"repeat-{calls[rep - 1]}" and state["failed"] == 0
+    assert state["drift"]["calibration"]["throughput_per_s"]["relative_change"] == pytest.approx((97 - 101) / 101)
+    assert state["drift"]["repeat"]["comparable"] is True
     calls.clear()
     (tmp_path / "g" / "calib-end" / "summary.json").unlink()  # interrupted run: redone
     grid.run_grid(base, axes, tmp_path / "g", resume=True, run_one=fake_run, log=lambda s: None)
     assert calls == ["calib-end"]
+    # a point that is redone takes its repeat with it (no repeat compares runs hours apart)
+    point = state["drift"]["repeat"]["point"]
+    (tmp_path / "g" / point / "summary.json").unlink()
+    calls.clear()
+    grid.run_grid(base, axes, tmp_path / "g", resume=True, run_one=fake_run, log=lambda s: None)
+    assert calls == [point, f"repeat-{point}"]
+
+
+def test_grid_designs_repeats_and_oom(tmp_path):
+    designs_file = tmp_path / "d.toml"
+    designs_file.write_text('''
+[[design]]
+name = "a"
+repeats = 3
+repeat_where = {"go.gomaxprocs" = [2]}
+[design.set]
+"go.live_heap_mb" = 16
+[design.axes]
+"go.gogc" = [50, 100]
+"go.gomaxprocs" = [1, 2]
+
+[[design]]
+name = "b"
+[design.set]
+"go.live_heap_mb" = 16
+"go.gogc" = 50
+"go.gomaxprocs" = 1
+''')
+    designs = grid.read_designs(designs_file)
+    calls: list[str] = []
+    base = load_scenario({"cgroup": {"cpu_limit": 1.0}, "workload": {"kind": "stream"}})
+    state = grid.run_grid(base, [], tmp_path / "g", designs=designs, log=lambda s: None,
+                          run_one=_fake_runner(calls, status=lambda n: "oom" if "gogc=50_gomaxprocs=1" in n else "ok",
+                                               tenants=lambda n: 1.0 if n.startswith("repeat3") else 0.1))
+    # 4 points (design b's point equals one of a's and runs once), 2 of them 3 times, back to back
+    points = [c for c in calls if c.startswith("p")]
+    assert len(points) == 4 and all(p.startswith(("p000_a_", "p001_a_", "p002_a_", "p003_a_")) for p in points)
+    i = calls.index("p001_a_gogc=50_gomaxprocs=2")
+    assert calls[i:i + 3] == ["p001_a_gogc=50_gomaxprocs=2", "repeat2-p001_a_gogc=50_gomaxprocs=2",
+                              "repeat3-p001_a_gogc=50_gomaxprocs=2"]
+    assert len(calls) == 2 + 4 + 4 and state["oom"] == 1 and state["failed"] == 0
+    spread = state["drift"]["repeats"]
+    assert spread["overall"]["points"] == 2
+    row = spread["per_point"]["p001_a_gogc=50_gomaxprocs=2"]
+    assert row["runs"] == 3 and row["throughput_per_s"] > 0 and row["comparable"] is False
+    with pytest.raises(ScenarioError, match="repeats"):
+        bad = tmp_path / "bad.toml"
+        bad.write_text("[[design]]\nrepeats = 0\n")
+        grid.read_designs(bad)
+    with pytest.raises(ScenarioError, match="section.key"):
+        bad.write_text("[[design]]\n[design.axes]\ngogc = [1]\n")
+        grid.read_designs(bad)
+
+
+def test_memory_policies_and_load_fraction(tmp_path):
+    sc = load_scenario({"cgroup": {"cpu_limit": 0.5, "memory_limit_mb": 400},
+                        "go": {"gomemlimit_policy": "automemlimit", "automemlimit_ratio": 0.8},
+                        "workload": {"kind": "open", "cpu_ms_per_request": 0.4}, "lab": {"load_fraction": 0.6}})
+    argv = launch.workload_command(tmp_path / "w", sc, "127.0.0.1:1")
+    assert "-automemlimit" in argv and argv[argv.index("-automemlimit-ratio") + 1] == "0.8"
+    assert "GOMEMLIMIT" not in launch.workload_env(sc, base={"GOMEMLIMIT": "1", "AUTOMEMLIMIT": "off"})
+    assert "AUTOMEMLIMIT" not in launch.workload_env(sc, base={"AUTOMEMLIMIT": "off"})
+    assert launch.memory_limit_bytes(sc) == 400 << 20
+    assert launch.expected_gomemlimit(sc) == int((400 << 20) * 0.8)
+    assert launch.expected_gomemlimit(load_scenario({"go": {"gomemlimit_policy": "automemlimit"}})) is None
+    assert launch.expected_gomemlimit(load_scenario({"go": {"gomemlimit_mb": 64}})) == 64 << 20
+    assert launch.resolve_lab_keys(sc)["workload.rate_per_s"] == pytest.approx(750.0)  # 60 % of 0.5 core / 0.4 ms
+    with pytest.raises(ScenarioError, match="lab.load_fraction"):
+        launch.resolve_lab_keys(load_scenario({"workload": {"kind": "stream"}, "lab": {"load_fraction": 0.5}}))
+    with pytest.raises(ScenarioError, match="gomemlimit_mb"):
+        runner.check_scenario(load_scenario({"go": {"gomemlimit_policy": "automemlimit", "gomemlimit_mb": 64}}))
+    with pytest.raises(ScenarioError, match="profile_s"):
+        runner.check_scenario(load_scenario({"run": {"duration_s": 10, "warmup_s": 5}, "lab": {"profile_s": 6}}))
 
 
 def test_queries_cover_kind_histograms_only():
@@ -210,3 +297,104 @@ def test_summarize_request_window_has_client_and_server_latency():
     assert out["latency_p50_s"] == pytest.approx(0.001 + 0.009 * 400 / 900)   # the client's view
     assert out["server_latency_p50_s"] == pytest.approx(0.001 * 500 / 900)    # the handler's
     assert out["server_latency_p99_s"] > out["server_latency_p50_s"]
+
+
+GC_EXPO_0 = """go_gc_heap_allocs_bytes_total 1000
+go_gc_duration_seconds_sum 0.5
+go_cpu_classes_total_cpu_seconds_total 10
+go_cpu_classes_idle_cpu_seconds_total 4
+go_cpu_classes_gc_total_cpu_seconds_total 1
+go_cpu_classes_user_cpu_seconds_total 5
+cfsim_go_sched_latencies_seconds_bucket{le="1e-06"} 10
+cfsim_go_sched_latencies_seconds_bucket{le="0.001"} 10
+cfsim_go_sched_latencies_seconds_bucket{le="+Inf"} 10
+"""
+GC_EXPO_1 = GC_EXPO_0.replace("allocs_bytes_total 1000", "allocs_bytes_total 5000").replace(
+    "sum 0.5", "sum 0.75").replace("total_cpu_seconds_total 10", "total_cpu_seconds_total 30").replace(
+    "idle_cpu_seconds_total 4", "idle_cpu_seconds_total 8").replace(
+    'le="1e-06"} 10', 'le="1e-06"} 60').replace('le="0.001"} 10', 'le="0.001"} 110').replace(
+    'le="+Inf"} 10', 'le="+Inf"} 110') + """go_gc_heap_live_bytes 16777216
+go_gc_gogc_percent 100
+go_gc_gomemlimit_bytes 9.223372036854776e+18
+go_gc_limiter_last_enabled_gc_cycle 7
+"""
+
+
+def test_gc_memory_keys_from_two_snapshots():
+    mem0 = cgroup.MemoryStat(100, 150, 1 << 30, 90, 80, 10, 1, 0, 0)
+    mem1 = cgroup.MemoryStat(200, 250, 1 << 30, 180, 170, 10, 4, 0, 0)
+    s0 = summary.Snapshot(0.0, cgroup.CpuStat(0, 0, 0, 0), summary.parse_exposition(GC_EXPO_0), {}, mem0, {})
+    s1 = summary.Snapshot(10.0, cgroup.CpuStat(8_000_000_000, 0, 0, 0), summary.parse_exposition(GC_EXPO_1),
+                          summary.parse_exposition("process_cpu_seconds_total 3\n"), mem1,
+                          {"VmRSS": 300, "VmHWM": 400})
+    out = summary.gc_memory(s0, s1, heap_goal_mean_bytes=3.0e7)
+    assert set(out) == set(summary.GC_MEMORY_KEYS)
+    assert out["gc_alloc_bytes"] == 4000 and out["gc_pause_total_s"] == pytest.approx(0.25)
+    assert out["gc_heap_live_bytes"] == 16777216 and out["gogc_percent"] == 100
+    assert out["gomemlimit_bytes"] is None  # math.MaxInt64: no limit
+    assert out["gc_limiter_last_enabled_cycle"] == 7 and out["gc_heap_goal_mean_bytes"] == 3.0e7
+    # 50 of 100 new transitions within 1 us; P-time 16 s busy over 10 s against 0.8 cores of CPU
+    assert out["sched_latency_p50_s"] == pytest.approx(1e-6)
+    assert out["go_cpu_classes_busy_cores"] == pytest.approx(1.6) and out["cpu_classes_busy_over_usage"] == pytest.approx(2.0)
+    assert out["memory_usage_bytes"] == 200 and out["memory_working_set_bytes"] == 180 and out["memory_failcnt"] == 3
+    assert out["process_rss_bytes"] == 300 and out["process_rss_peak_bytes"] == 400 and out["oom_kills"] == 0
+    assert out["loadgen_cpu_cores"] == pytest.approx(0.3)
+
+
+def test_samples_from_a_prometheus_vector_match_the_exposition():
+    body = {"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {"__name__": "cfsim_records_consumed_total", "job": "workload"}, "value": [1.0, "1100"]},
+        {"metric": {"__name__": "cfsim_item_latency_seconds_bucket", "le": "0.001", "job": "workload"},
+         "value": [1.0, "550"]},
+        {"metric": {"__name__": "go_gc_duration_seconds", "quantile": "0.5"}, "value": [1.0, "0.001"]}]}}
+    got = summary.samples_from_vector(json.dumps(body))
+    want = summary.parse_exposition(EXPO_1)
+    assert got["cfsim_records_consumed_total"] == want["cfsim_records_consumed_total"]
+    assert got['cfsim_item_latency_seconds_bucket{le="0.001"}'] == want['cfsim_item_latency_seconds_bucket{le="0.001"}']
+    assert got['go_gc_duration_seconds{quantile="0.5"}'] == 0.001
+
+
+def test_mean_limit_follows_the_quota_actually_written():
+    """The VPA in the loop moved the quota from 0.5 to 1.168 cores: the mean is not the start value."""
+    man = {"cgroup": {"initial_bandwidth": {"quota_us": 50000, "period_us": 100000},
+                      "quota_changes": [{"t_s": 5.5, "applied_t_s": 6.0, "cpu_limit_cores": 1.0, "vpa_action": "resize"},
+                                        {"t_s": 8.0, "applied_t_s": 8.0, "cpu_limit_cores": None, "vpa_action": "x"}]}}
+    assert derive.mean_limit(man, 2.0, 10.0) == pytest.approx((0.5 * 4 + 1.0 * 4) / 8)
+    assert derive.mean_limit(man, -1.0, 2.0) == pytest.approx(0.5)  # the start-up quota held before t=0
+    man["cgroup"]["quota_changes"].append({"t_s": 9.0, "applied_t_s": 9.0, "cpu_limit_cores": None})
+    assert derive.mean_limit(man, 2.0, 10.0) is None  # unlimited for a while: no mean limit
+
+
+def test_window_samples_keep_every_bucket_a_window_quantile_uses():
+    """Trimming the histograms to the buckets the window touched changes no quantile."""
+    import random
+
+    rng = random.Random(3)
+    les = [round(1e-4 * 2 ** (i / 6), 9) for i in range(60)] + [math.inf]
+    def expo(counts):
+        return {f'cfsim_request_duration_seconds_bucket{{le="{"+Inf" if math.isinf(le) else le}"}}': c
+                for le, c in zip(les, counts)}
+    for _ in range(50):
+        obs0 = sorted(rng.randrange(0, 61) for _ in range(rng.randrange(0, 40)))
+        new = sorted(rng.randrange(10, 30) for _ in range(rng.randrange(0, 40)))
+        c0 = [sum(1 for o in obs0 if o <= i) for i in range(61)]
+        c1 = [c + sum(1 for o in new if o <= i) for i, c in enumerate(c0)]
+        s0, s1 = expo(c0), expo(c1)
+        kept = summary.window_samples(s0, s1)
+        assert len(kept["end"]) <= 61
+        for q in (0.5, 0.9, 0.99, 0.999, 1.0):
+            full = summary.histogram_quantile(q, summary.bucket_deltas("cfsim_request_duration_seconds", s0, s1))
+            cut = summary.histogram_quantile(q, summary.bucket_deltas("cfsim_request_duration_seconds",
+                                                                      kept["start"], kept["end"]))
+            assert cut == full
+
+
+def test_scrape_health_counts_failed_scrapes_per_job():
+    def body(values_by_job):
+        return {"data": {"result": [{"metric": {"job": j}, "values": [[t, str(v)] for t, v in vals]}
+                                    for j, vals in values_by_job.items()]}}
+    up = body({"workload": [(9, 1), (10, 0), (11, 0), (12, 1), (13, 0)], "cadvisor": [(10, 1), (11, 1), (12, 1)]})
+    dur = body({"workload": [(10, 1.0), (11, 1.0), (12, 0.3)], "cadvisor": [(10, 0.01)]})
+    h = derive.scrape_health({"up": up, "scrape_duration_seconds": dur}, 10, 12)
+    assert h["workload"] == {"steps": 3, "down": 2, "max_scrape_duration_s": 1.0}
+    assert h["cadvisor"]["down"] == 0

@@ -19,6 +19,7 @@ import (
 	"github.com/cfsim/cfsim/lab/internal/metricsx"
 	"github.com/cfsim/cfsim/lab/internal/rate"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -28,6 +29,7 @@ type loadMetrics struct {
 	errors   prometheus.Counter
 	dropped  prometheus.Counter
 	inFlight prometheus.Gauge
+	sendLag  prometheus.Histogram
 }
 
 func newMetrics(reg *prometheus.Registry) *loadMetrics {
@@ -43,8 +45,15 @@ func newMetrics(reg *prometheus.Registry) *loadMetrics {
 			Name: "cfsim_loadgen_dropped_total", Help: "Open-loop arrivals not sent because max in-flight was reached."}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cfsim_loadgen_in_flight_requests", Help: "Requests sent and not yet answered."}),
+		sendLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cfsim_loadgen_send_lag_seconds",
+			Help:    "Open loop: how late each request left against its scheduled arrival (the generator keeping up).",
+			Buckets: metricsx.LatencyBuckets()}),
 	}
-	reg.MustRegister(m.latency, m.requests, m.errors, m.dropped, m.inFlight)
+	reg.MustRegister(m.latency, m.requests, m.errors, m.dropped, m.inFlight, m.sendLag)
+	// the generator's own CPU (process_cpu_seconds_total): it runs in the harness cgroup, and
+	// client-side latency is only the server's if the generator is not the bottleneck
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -105,13 +114,18 @@ func openLoop(ctx context.Context, client *http.Client, url string, sched *rate.
 		} else {
 			next = sched.ArrivalS(float64(k))
 		}
-		time.Sleep(time.Until(t0.Add(time.Duration(next * float64(time.Second)))))
+		due := t0.Add(time.Duration(next * float64(time.Second)))
+		time.Sleep(time.Until(due))
 		if inFlight.Load() >= maxInFlight {
 			m.dropped.Inc()
 			continue
 		}
 		inFlight.Add(1)
-		go func() { defer inFlight.Add(-1); do(ctx, client, url, m) }()
+		go func() {
+			defer inFlight.Add(-1)
+			m.sendLag.Observe(max(0, time.Since(due).Seconds()))
+			do(ctx, client, url, m)
+		}()
 	}
 }
 
@@ -126,6 +140,8 @@ func main() {
 	arrivals := flag.String("arrivals", "poisson", "poisson | fixed (open)")
 	durationS := flag.Float64("duration-s", 0, "stop after this long; 0 = until killed")
 	maxInFlight := flag.Int64("max-in-flight", 10000, "open mode: arrivals beyond this are dropped and counted")
+	maxConns := flag.Int("max-conns", 1024, "TCP connections to the workload at most; further requests wait for one "+
+		"(without a cap a stalled server made the generator open connections until it ran out of file descriptors)")
 	seed := flag.Uint64("seed", 0, "random seed")
 	flag.Parse()
 
@@ -153,8 +169,9 @@ func main() {
 		defer cancel()
 	}
 	client := &http.Client{
-		Timeout:   120 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxIdleConns: 1024, DisableCompression: true},
+		Timeout: 120 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: *maxConns, MaxIdleConns: *maxConns, MaxConnsPerHost: *maxConns,
+			DisableCompression: true},
 	}
 	switch *mode {
 	case "closed":

@@ -14,12 +14,15 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/cfsim/cfsim/lab/internal/rate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -31,6 +34,8 @@ type config struct {
 	kind              string
 	automaxprocs      bool
 	round             string
+	automemlimit      bool
+	automemlimitRatio float64
 	threads           int
 	burnMs            float64
 	sleepMs           float64
@@ -54,6 +59,9 @@ func parseFlags() *config {
 	flag.StringVar(&c.kind, "kind", "stream", "threads | stream | single-thread | closed | open")
 	flag.BoolVar(&c.automaxprocs, "automaxprocs", false, "call go.uber.org/automaxprocs maxprocs.Set at start-up")
 	flag.StringVar(&c.round, "round", "floor", "automaxprocs rounding of quota/period: floor | ceil")
+	flag.BoolVar(&c.automemlimit, "automemlimit", false,
+		"call github.com/KimMachineGun/automemlimit memlimit.Set at start-up: GOMEMLIMIT = ratio x the cgroup memory limit")
+	flag.Float64Var(&c.automemlimitRatio, "automemlimit-ratio", 0.9, "automemlimit ratio in (0, 1] (the library's default 0.9)")
 	flag.IntVar(&c.threads, "threads", 4, "OS threads (kind=threads)")
 	flag.Float64Var(&c.burnMs, "burn-ms", 10, "CPU per burn [ms] (kind=threads)")
 	flag.Float64Var(&c.sleepMs, "sleep-ms", 0, "sleep between burns [ms] (kind=threads)")
@@ -97,10 +105,25 @@ func applyMaxprocs(c *config) {
 	}
 }
 
+// applyMemlimit implements the automemlimit policy: the real library reads the cgroup's memory
+// limit once at start-up (no refresh, as its default) and sets GOMEMLIMIT = ratio x limit; with
+// no limit it sets none. An explicit GOMEMLIMIT is an environment variable set by the harness.
+func applyMemlimit(c *config) {
+	if !c.automemlimit {
+		return
+	}
+	limit, err := memlimit.Set(memlimit.WithRatio(c.automemlimitRatio), memlimit.WithProvider(memlimit.FromCgroup))
+	if err != nil {
+		log.Printf("automemlimit: %v", err)
+	}
+	log.Printf("automemlimit: GOMEMLIMIT=%d (ratio %g)", limit, c.automemlimitRatio)
+}
+
 func main() {
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	cfg := parseFlags()
 	applyMaxprocs(cfg)
+	applyMemlimit(cfg)
 	rng := rand.New(rand.NewPCG(cfg.seed, 0x9e3779b97f4a7c15))
 	sched, err := rate.Parse(cfg.rate)
 	if err != nil {
@@ -121,15 +144,20 @@ func main() {
 	var startOnce sync.Once
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// CPU profiles on demand (lab.profile_s): GET /debug/pprof/profile?seconds=N
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/ready", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ready") })
 	mux.HandleFunc("/info", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{
 			"kind": cfg.kind, "gomaxprocs": runtime.GOMAXPROCS(0), "num_cpu": runtime.NumCPU(),
 			"go_version": runtime.Version(), "calibration_rounds_per_cpu_ms": roundsPerCPUMs,
-			"live_heap_nodes": nodes, "started": started.Load(),
+			"live_heap_nodes": nodes, "started": started.Load(), "gomemlimit_bytes": debug.SetMemoryLimit(-1),
+			"pid": os.Getpid(),
 		})
 	})
 	mux.HandleFunc("/work", handleWork(cfg, b, m))
+	mux.HandleFunc("/snapshot", newSnapshots(reg).handle)
 	mux.HandleFunc("/start", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
@@ -149,6 +177,7 @@ func main() {
 	info, _ := json.Marshal(map[string]any{
 		"event": "ready", "gomaxprocs": runtime.GOMAXPROCS(0), "num_cpu": runtime.NumCPU(),
 		"calibration_rounds_per_cpu_ms": roundsPerCPUMs, "live_heap_nodes": nodes, "go_version": runtime.Version(),
+		"gomemlimit_bytes": debug.SetMemoryLimit(-1), "pid": os.Getpid(),
 	})
 	fmt.Fprintln(os.Stdout, string(info))
 	srv := &http.Server{Addr: cfg.listen, Handler: mux, ReadHeaderTimeout: 30 * time.Second}

@@ -18,13 +18,14 @@ type appMetrics struct {
 	burnMax        prometheus.Gauge
 }
 
-func newRegistry() (*prometheus.Registry, *appMetrics) {
-	reg := prometheus.NewRegistry()
+func newRegistry() (*labRegistry, *appMetrics) {
+	reg := newLabRegistry()
 	// MetricsAll exports every runtime/metrics series, including /cpu/classes/... and
 	// /sched/gomaxprocs:threads, which the default collector leaves out.
 	reg.MustRegister(
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsAll)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newRuntimeHistograms(),
 	)
 	b := metricsx.LatencyBuckets()
 	m := &appMetrics{

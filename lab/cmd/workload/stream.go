@@ -97,7 +97,7 @@ func (s *stream) worker(cfg *config, b burner, m *appMetrics, lockThread bool) {
 	}
 }
 
-func (s *stream) start(cfg *config, b burner, m *appMetrics, reg *prometheus.Registry) {
+func (s *stream) start(cfg *config, b burner, m *appMetrics, reg *labRegistry) {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cfsim_backlog_records", Help: "Records arrived and not yet taken by a worker."},
 		func() float64 { n, _ := s.backlogAndLag(time.Now()); return float64(n) }))

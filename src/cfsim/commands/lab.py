@@ -2,7 +2,8 @@
 
     python -m cfsim lab run SCENARIO --out data/lab/<run-id> [--set section.key=value]
     python -m cfsim lab grid SCENARIO --grid cgroup.cpu_limit=0.5,1,2 --grid go.gomaxprocs=1,2,8 \\
-        --out data/lab/<name> [--resume]
+        --out data/lab/<name> [--resume] [--repeats N]
+    python -m cfsim lab grid SCENARIO --design DESIGNS.toml --out data/lab/<name> [--resume]
 """
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ def add_parser(sub) -> None:
     g = lab_sub.add_parser("grid", help="a cartesian grid of real runs with calibration runs")
     g.add_argument("scenario", help="a scenario TOML file or a built-in name")
     g.add_argument("--grid", action="append", default=[], metavar="SECTION.KEY=A,B,C", help="one axis")
+    g.add_argument("--design", metavar="FILE.toml", help="[[design]] tables: several cartesian designs with "
+                                                          "fixed keys and repeats (see cfsim.lab.grid)")
+    g.add_argument("--repeats", type=int, default=1, metavar="N", help="runs per point, back to back (--grid)")
     g.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override a key")
     g.add_argument("--out", required=True, metavar="DIR", help="grid folder, one sub-folder per run")
     g.add_argument("--resume", action="store_true", help="skip runs that already have summary.json")
@@ -73,14 +77,21 @@ def run(args) -> int:
         from cfsim.lab import grid, runner
         from cfsim.progress import Progress
 
+        designs = grid.read_designs(Path(args.design)) if args.design else None
+        if args.repeats < 1:
+            print("error: --repeats must be >= 1", file=sys.stderr)
+            return 2
+
         with Progress(None, "lab grid", "run", enabled=not args.no_progress) as bar:
             result = grid.run_grid(sc, args.grid, Path(args.out), resume=args.resume,
                                    calibration=not args.no_calibration, command=command,
-                                   run_one=partial(runner.run, log=bar.write), log=bar.write, progress=bar)
+                                   run_one=partial(runner.run, log=bar.write), log=bar.write, progress=bar,
+                                   designs=designs, repeats=args.repeats)
         runs = [{"run": name, **{k: v for k, v in entry.items() if k != "overrides"},
                  "overrides": " ".join(f"{k}={v}" for k, v in entry.get("overrides", []))}
                 for name, entry in result.get("runs", {}).items()]
-        data = {"out": str(args.out), "failed": result.get("failed", 0), "runs": result.get("runs", {}),
+        data = {"out": str(args.out), "failed": result.get("failed", 0), "oom": result.get("oom", 0),
+                "runs": result.get("runs", {}),
                 "drift": result.get("drift", {})}
         import json
 

@@ -15,7 +15,8 @@ read_prometheus_json     a saved ``/api/v1/query_range`` or ``/api/v1/query`` re
 read_promtool_dump       ``promtool tsdb dump`` output, streamed line by line
 read_openmetrics         a scrape: Prometheus text exposition format or OpenMetrics
 read_grafana_csv         a Grafana panel "Download CSV" (legends back to labels, units)
-read_lab_run             a ``cfsim lab`` run folder; :func:`check_lab_rates` compares rates
+read_lab_run             a ``cfsim lab`` run folder as frames (:func:`load_lab_run`: as parsed JSON);
+                         :func:`check_lab_rates` compares rates
 read_usage               a container CPU usage history (CSV or query_range JSON) for the VPA
                          recommender: ``(series, meta)``; :func:`usage_series` for any tidy frame
 get_prometheus_range     a live range query, chunked under 11,000 points per series
@@ -34,7 +35,7 @@ from cfsim.io.grafana import read_grafana_csv
 from cfsim.io.http import (Connection, connect, get_prometheus_label_values, get_prometheus_range,
                            get_prometheus_samples, get_prometheus_series)
 from cfsim.io.live import LiveQueryError, Selection, get_container_metrics
-from cfsim.io.lab import check_lab_rates, read_lab_run
+from cfsim.io.lab import check_lab_rates, load_lab_run, read_lab_run
 from cfsim.io.labels import format_labels, parse_labels, parse_series
 from cfsim.io.openmetrics import read_openmetrics
 from cfsim.io.prometheus_json import parse_prometheus_response, read_prometheus_json
@@ -49,7 +50,7 @@ __all__ = [
     "read_prometheus_json", "parse_prometheus_response", "read_promtool_dump", "read_openmetrics",
     "read_grafana_csv", "get_prometheus_range", "get_prometheus_samples", "get_prometheus_series",
     "get_prometheus_label_values", "get_container_metrics", "Connection", "connect", "Selection",
-    "LiveQueryError", "read_lab_run", "check_lab_rates",
+    "LiveQueryError", "read_lab_run", "load_lab_run", "check_lab_rates",
     "rate", "increase", "delta", "irate", "counter_to_rate",
     "missing_metrics", "CfsimParseError", "PrometheusAPIError", "MissingMetricsError",
     "TIDY_COLUMNS", "tidy", "promql", "check_tidy", "empty_frame", "make_frame", "expand_labels",

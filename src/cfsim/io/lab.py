@@ -5,13 +5,18 @@ A run folder (written by :mod:`cfsim.lab.runner`)::
 
     manifest.json             scenario, environment, timings, "prometheus_version", "exports"
     summary.json              the keys of ``cfsim run --json``
-    prom/raw.jsonl            /api/v1/query_range of each bare metric name, one body per line
-    prom/rate.jsonl           dashboard queries such as rate(x[5s]), one body per line
-    prom/samples.jsonl        optional: /api/v1/query of ``<metric>[<range>]`` (raw samples)
+    prom/raw.jsonl[.gz]       /api/v1/query_range of each bare metric name, one body per line
+    prom/rate.jsonl[.gz]      dashboard queries such as rate(x[5s]), one body per line
+    prom/samples.jsonl[.gz]   optional: /api/v1/query of ``<metric>[<range>]`` (raw samples)
 
 ``manifest["exports"]`` maps each export name to its query and its ``line`` (0-based) in
-``prom/<kind>.jsonl``, with the range's ``start_s``, ``end_s`` and ``step_s``.  The earlier layout,
-one file per export (``prom/<kind>/<name>.json``, ``"file"`` instead of ``"line"``), is read too.
+``prom/<kind>.jsonl`` (gzip-compressed as ``.jsonl.gz`` since the GC/memory grids; either is
+read), with the range's ``start_s``, ``end_s`` and ``step_s``.  The earlier layout, one file per
+export (``prom/<kind>/<name>.json``, ``"file"`` instead of ``"line"``), is read too.
+
+This module is the one reader of a run folder: :func:`load_lab_run` gives the response bodies as
+parsed JSON (what :mod:`cfsim.lab` re-derives summaries from), :func:`read_lab_run` the same
+exports as tidy frames.
 
 What can be checked exactly.  ``prom/raw`` holds a *range query* of the counter: the value at each
 step is the latest sample at or before that step, stamped with the step time, not the scrape
@@ -23,6 +28,7 @@ says which input it used in its ``input`` column.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -33,10 +39,10 @@ import numpy as np
 import pandas as pd
 
 from cfsim.io.errors import CfsimParseError
-from cfsim.io.prometheus_json import parse_prometheus_response, read_prometheus_json
-from cfsim.io.promql import counter_to_rate
+from cfsim.io.prometheus_json import parse_prometheus_response
+from cfsim.io.promql import counter_to_rate, parse_duration
 
-__all__ = ["read_lab_run", "check_lab_rates", "prometheus_compat"]
+__all__ = ["read_lab_run", "load_lab_run", "check_lab_rates", "prometheus_compat"]
 
 _FUNC = r"(rate|increase|irate)\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\[\s*(\w+)\s*\]\s*\)"
 _SINGLE = re.compile(rf"^\s*{_FUNC}\s*$")
@@ -59,28 +65,92 @@ def _load_json(path: Path) -> Any:
         raise CfsimParseError(str(path), f"not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
 
 
-def _read_jsonl(path: Path, by_line: dict[int, list[tuple[str, str | None]]], kind: str, step: float | None):
-    """Yield (line index, frame, meta, export name, query) for the wanted lines, reading once."""
-    with open(path, "rb") as fh:
-        for index, blob in enumerate(fh):
-            if index not in by_line:
-                continue
-            where = f"{path}:{index + 1}"
-            try:
-                obj = json.loads(blob)
-            except json.JSONDecodeError as exc:
-                raise CfsimParseError(str(path), f"not valid JSON: {exc.msg}", line=index + 1,
-                                      column=exc.colno) from None
-            for name, query in by_line.pop(index):
-                frame, meta = parse_prometheus_response(obj, source=where, metric=name if kind == "rate" else None,
-                                                        query=query)
-                meta["step"] = step if kind != "samples" else None
-                yield index, frame, meta, name, query
+def export_file(root: Path, kind: str) -> Path | None:
+    """``prom/<kind>.jsonl.gz`` or ``prom/<kind>.jsonl``, whichever the run has."""
+    for suffix in (".jsonl.gz", ".jsonl"):
+        path = root / "prom" / f"{kind}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
+def _open_lines(path: Path):
+    return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
+
+
+def _jsonl_bodies(path: Path, by_line: dict[int, list[tuple[str, str | None]]]):
+    """Yield (line index, parsed body, export name, query) for the wanted lines, reading once."""
+    try:
+        with _open_lines(path) as fh:
+            for index, blob in enumerate(fh):
+                if index not in by_line:
+                    continue
+                try:
+                    obj = json.loads(blob)
+                except json.JSONDecodeError as exc:
+                    raise CfsimParseError(str(path), f"not valid JSON: {exc.msg}", line=index + 1,
+                                          column=exc.colno) from None
+                for name, query in by_line.pop(index):
+                    yield index, obj, name, query
+    except (OSError, EOFError) as exc:  # a truncated or corrupt gzip file
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise CfsimParseError(str(path), f"cannot read: {exc}") from None
     if by_line:
         first = min(by_line)
         raise CfsimParseError(str(path), f"manifest points at line {first + 1} (0-based {first}) but the file "
                                          f"has fewer lines; exports {sorted(n for v in by_line.values() for n, _ in v)}",
                               line=first + 1)
+
+
+def _export_bodies(root: Path, manifest: dict[str, Any], kind: str, warnings: list[str]):
+    """Yield (export name, query, parsed body, where) of one export kind, in any layout."""
+    exports = manifest.get("exports") or {}
+    listed: dict[str, dict[str, Any]] = exports.get(kind) or {}
+    by_line: dict[int, list[tuple[str, str | None]]] = {}
+    for name, spec in listed.items():
+        if "line" in spec:
+            by_line.setdefault(int(spec["line"]), []).append((name, spec.get("query")))
+            continue
+        path = root / spec["file"]
+        if not path.is_file():
+            warnings.append(f"{kind} export {name!r}: file {path} is missing")
+            continue
+        yield name, spec.get("query"), _load_json(path), str(path)
+    if by_line:
+        path = export_file(root, kind)
+        if path is None:
+            warnings.append(f"{kind} exports: file {root / 'prom' / (kind + '.jsonl')} is missing (and no .jsonl.gz)")
+            return
+        for lineno, obj, name, query in _jsonl_bodies(path, by_line):
+            yield name, query, obj, f"{path}:{lineno + 1}"
+    if not listed:
+        found = sorted((root / "prom" / kind).glob("*.json"))
+        for path in found:  # not in the manifest: the file name is the metric (raw) or the export name
+            yield path.stem, (path.stem if kind == "raw" else None), _load_json(path), str(path)
+        if found and kind != "samples":
+            warnings.append(f"manifest lists no {kind} exports; read prom/{kind}/*.json")
+
+
+def _manifest_and_summary(folder: str | os.PathLike) -> tuple[Path, dict[str, Any], dict[str, Any] | None]:
+    root = Path(folder)
+    manifest_path = root / "manifest.json"
+    if not manifest_path.is_file():
+        raise FileNotFoundError(f"{root}: not a lab run folder (no manifest.json)")
+    manifest = _load_json(manifest_path)
+    summary = _load_json(root / "summary.json") if (root / "summary.json").is_file() else None
+    return root, manifest, summary
+
+
+def load_lab_run(folder: str | os.PathLike) -> dict[str, Any]:
+    """A lab run folder's files as parsed JSON: ``{"manifest", "summary", "raw": {metric: body},
+    "rate": {name: body}, "samples": {metric: body}, "warnings"}`` (bodies as Prometheus returned
+    them). Reads ``.jsonl.gz``, ``.jsonl`` and the per-file layout."""
+    root, manifest, summary = _manifest_and_summary(folder)
+    out: dict[str, Any] = {"manifest": manifest, "summary": summary, "warnings": []}
+    for kind in ("raw", "rate", "samples"):
+        out[kind] = {name: body for name, _, body, _ in _export_bodies(root, manifest, kind, out["warnings"])}
+    return out
 
 
 def read_lab_run(folder: str | os.PathLike) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
@@ -110,55 +180,20 @@ def read_lab_run(folder: str | os.PathLike) -> tuple[dict[str, pd.DataFrame], di
     CfsimParseError
         A malformed file, named with its position.
     """
-    root = Path(folder)
-    manifest_path = root / "manifest.json"
-    if not manifest_path.is_file():
-        raise FileNotFoundError(f"{root}: not a lab run folder (no manifest.json)")
-    manifest = _load_json(manifest_path)
-    summary = _load_json(root / "summary.json") if (root / "summary.json").is_file() else None
+    root, manifest, summary = _manifest_and_summary(folder)
     exports = manifest.get("exports") or {}
     warnings: list[str] = []
     step = exports.get("step_s")
     frames: dict[str, pd.DataFrame] = {}
     export_meta: dict[str, dict[str, Any]] = {}
-
-    def add(key: str, kind: str, query: str | None, where: str, frame: pd.DataFrame, meta: dict[str, Any]) -> None:
-        frames[key] = frame
-        export_meta[key] = {"kind": kind, "query": query, "file": where, "series": meta["series"],
-                            "samples": meta["samples"], "warnings": meta["warnings"]}
-
     for kind in ("raw", "rate", "samples"):
-        listed: dict[str, dict[str, Any]] = exports.get(kind) or {}
-        by_line: dict[int, list[tuple[str, str | None]]] = {}
-        for name, spec in listed.items():
+        for name, query, obj, where in _export_bodies(root, manifest, kind, warnings):
+            frame, meta = parse_prometheus_response(obj, source=where, metric=name if kind == "rate" else None,
+                                                    query=query)
             key = f"samples:{name}" if kind == "samples" else name
-            metric = name if kind == "rate" else None
-            if "line" in spec:
-                by_line.setdefault(int(spec["line"]), []).append((name, spec.get("query")))
-                continue
-            path = root / spec["file"]
-            if not path.is_file():
-                warnings.append(f"{kind} export {name!r}: file {path} is missing")
-                continue
-            frame, meta = read_prometheus_json(path, metric=metric, query=spec.get("query"),
-                                               step=step if kind != "samples" else None)
-            add(key, kind, spec.get("query"), str(path), frame, meta)
-        if by_line:
-            path = root / "prom" / f"{kind}.jsonl"
-            if not path.is_file():
-                warnings.append(f"{kind} exports: file {path} is missing")
-                continue
-            for lineno, frame, meta, name, query in _read_jsonl(path, by_line, kind, step):
-                key = f"samples:{name}" if kind == "samples" else name
-                add(key, kind, query, f"{path}:{lineno + 1}", frame, meta)
-        if not listed:
-            found = sorted((root / "prom" / kind).glob("*.json"))
-            for path in found:  # not in the manifest: the file name is the metric (raw) or the export name
-                query = path.stem if kind == "raw" else None
-                frame, meta = read_prometheus_json(path, metric=path.stem if kind == "rate" else None, query=query)
-                add(f"samples:{path.stem}" if kind == "samples" else path.stem, kind, query, str(path), frame, meta)
-            if found and kind != "samples":
-                warnings.append(f"manifest lists no {kind} exports; read prom/{kind}/*.json")
+            frames[key] = frame
+            export_meta[key] = {"kind": kind, "query": query, "file": where, "series": meta["series"],
+                                "samples": meta["samples"], "warnings": meta["warnings"]}
     version = manifest.get("prometheus_version")
     out = {
         "source": str(root), "format": "cfsim-lab-run", "run_id": manifest.get("run_id"),
@@ -171,6 +206,19 @@ def read_lab_run(folder: str | os.PathLike) -> tuple[dict[str, pd.DataFrame], di
     return frames, out
 
 
+_RANGE = re.compile(r"\[\s*(\d+)ms\s*\]\s*$")
+
+
+def _samples_cover_from(meta: dict[str, Any], metric: str) -> pd.Timestamp | None:
+    """Start of the raw samples' coverage: the instant query ``m[<range>ms]`` at ``time_s``
+    returns the samples in (time_s - range, time_s]."""
+    spec = ((meta.get("manifest") or {}).get("exports") or {}).get("samples", {}).get(metric) or {}
+    m = _RANGE.search(spec.get("query") or "")
+    if not m or "time_s" not in spec:
+        return None
+    return pd.Timestamp(float(spec["time_s"]) - int(m.group(1)) / 1000, unit="s", tz="UTC")
+
+
 def _ours(frames: dict[str, pd.DataFrame], func: str, metric: str, window: str, meta: dict[str, Any],
           compat: str, use_samples: bool) -> tuple[pd.DataFrame | None, str]:
     if use_samples and f"samples:{metric}" in frames:
@@ -180,6 +228,12 @@ def _ours(frames: dict[str, pd.DataFrame], func: str, metric: str, window: str, 
     else:
         return None, f"no raw export of {metric}"
     got = counter_to_rate(raw, window, meta["step"], meta["start"], meta["end"], func=func, compat=compat)
+    if used == "samples":
+        # a step whose window reaches before the exported samples sees scrapes Prometheus had and
+        # the export does not (since the GC/memory grids Prometheus scrapes ~4 s before the range)
+        cover = _samples_cover_from(meta, metric)
+        if cover is not None:
+            got = got[got["timestamp"] - pd.Timedelta(seconds=parse_duration(window) / 1000) >= cover]
     return got, used
 
 
@@ -246,6 +300,8 @@ def check_lab_rates(run: str | os.PathLike | tuple[dict[str, pd.DataFrame], dict
             row["skipped"] = "not f(m[w]) or f(a[w]) / f(b[w]) with f in rate, increase, irate"
             continue
         theirs = frames[name]
+        if used.startswith("samples") and len(ours):
+            theirs = theirs[theirs["timestamp"] >= ours["timestamp"].min()]  # steps the samples cover
         merged = theirs.merge(ours, on=["labels", "timestamp"], how="outer", suffixes=("_prom", "_ours"),
                               indicator=True)
         both = merged[merged["_merge"] == "both"]

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-BINARIES = ("workload", "loadgen")
+BINARIES = ("workload", "loadgen", "profsplit")
 
 
 class BuildError(RuntimeError):

@@ -1,6 +1,8 @@
-"""A CPU cgroup for one lab run: create, set the CFS bandwidth, move a process in, read the
-counters, remove. cgroup v1 (``cpu`` and ``cpuacct`` may be separate hierarchies, as on hosts
-that mount each controller on its own) and v2 (``cpu.max``, ``cpu.max.burst``, ``cpu.stat``).
+"""The cgroups of one lab run: create, set the CFS bandwidth and the memory limit, move a
+process in, read the counters, remove. cgroup v1 (``cpu``, ``cpuacct`` and ``memory`` may be
+separate hierarchies, as on hosts that mount each controller on its own) and v2 (``cpu.max``,
+``cpu.max.burst``, ``cpu.stat``, ``memory.max``, ``memory.current``, ``memory.peak``,
+``memory.events``).
 
 Every parser is a pure function of the file text so the unit tests run on fixture trees; the
 classes only know paths, so a fixture directory can stand in for ``/sys/fs/cgroup``.
@@ -8,6 +10,12 @@ classes only know paths, so a fixture directory can stand in for ``/sys/fs/cgrou
 Kernel facts (``Documentation/scheduler/sched-bwc.rst``, ``cgroup-v2.rst``): v1 quota ``-1`` and
 v2 ``max`` mean unlimited; v1 ``throttled_time`` is in ns and ``cpuacct.usage`` in ns, v2 reports
 ``usage_usec``/``throttled_usec``/``burst_usec`` in us. ``throttled_time`` is summed over CPUs.
+Memory (``Documentation/admin-guide/cgroup-v1/memory.rst``, ``cgroup-v2.rst``): v1
+``memory.limit_in_bytes`` of an unlimited group is PAGE_COUNTER_MAX pages (a huge number),
+``memory.oom_control`` has ``oom_kill`` (kernel >= 4.13), the working set is usage minus
+``total_inactive_file`` (as cAdvisor computes ``container_memory_working_set_bytes``); v2
+``memory.max`` is ``max`` when unlimited, ``memory.events`` counts ``oom_kill``, the working set
+is ``memory.current`` minus ``inactive_file`` of ``memory.stat``.
 """
 from __future__ import annotations
 
@@ -48,12 +56,28 @@ class CpuStat:
 
 
 @dataclass(frozen=True)
+class MemoryStat:
+    """A memory cgroup's counters at one instant, in bytes (None where the interface lacks it)."""
+
+    usage_bytes: int
+    max_usage_bytes: int | None  # peak since creation or the last reset
+    limit_bytes: int | None  # None = unlimited
+    working_set_bytes: int  # usage - inactive file pages (cAdvisor's working set)
+    rss_bytes: int | None  # anonymous memory
+    cache_bytes: int | None  # page cache
+    failcnt: int | None  # times usage hit the limit (v1)
+    oom_kills: int  # processes the OOM killer killed in this group
+    oom_events: int  # times the group reached its limit and the OOM killer was invoked (v2 'oom'; v1: = oom_kills)
+
+
+@dataclass(frozen=True)
 class Mounts:
-    """Where the CPU controllers are mounted (None when absent)."""
+    """Where the controllers are mounted (None when absent)."""
 
     v1_cpu: Path | None = None
     v1_cpuacct: Path | None = None
     v2: Path | None = None
+    v1_memory: Path | None = None
 
 
 # -- pure parsers ----------------------------------------------------------------------------
@@ -84,6 +108,39 @@ def parse_v2_stat(cpu_stat_text: str) -> CpuStat:
                    nr_bursts=kv.get("nr_bursts", 0), burst_ns=kv.get("burst_usec", 0) * 1000)
 
 
+# v1 reports "no limit" as PAGE_COUNTER_MAX pages rounded to the page size; anything this large
+# is no limit (the machine has less memory than 2^62 bytes)
+V1_UNLIMITED_BYTES = 1 << 62
+
+
+def parse_v1_memory(usage: str, max_usage: str, limit: str, failcnt: str, stat: str, oom_control: str) -> MemoryStat:
+    """v1 ``memory.usage_in_bytes``, ``memory.max_usage_in_bytes``, ``memory.limit_in_bytes``,
+    ``memory.failcnt``, ``memory.stat`` and ``memory.oom_control`` texts -> :class:`MemoryStat`."""
+    kv, oom = parse_keyed(stat), parse_keyed(oom_control)
+    used = int(usage.strip())
+    lim = int(limit.strip())
+    inactive = kv.get("total_inactive_file", kv.get("inactive_file", 0))
+    kills = oom.get("oom_kill", 0)
+    return MemoryStat(usage_bytes=used, max_usage_bytes=int(max_usage.strip()),
+                      limit_bytes=None if lim >= V1_UNLIMITED_BYTES else lim,
+                      working_set_bytes=max(0, used - inactive), rss_bytes=kv.get("total_rss", kv.get("rss")),
+                      cache_bytes=kv.get("total_cache", kv.get("cache")), failcnt=int(failcnt.strip()),
+                      oom_kills=kills, oom_events=kills)
+
+
+def parse_v2_memory(current: str, peak: str | None, max_: str, stat: str, events: str) -> MemoryStat:
+    """v2 ``memory.current``, ``memory.peak`` (kernel >= 5.19; None if absent), ``memory.max``,
+    ``memory.stat`` and ``memory.events`` texts -> :class:`MemoryStat`."""
+    kv, ev = parse_keyed(stat), parse_keyed(events)
+    used = int(current.strip())
+    m = max_.strip()
+    return MemoryStat(usage_bytes=used, max_usage_bytes=None if peak is None else int(peak.strip()),
+                      limit_bytes=None if m == "max" else int(m),
+                      working_set_bytes=max(0, used - kv.get("inactive_file", 0)), rss_bytes=kv.get("anon"),
+                      cache_bytes=kv.get("file"), failcnt=ev.get("max"), oom_kills=ev.get("oom_kill", 0),
+                      oom_events=ev.get("oom", 0))
+
+
 def parse_cpu_max(text: str) -> tuple[int | None, int]:
     """v2 ``cpu.max``: ``"max 100000"`` -> (None, 100000); ``"50000 100000"`` -> (50000, 100000)."""
     parts = text.split()
@@ -108,7 +165,7 @@ def parse_mounts(mountinfo_text: str) -> Mounts:
 
     The super options (after `` - ``) list the v1 controllers, e.g. ``rw,cpu,cpuacct``.
     """
-    cpu = cpuacct = v2 = None
+    cpu = cpuacct = v2 = memory = None
     for line in mountinfo_text.splitlines():
         if " - " not in line:
             continue
@@ -122,16 +179,22 @@ def parse_mounts(mountinfo_text: str) -> Mounts:
                 cpu = mount_point
             if "cpuacct" in opts and cpuacct is None:
                 cpuacct = mount_point
+            if "memory" in opts and memory is None:
+                memory = mount_point
         elif fstype == "cgroup2" and v2 is None:
             v2 = mount_point
-    return Mounts(cpu, cpuacct, v2)
+    return Mounts(cpu, cpuacct, v2, memory)
+
+
+def v2_has(v2_root: Path, controller: str) -> bool:
+    try:
+        return controller in (v2_root / "cgroup.controllers").read_text().split()
+    except OSError:
+        return False
 
 
 def v2_has_cpu(v2_root: Path) -> bool:
-    try:
-        return "cpu" in (v2_root / "cgroup.controllers").read_text().split()
-    except OSError:
-        return False
+    return v2_has(v2_root, "cpu")
 
 
 # -- cgroups -----------------------------------------------------------------------------------
@@ -170,6 +233,9 @@ def _kill_and_rmdir(dirs: list[Path], timeout_s: float) -> None:
     for d in dirs:
         while d.exists():
             pids = _read_pids(d / "cgroup.procs")
+            if os.getpid() in pids:
+                # the harness moves itself into its own cgroup during a run: never kill ourselves
+                raise RuntimeError(f"refusing to empty {d}: this process ({os.getpid()}) is inside it")
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -300,6 +366,114 @@ class V2Cgroup:
         _kill_and_rmdir([self.dir], timeout_s)
 
 
+class MemoryCgroup(Protocol):
+    name: str
+    version: int
+    dir: Path
+
+    def set_limit(self, limit_bytes: int | None) -> None: ...
+    def reset_peak(self) -> bool: ...
+    def add_pid(self, pid: int) -> None: ...
+    def pids(self) -> list[int]: ...
+    def read(self) -> MemoryStat: ...
+    def remove(self, timeout_s: float = 5.0) -> None: ...
+
+
+@dataclass
+class V1MemoryCgroup:
+    """v1: a child in the ``memory`` hierarchy."""
+
+    name: str
+    dir: Path
+    version: int = 1
+
+    @classmethod
+    def create(cls, mounts: Mounts, name: str) -> "V1MemoryCgroup":
+        if mounts.v1_memory is None:
+            raise FileNotFoundError("no cgroup v1 memory hierarchy mounted")
+        cg = cls(name, mounts.v1_memory / name)
+        cg.dir.mkdir()
+        return cg
+
+    def set_limit(self, limit_bytes: int | None) -> None:
+        _write(self.dir / "memory.limit_in_bytes", "-1" if limit_bytes is None else str(int(limit_bytes)))
+
+    def reset_peak(self) -> bool:
+        """Restart ``memory.max_usage_in_bytes`` from the current usage (v1: write 0)."""
+        _write(self.dir / "memory.max_usage_in_bytes", "0")
+        return True
+
+    def add_pid(self, pid: int) -> None:
+        _write(self.dir / "cgroup.procs", str(pid))
+
+    def pids(self) -> list[int]:
+        return _read_pids(self.dir / "cgroup.procs")
+
+    def read(self) -> MemoryStat:
+        def text(f: str) -> str:
+            return (self.dir / f).read_text()
+        return parse_v1_memory(text("memory.usage_in_bytes"), text("memory.max_usage_in_bytes"),
+                               text("memory.limit_in_bytes"), text("memory.failcnt"), text("memory.stat"),
+                               text("memory.oom_control"))
+
+    def remove(self, timeout_s: float = 5.0) -> None:
+        _kill_and_rmdir([self.dir], timeout_s)
+
+
+@dataclass
+class V2MemoryCgroup:
+    """v2: the memory files of the run's one cgroup directory (shared with the CPU side)."""
+
+    name: str
+    dir: Path
+    version: int = 2
+
+    @classmethod
+    def create(cls, mounts: Mounts, name: str) -> "V2MemoryCgroup":
+        if mounts.v2 is None:
+            raise FileNotFoundError("no cgroup2 hierarchy mounted")
+        control = mounts.v2 / "cgroup.subtree_control"
+        if control.exists() and "memory" not in control.read_text().split():
+            _write(control, "+memory")
+        cg = cls(name, mounts.v2 / name)
+        cg.dir.mkdir(exist_ok=True)  # the CPU side may have created it already
+        return cg
+
+    def set_limit(self, limit_bytes: int | None) -> None:
+        _write(self.dir / "memory.max", "max" if limit_bytes is None else str(int(limit_bytes)))
+
+    def reset_peak(self) -> bool:
+        # v2 memory.peak resets only for the file descriptor that wrote it (kernel >= 6.12):
+        # the summary keeps the peak since creation instead
+        return False
+
+    def add_pid(self, pid: int) -> None:
+        _write(self.dir / "cgroup.procs", str(pid))
+
+    def pids(self) -> list[int]:
+        return _read_pids(self.dir / "cgroup.procs")
+
+    def read(self) -> MemoryStat:
+        peak = self.dir / "memory.peak"
+        return parse_v2_memory((self.dir / "memory.current").read_text(),
+                               peak.read_text() if peak.exists() else None, (self.dir / "memory.max").read_text(),
+                               (self.dir / "memory.stat").read_text(), (self.dir / "memory.events").read_text())
+
+    def remove(self, timeout_s: float = 5.0) -> None:
+        _kill_and_rmdir([self.dir], timeout_s)
+
+
+def create_memory(name: str, mounts: Mounts | None = None, version: int | None = None) -> V1MemoryCgroup | V2MemoryCgroup:
+    """The memory cgroup beside the CPU one (same name): v1 ``memory`` when mounted, else v2
+    with the memory controller; ``version`` forces one."""
+    mounts = mounts or read_mounts()
+    if version == 1 or (version is None and mounts.v1_memory is not None):
+        return V1MemoryCgroup.create(mounts, name)
+    if mounts.v2 is None or not v2_has(mounts.v2, "memory"):
+        raise FileNotFoundError("no cgroup with a memory controller: neither v1 'memory' nor cgroup2 with 'memory'")
+    return V2MemoryCgroup.create(mounts, name)
+
+
 def read_mounts(mountinfo: Path = Path("/proc/self/mountinfo")) -> Mounts:
     return parse_mounts(mountinfo.read_text())
 
@@ -313,6 +487,38 @@ def create(name: str, mounts: Mounts | None = None, version: int | None = None) 
     if mounts.v2 is None or not v2_has_cpu(mounts.v2):
         raise FileNotFoundError("no cgroup with a cpu controller: neither v1 'cpu' nor cgroup2 with 'cpu'")
     return V2Cgroup.create(mounts, name)
+
+
+def parse_proc_cgroup(text: str) -> dict[str, str]:
+    """``/proc/<pid>/cgroup`` -> controller (or ``""`` for cgroup2) -> path inside its hierarchy."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        for ctrl in (parts[1].split(",") if parts[1] else [""]):
+            out[ctrl] = parts[2]
+    return out
+
+
+def cpu_placement(mounts: Mounts, proc_cgroup_text: str) -> list[Path]:
+    """The directories of the CPU hierarchies a process is in (v1 ``cpu`` and ``cpuacct``, or its
+    cgroup2 directory), to put it back after a run moved it."""
+    paths = parse_proc_cgroup(proc_cgroup_text)
+    dirs: list[Path] = []
+    if mounts.v1_cpu is not None and "cpu" in paths:
+        dirs.append(mounts.v1_cpu / paths["cpu"].lstrip("/"))
+        if mounts.v1_cpuacct is not None and mounts.v1_cpuacct != mounts.v1_cpu and "cpuacct" in paths:
+            dirs.append(mounts.v1_cpuacct / paths["cpuacct"].lstrip("/"))
+    elif mounts.v2 is not None and "" in paths:
+        dirs.append(mounts.v2 / paths[""].lstrip("/"))
+    return dirs
+
+
+def move_pid(pid: int, dirs: list[Path]) -> None:
+    """Write ``pid`` (the whole thread group) into each directory's ``cgroup.procs``."""
+    for d in dirs:
+        _write(d / "cgroup.procs", str(pid))
 
 
 def run_name(run_id: str, pid: int | None = None) -> str:
@@ -336,7 +542,7 @@ def remove_stale(mounts: Mounts | None = None) -> list[str]:
     directories whose owner pid is gone are touched; other engineers' cgroups are left alone."""
     mounts = mounts or read_mounts()
     removed: list[str] = []
-    for root in (mounts.v1_cpu, mounts.v1_cpuacct, mounts.v2):
+    for root in (mounts.v1_cpu, mounts.v1_cpuacct, mounts.v1_memory, mounts.v2):
         if root is None or not root.is_dir():
             continue
         for d in root.glob(f"{PREFIX}*"):

@@ -1,23 +1,13 @@
-"""Read a run folder back: the raw Prometheus responses as parsed JSON, by metric or query name."""
+"""Read a run folder back as parsed JSON. The reading itself lives in one place,
+:func:`cfsim.io.load_lab_run` (``.jsonl``, ``.jsonl.gz`` and the older per-file layout); this
+module keeps the lab's short names for it and a helper to walk a range response."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
+from cfsim.io.lab import load_lab_run as load_run
 
-def load_run(folder: str | Path) -> dict[str, Any]:
-    """``{"manifest", "summary", "raw": {metric: response}, "rate": {name: response},
-    "samples": {metric: response}}``."""
-    folder = Path(folder)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    out: dict[str, Any] = {"manifest": manifest, "summary": json.loads((folder / "summary.json").read_text())}
-    for part in ("raw", "rate", "samples"):
-        if part not in manifest["exports"]:
-            continue
-        lines = (folder / "prom" / f"{part}.jsonl").read_bytes().splitlines()
-        out[part] = {name: json.loads(lines[e["line"]]) for name, e in manifest["exports"][part].items()}
-    return out
+__all__ = ["load_run", "series"]
 
 
 def series(response: dict[str, Any], job: str | None = None) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:

@@ -1,8 +1,10 @@
-"""Serve a cgroup's CPU counters under cAdvisor's metric names, for Prometheus to scrape.
+"""Serve a cgroup's CPU and memory counters under cAdvisor's metric names, for Prometheus.
 
 Names, units and label names follow cAdvisor (``container_cpu_usage_seconds_total`` in seconds,
 ``container_spec_cpu_quota``/``_period`` in microseconds; the quota is left out when unlimited,
-as cAdvisor does), so the same PromQL works on the lab and on a Kubernetes node.
+as cAdvisor does; ``container_memory_usage_bytes``, ``container_memory_working_set_bytes`` =
+usage - inactive file, ``container_spec_memory_limit_bytes`` = 0 when unlimited,
+``container_oom_events_total``), so the same PromQL works on the lab and on a Kubernetes node.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from cfsim.lab.cgroup import Bandwidth, CpuStat
+from cfsim.lab.cgroup import Bandwidth, CpuStat, MemoryStat
 
 
 @dataclass(frozen=True)
@@ -55,19 +57,54 @@ def cadvisor_families(stat: CpuStat, bw: Bandwidth, labels: ContainerLabels) -> 
     return out
 
 
+def cadvisor_memory_families(mem: MemoryStat, labels: ContainerLabels) -> list[Metric]:
+    """cAdvisor's memory families for one container (pure)."""
+    names, values = labels.names(), labels.values()
+
+    def gauge(name: str, help_: str, value: float | None) -> GaugeMetricFamily | None:
+        if value is None:
+            return None
+        g = GaugeMetricFamily(name, help_, labels=names)
+        g.add_metric(values, value)
+        return g
+
+    out = [
+        gauge("container_memory_usage_bytes", "Current memory usage in bytes, including all memory regardless of "
+              "when it was accessed", mem.usage_bytes),
+        gauge("container_memory_working_set_bytes", "Current working set in bytes.", mem.working_set_bytes),
+        gauge("container_memory_rss", "Size of RSS in bytes.", mem.rss_bytes),
+        gauge("container_memory_cache", "Number of bytes of page cache memory.", mem.cache_bytes),
+        gauge("container_memory_max_usage_bytes", "Maximum memory usage recorded in bytes", mem.max_usage_bytes),
+        gauge("container_spec_memory_limit_bytes", "Memory limit for the container.", mem.limit_bytes or 0),
+    ]
+    if mem.failcnt is not None:
+        fail = CounterMetricFamily("container_memory_failcnt", "Number of memory usage hits limits", labels=names)
+        fail.add_metric(values, mem.failcnt)
+        out.append(fail)
+    ooms = CounterMetricFamily("container_oom_events", "Count of out of memory events observed for the container",
+                               labels=names)
+    ooms.add_metric(values, mem.oom_kills)
+    out.append(ooms)
+    return [m for m in out if m is not None]
+
+
 class CgroupCollector:
     """prometheus_client collector reading the cgroup at every scrape."""
 
     def __init__(self, read_stat: Callable[[], CpuStat], read_bandwidth: Callable[[], Bandwidth],
-                 labels: ContainerLabels):
+                 labels: ContainerLabels, read_memory: Callable[[], MemoryStat] | None = None):
         self._read_stat, self._read_bandwidth, self._labels = read_stat, read_bandwidth, labels
+        self._read_memory = read_memory
 
     def collect(self) -> Iterator[Metric]:
         try:
             stat, bw = self._read_stat(), self._read_bandwidth()
+            mem = self._read_memory() if self._read_memory is not None else None
         except OSError:
             return  # cgroup already removed at shutdown: an empty scrape, not a crash
         yield from cadvisor_families(stat, bw, self._labels)
+        if mem is not None:
+            yield from cadvisor_memory_families(mem, self._labels)
 
     def describe(self) -> list[Metric]:
         return []  # unchecked collector: families are built per scrape

@@ -1,11 +1,31 @@
-"""A cartesian grid of lab runs, one folder per point, plus calibration runs that measure how
-much the machine drifted while the grid ran (other tenants, thermal state):
+"""A grid of lab runs, one folder per point, plus calibration runs that measure how much the
+machine drifted while the grid ran (other tenants, thermal state) and repeats that measure how
+much a run differs from itself:
 
 - ``calib-start`` and ``calib-end``: the workload unconstrained (no quota) at GOMAXPROCS 1;
-- ``repeat-<point>``: the middle grid point run again after all points.
+- repeats run *right after* their point (same machine conditions as far as a shared host allows):
+  ``repeat-<point>`` for the middle point of a plain grid, ``repeat2-<point>``, ``repeat3-...``
+  for every point a design asks ``repeats`` of. A point that is (re)run also reruns its repeats,
+  so a repeat never compares runs made hours apart (the first ``closed-menu`` grid's repeat ran at
+  00:55 beside other tenants' 1.45 cores, while its point was re-run at 02:07 on a quiet host).
 
-``grid.json`` states the measured drift. Resumable: a point whose folder has ``summary.json`` is
-skipped; a folder without one (an interrupted run) is redone.
+Points come from cartesian axes (``--grid section.key=a,b``) or from a design file
+(``--design FILE.toml``): several cartesian designs, each with fixed ``set`` keys, ``axes``,
+``repeats`` and an optional ``repeat_where`` filter::
+
+    [[design]]
+    name = "a"
+    repeats = 2
+    repeat_where = {"go.gomaxprocs" = [2]}
+    [design.set]
+    "go.live_heap_mb" = 16
+    [design.axes]
+    "go.gogc" = [50, 100, 200]
+    "go.gomaxprocs" = [1, 2, 8]
+
+``grid.json`` states the measured drift and the repeats' spread. Resumable: a point whose folder
+has ``summary.json`` is skipped; a folder without one (an interrupted run) is redone. An
+OOM-killed workload is a result (status ``oom``), not a failure.
 """
 from __future__ import annotations
 
@@ -13,8 +33,12 @@ import datetime as dt
 import itertools
 import json
 import shutil
+import statistics
 import sys
+import time
+import tomllib
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,6 +47,11 @@ from cfsim.scenario import Scenario, ScenarioError, parse_value
 
 DRIFT_KEYS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "latency_p50_s", "latency_p99_s",
               "gc_cycles")
+SPREAD_KEYS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "latency_p50_s", "latency_p99_s",
+               "latency_p999_s", "server_latency_p99_s", "gc_cycles", "gc_heap_goal_mean_bytes")
+LOCK_GAP_S = 0.5
+# two runs are comparable when the other tenants took about the same CPU during both
+COMPARABLE_TENANTS_CORES = 0.25
 
 
 def parse_axis(text: str) -> tuple[str, list[Any]]:
@@ -39,9 +68,9 @@ def parse_axis(text: str) -> tuple[str, list[Any]]:
     return key, [parse_value(v.strip()) for v in values.split(",") if v.strip()]
 
 
-def point_name(index: int, assignment: dict[str, Any]) -> str:
+def point_name(index: int, assignment: dict[str, Any], prefix: str = "") -> str:
     parts = [f"{k.split('.', 1)[1]}={json.dumps(v) if isinstance(v, list) else v}" for k, v in assignment.items()]
-    safe = "_".join(parts).replace("/", "-").replace(" ", "").replace('"', "")
+    safe = "_".join(([prefix] if prefix else []) + parts).replace("/", "-").replace(" ", "").replace('"', "")
     return f"p{index:03d}_{safe}"[:120]
 
 
@@ -50,9 +79,67 @@ def grid_points(axes: list[tuple[str, list[Any]]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(v for _, v in axes))]
 
 
+@dataclass
+class Design:
+    """One cartesian design: fixed keys, axes, runs per point and which points repeat."""
+
+    name: str
+    axes: list[tuple[str, list[Any]]]
+    set: dict[str, Any] = field(default_factory=dict)
+    repeats: int = 1
+    repeat_where: dict[str, list[Any]] = field(default_factory=dict)
+
+    def points(self) -> list[tuple[dict[str, Any], dict[str, Any], int]]:
+        """(axis assignment for the name, all overrides, runs) per point."""
+        out = []
+        for a in grid_points(self.axes) if self.axes else [{}]:
+            overrides = {**self.set, **a}
+            match = all(overrides.get(k) in v for k, v in self.repeat_where.items())
+            out.append((a, overrides, self.repeats if match else 1))
+        return out
+
+
+def _check_key(where: str, key: str) -> str:
+    if not isinstance(key, str) or key.count(".") != 1:
+        raise ScenarioError(f"{where}: {key!r}", "keys must look like section.key")
+    return key
+
+
+def read_designs(path: Path) -> list[Design]:
+    """``[[design]]`` tables of a TOML file (see the module docstring)."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(str(path), f"cannot read the design file: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(str(path), f"not valid TOML: {exc}") from None
+    raw = data.get("design")
+    if not isinstance(raw, list) or not raw:
+        raise ScenarioError(str(path), "needs one or more [[design]] tables")
+    out = []
+    for i, d in enumerate(raw):
+        where = f"{path}: design {i} ({d.get('name', '?')})"
+        unknown = set(d) - {"name", "axes", "set", "repeats", "repeat_where"}
+        if unknown:
+            raise ScenarioError(where, f"unknown fields {sorted(unknown)}")
+        axes = []
+        for key, vals in (d.get("axes") or {}).items():
+            if not isinstance(vals, list) or not vals:
+                raise ScenarioError(f"{where}: axes.{key}", "must be a non-empty list of values")
+            axes.append((_check_key(where, key), vals))
+        reps = d.get("repeats", 1)
+        if not isinstance(reps, int) or reps < 1:
+            raise ScenarioError(f"{where}: repeats", f"must be an integer >= 1 (got {reps!r})")
+        out.append(Design(str(d.get("name", f"d{i}")), axes,
+                          {_check_key(where, k): v for k, v in (d.get("set") or {}).items()}, reps,
+                          {_check_key(where, k): (v if isinstance(v, list) else [v])
+                           for k, v in (d.get("repeat_where") or {}).items()}))
+    return out
+
+
 def calibration_overrides() -> list[tuple[str, Any]]:
     return [("cgroup.cpu_limit", None), ("cgroup.limit_schedule", None), ("cgroup.burst_us", 0),
-            ("go.gomaxprocs", 1)]
+            ("go.gomaxprocs", 1), ("lab.load_fraction", None), ("lab.profile_s", 0.0)]
 
 
 def relative_change(a: float | None, b: float | None) -> float | None:
@@ -61,23 +148,65 @@ def relative_change(a: float | None, b: float | None) -> float | None:
     return (b - a) / abs(a)
 
 
-def drift_report(runs: dict[str, dict[str, Any]], repeat_of: str | None) -> dict[str, Any]:
-    """Relative changes (end vs start) of the calibration runs, and repeat vs original point."""
+def _tenants(run: dict[str, Any]) -> float | None:
+    return run.get("tenants_cores")
+
+
+def compare_runs(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Relative changes b vs a of the drift keys and of the start-up loop calibration, and
+    whether the two ran beside about the same load from other tenants."""
+    sa, sb = a["summary"], b["summary"]
+    res: dict[str, Any] = {k: {"first": sa.get(k), "second": sb.get(k), "relative_change": relative_change(sa.get(k), sb.get(k))}
+                           for k in DRIFT_KEYS}
+    ca, cb = a.get("calibration"), b.get("calibration")
+    res["calibration_rounds_per_cpu_ms"] = {"first": ca, "second": cb, "relative_change": relative_change(ca, cb)}
+    ta, tb = _tenants(a), _tenants(b)
+    res["tenants_cores"] = {"first": ta, "second": tb}
+    res["comparable"] = None if ta is None or tb is None else abs(ta - tb) <= COMPARABLE_TENANTS_CORES
+    res["start_utc"] = {"first": a.get("start_utc"), "second": b.get("start_utc")}
+    return res
+
+
+def spread_report(groups: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """For every point run more than once: (max - min) / mean of each key over its runs, and the
+    median and largest of those over the points."""
+    per_point: dict[str, Any] = {}
+    for point, runs in groups.items():
+        if len(runs) < 2:
+            continue
+        row: dict[str, Any] = {"runs": len(runs)}
+        for k in SPREAD_KEYS:
+            vals = [r["summary"].get(k) for r in runs]
+            vals = [v for v in vals if isinstance(v, (int, float))]
+            if len(vals) == len(runs) and statistics.fmean(vals) != 0:
+                row[k] = (max(vals) - min(vals)) / abs(statistics.fmean(vals))
+        tens = [_tenants(r) for r in runs]
+        row["tenants_cores"] = tens
+        row["comparable"] = None if None in tens else max(tens) - min(tens) <= COMPARABLE_TENANTS_CORES
+        per_point[point] = row
+    overall: dict[str, Any] = {"points": len(per_point)}
+    for k in SPREAD_KEYS:
+        vals = [r[k] for r in per_point.values() if k in r]
+        if vals:
+            overall[k] = {"median": statistics.median(vals), "max": max(vals), "n": len(vals)}
+    return {"per_point": per_point, "overall": overall,
+            "definition": "(max - min) / mean over the runs of a point; comparable = other tenants' CPU "
+                          f"within {COMPARABLE_TENANTS_CORES} cores across them"}
+
+
+def drift_report(runs: dict[str, dict[str, Any]], repeat_of: str | None,
+                 groups: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """Relative changes (end vs start) of the calibration runs, repeat vs original point, and
+    the spread of every repeated point."""
     out: dict[str, Any] = {}
-
-    def compare(a: str, b: str) -> dict[str, Any] | None:
-        if a not in runs or b not in runs:
-            return None
-        sa, sb = runs[a]["summary"], runs[b]["summary"]
-        res = {k: {"first": sa.get(k), "second": sb.get(k), "relative_change": relative_change(sa.get(k), sb.get(k))}
-               for k in DRIFT_KEYS}
-        ca, cb = runs[a].get("calibration"), runs[b].get("calibration")
-        res["calibration_rounds_per_cpu_ms"] = {"first": ca, "second": cb, "relative_change": relative_change(ca, cb)}
-        return res
-
-    out["calibration"] = compare("calib-start", "calib-end")
+    out["calibration"] = compare_runs(runs["calib-start"], runs["calib-end"]) \
+        if "calib-start" in runs and "calib-end" in runs else None
     if repeat_of:
-        out["repeat"] = {"point": repeat_of, **(compare(repeat_of, f"repeat-{repeat_of}") or {})}
+        second = f"repeat-{repeat_of}"
+        out["repeat"] = {"point": repeat_of, **(compare_runs(runs[repeat_of], runs[second])
+                                                if repeat_of in runs and second in runs else {})}
+    if groups:
+        out["repeats"] = spread_report({p: [runs[n] for n in names if n in runs] for p, names in groups.items()})
     cal = out.get("calibration") or {}
     thr = (cal.get("throughput_per_s") or {}).get("relative_change")
     out["headline"] = ("calibration throughput changed by "
@@ -91,28 +220,71 @@ def _load_run(folder: Path) -> dict[str, Any] | None:
     if not s.exists():
         return None
     m = json.loads((folder / "manifest.json").read_text())
+    host = m.get("host_cpu") or {}
+    pre = host.get("pre_run") or {}
+    # other tenants' CPU: measured before the run (pre_run), else during it; runs made before the
+    # harness had its own cgroup only know "others" (tenants + harness)
+    tenants = pre.get("tenants_cores", host.get("tenants_cores", host.get("others_cores")))
     return {"summary": json.loads(s.read_text()), "calibration": m.get("calibration_rounds_per_cpu_ms"),
-            "start_utc": m["times"]["start_utc"]}
+            "start_utc": m["times"]["start_utc"], "status": m.get("status", "ok"), "tenants_cores": tenants}
+
+
+@dataclass
+class PlanEntry:
+    name: str
+    scenario: Scenario
+    role: str  # calibration | point | repeat
+    of: str | None = None  # the point a repeat repeats
+
+
+def plan_runs(base: Scenario, designs: list[Design], calibration: bool = True) -> tuple[list[PlanEntry], str | None]:
+    """Every run in order, and the point whose ``repeat-`` checks drift (plain grids)."""
+    named: list[tuple[str, Scenario, int]] = []
+    seen: set[str] = set()
+    multi = len(designs) > 1
+    for d in designs:
+        for assignment, overrides, reps in d.points():
+            key = json.dumps(overrides, sort_keys=True, default=str)
+            if key in seen:
+                continue  # a point two designs share runs once
+            seen.add(key)
+            name = point_name(len(named), assignment, d.name if multi else "")
+            named.append((name, base.with_overrides(list(overrides.items())), reps))
+    any_repeats = any(reps > 1 for _, _, reps in named)
+    repeat_of = named[len(named) // 2][0] if named and calibration and not any_repeats else None
+    plan: list[PlanEntry] = []
+    if calibration:
+        plan.append(PlanEntry("calib-start", base.with_overrides(calibration_overrides()), "calibration"))
+    for name, sc, reps in named:
+        plan.append(PlanEntry(name, sc, "point"))
+        if name == repeat_of:
+            plan.append(PlanEntry(f"repeat-{name}", sc, "repeat", name))
+        for k in range(2, reps + 1):
+            plan.append(PlanEntry(f"repeat{k}-{name}", sc, "repeat", name))
+    if calibration:
+        plan.append(PlanEntry("calib-end", base.with_overrides(calibration_overrides()), "calibration"))
+    return plan, repeat_of
 
 
 def run_grid(base: Scenario, axis_texts: list[str], out_dir: Path, resume: bool = False,
              calibration: bool = True, command: list[str] | None = None,
              run_one: Callable[..., dict[str, Any]] = runner.run,
              log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+             designs: list[Design] | None = None, repeats: int = 1,
              progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Run every point (skipping finished ones with ``resume``); write and return ``grid.json``.
     ``progress(done, total)`` after each planned run (finished, skipped or failed)."""
-    axes = [parse_axis(t) for t in axis_texts]
-    points = grid_points(axes)
-    plan: list[tuple[str, Scenario, str]] = []  # (folder name, scenario, role)
-    named = [(point_name(i, a), base.with_overrides(list(a.items()))) for i, a in enumerate(points)]
-    repeat_of = named[len(named) // 2][0] if named and calibration else None
-    if calibration:
-        plan.append(("calib-start", base.with_overrides(calibration_overrides()), "calibration"))
-    plan += [(n, s, "point") for n, s in named]
-    if calibration:
-        plan.append((f"repeat-{repeat_of}", dict(named)[repeat_of], "repeat"))
-        plan.append(("calib-end", base.with_overrides(calibration_overrides()), "calibration"))
+    if designs is None:
+        designs = [Design("grid", [parse_axis(t) for t in axis_texts], repeats=repeats)]
+    elif axis_texts:
+        raise ScenarioError("--grid", "give axes either with --grid or in the design file, not both")
+    plan, repeat_of = plan_runs(base, designs, calibration)
+    groups: dict[str, list[str]] = {}
+    for e in plan:
+        if e.role == "point":
+            groups[e.name] = [e.name]
+        elif e.role == "repeat" and e.of:
+            groups[e.of].append(e.name)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scenario.toml").write_text(base.to_toml())
@@ -121,27 +293,39 @@ def run_grid(base: Scenario, axis_texts: list[str], out_dir: Path, resume: bool 
     started = previous.get("started_utc") if resume else None
     state: dict[str, Any] = {
         "base_scenario_toml": base.to_toml(), "base_scenario_source": base.source, "overrides": base.overrides,
-        "axes": {k: v for k, v in axes}, "command": command or sys.argv,
+        "designs": [{"name": d.name, "axes": dict(d.axes), "set": d.set, "repeats": d.repeats,
+                     "repeat_where": d.repeat_where} for d in designs],
+        "axes": {k: v for d in designs for k, v in d.axes}, "command": command or sys.argv,
         "started_utc": started or dt.datetime.now(dt.timezone.utc).isoformat(),
-        "order": [n for n, _, _ in plan], "runs": {}, "failed": 0,
+        "order": [e.name for e in plan], "runs": {}, "failed": 0, "oom": 0,
     }
     runs: dict[str, dict[str, Any]] = {}
-    for i, (name, sc, role) in enumerate(plan):
-        folder = out_dir / name
-        entry: dict[str, Any] = {"role": role, "dir": name, "overrides": sc.overrides}
+    rerun_points: set[str] = set()
+    for i, e in enumerate(plan):
+        if i:
+            # the machine lock (flock) is not fair: pause so a measurement waiting for it (polling
+            # every 0.2 s) gets its turn between two runs instead of waiting out the whole grid
+            time.sleep(LOCK_GAP_S)
+        folder = out_dir / e.name
+        entry: dict[str, Any] = {"role": e.role, "dir": e.name, "overrides": e.scenario.overrides}
+        if e.of:
+            entry["repeat_of"] = e.of
         done = _load_run(folder)
-        if done is not None and resume:
-            log(f"skip {name} (finished)")
-            entry["status"] = "ok"
-            runs[name] = done
+        # a repeat must run beside its point: if the point was (re)run now, so is the repeat
+        if done is not None and resume and not (e.role == "repeat" and e.of in rerun_points):
+            log(f"skip {e.name} (finished)")
+            entry["status"] = done["status"]
+            runs[e.name] = done
         else:
             if folder.exists():
                 shutil.rmtree(folder)  # an interrupted run, or a fresh grid without --resume
-            log(f"run {name} ({i + 1}/{len(plan)})")
+            if e.role == "point":
+                rerun_points.add(e.name)
+            log(f"run {e.name} ({i + 1}/{len(plan)})")
             try:
-                run_one(sc, folder, run_id=f"{out_dir.name}-{name}", command=command)
-                runs[name] = _load_run(folder) or {}
-                entry["status"] = "ok"
+                run_one(e.scenario, folder, run_id=f"{out_dir.name}-{e.name}", command=command)
+                runs[e.name] = _load_run(folder) or {"summary": {}, "status": "ok"}
+                entry["status"] = runs[e.name]["status"]
             except KeyboardInterrupt:
                 raise
             except Exception as exc:  # one failed point must not stop a long unattended grid
@@ -149,14 +333,41 @@ def run_grid(base: Scenario, axis_texts: list[str], out_dir: Path, resume: bool 
                 entry["error"] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
                 folder.mkdir(parents=True, exist_ok=True)
                 (folder / "error.txt").write_text(traceback.format_exc())
-                state["failed"] += 1
-                log(f"FAILED {name}: {entry['error']}")
-        state["runs"][name] = entry
-        state["drift"] = drift_report(runs, repeat_of)
+                log(f"FAILED {e.name}: {entry['error']}")
+        state["runs"][e.name] = entry
+        state["failed"] = sum(1 for r in state["runs"].values() if r["status"] == "failed")
+        state["oom"] = sum(1 for r in state["runs"].values() if r["status"] == "oom")
+        state["drift"] = drift_report(runs, repeat_of, groups)
         state["updated_utc"] = dt.datetime.now(dt.timezone.utc).isoformat()
         grid_path.write_text(json.dumps(state, indent=1, sort_keys=True, default=str) + "\n")
         if progress:
             progress(i + 1, len(plan))
     state["finished_utc"] = dt.datetime.now(dt.timezone.utc).isoformat()
+    grid_path.write_text(json.dumps(state, indent=1, sort_keys=True, default=str) + "\n")
+    if any((out_dir / n / "summary.json").exists() for n in state["order"]):
+        from cfsim.lab import table
+
+        table.write_csv(out_dir)
+    return state
+
+
+def refresh_drift(grid_dir: Path) -> dict[str, Any]:
+    """Recompute ``grid.json``'s drift from the run folders (after their summaries were re-derived);
+    the plan (points, repeats) is the one ``grid.json`` recorded."""
+    grid_path = Path(grid_dir) / "grid.json"
+    state = json.loads(grid_path.read_text())
+    runs = {name: r for name in state["order"] if (r := _load_run(Path(grid_dir) / name)) is not None}
+    groups: dict[str, list[str]] = {}
+    repeat_of = None
+    for name, entry in state["runs"].items():
+        if entry.get("role") == "point":
+            groups.setdefault(name, [name])
+    for name, entry in state["runs"].items():
+        if entry.get("role") == "repeat":
+            of = entry.get("repeat_of") or name.split("-", 1)[1]
+            groups.setdefault(of, [of]).append(name)
+            if name.startswith("repeat-"):
+                repeat_of = of
+    state["drift"] = drift_report(runs, repeat_of, groups)
     grid_path.write_text(json.dumps(state, indent=1, sort_keys=True, default=str) + "\n")
     return state

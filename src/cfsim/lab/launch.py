@@ -1,18 +1,19 @@
-"""Scenario -> command lines and environments of the workload and the load generator, and the
-GOMAXPROCS each policy should give. Pure functions (tested without running anything)."""
+"""Scenario -> command lines and environments of the workload and the load generator (the GOMAXPROCS
+a policy gives is the model's rule, cfsim.goruntime.gomaxprocs). Pure functions (tested without running anything)."""
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from cfsim.scenario import Scenario
+from cfsim.lab.queries import metric_family
+from cfsim.scenario import Scenario, ScenarioError
 from cfsim.workloads.arrivals import parse_rate
 
 # inherited settings that would silently change the Go runtime under test
-GO_ENV_CLEARED = ("GOMAXPROCS", "GODEBUG", "GOGC", "GOMEMLIMIT", "GOTRACEBACK")
+GO_ENV_CLEARED = ("GOMAXPROCS", "GODEBUG", "GOGC", "GOMEMLIMIT", "GOTRACEBACK", "AUTOMEMLIMIT")
+MIB = 1 << 20
 
 
 def resolve_rate(rate: Any, duration_s: float) -> float | list[list[float]]:
@@ -33,21 +34,6 @@ def gomaxprocs_env(policy: Any) -> tuple[dict[str, str], list[str]]:
     return {}, []  # go1.25: the runtime's container-aware default, updated by sysmon every second
 
 
-def expected_gomaxprocs(policy: Any, cpu_limit_cores: float | None, ncpu: int, round_: str = "floor") -> int:
-    """What the policy gives at start-up (Go >= 1.25 main module):
-    go1.25: min(ncpu, max(2, ceil(limit))); automaxprocs: max(1, floor|ceil(limit)), no cap at ncpu,
-    runtime default when unlimited; host: ncpu; integer: itself."""
-    if isinstance(policy, int):
-        return policy
-    if policy == "host" or cpu_limit_cores is None:
-        return ncpu
-    if policy == "automaxprocs":
-        f = math.ceil if round_ == "ceil" else math.floor
-        # automaxprocs reads quota/period as floats; guard against 1.9999999 from float error
-        return max(1, int(f(round(cpu_limit_cores, 9))))
-    return min(ncpu, max(2, math.ceil(round(cpu_limit_cores, 9))))
-
-
 def workload_command(binary: Path, sc: Scenario, listen: str) -> list[str]:
     w, g = sc.section("workload"), sc.section("go")
     rate = resolve_rate(w["rate_per_s"], sc["run.duration_s"])
@@ -60,22 +46,57 @@ def workload_command(binary: Path, sc: Scenario, listen: str) -> list[str]:
             "-alloc-kb-per-request", f"{w['alloc_kb_per_request']:g}",
             "-live-heap-mb", f"{g['live_heap_mb']:g}", "-warmup-s", f"{sc['run.warmup_s']:g}",
             "-seed", str(sc["run.seed"]), "-round", g["round"]]
+    if g["gomemlimit_policy"] == "automemlimit":
+        argv += ["-automemlimit", "-automemlimit-ratio", f"{g['automemlimit_ratio']:g}"]
     return argv + gomaxprocs_env(g["gomaxprocs"])[1]
+
+
+def memory_limit_bytes(sc: Scenario) -> int | None:
+    """The container memory limit in bytes, as written to the cgroup (the kernel rounds it down
+    to whole pages)."""
+    mb = sc["cgroup.memory_limit_mb"]
+    return None if mb is None else int(mb * MIB)
+
+
+def expected_gomemlimit(sc: Scenario, page_bytes: int = 4096) -> int | None:
+    """GOMEMLIMIT the policy should give at start-up [bytes]; None = no limit (math.MaxInt64).
+
+    automemlimit (memlimit.ApplyRatio) takes ``uint64(float64(limit) * ratio)`` of the limit the
+    kernel reports, i.e. the written limit rounded down to a page."""
+    if sc["go.gomemlimit_policy"] == "automemlimit":
+        lim = memory_limit_bytes(sc)
+        return None if lim is None else int(float(lim // page_bytes * page_bytes) * sc["go.automemlimit_ratio"])
+    mb = sc["go.gomemlimit_mb"]
+    return None if mb is None else int(mb * MIB)
+
+
+def resolve_lab_keys(sc: Scenario) -> Scenario:
+    """Apply the lab's derived keys: ``lab.load_fraction`` sets the open-loop arrival rate to
+    that fraction of the CPU limit's request capacity (limit / cpu_ms_per_request)."""
+    frac = sc["lab.load_fraction"]
+    if frac is None:
+        return sc
+    if sc["workload.kind"] != "open":
+        raise ScenarioError("lab.load_fraction", f"only for workload.kind = 'open' (got {sc['workload.kind']!r})")
+    if sc["cgroup.cpu_limit"] is None:
+        raise ScenarioError("lab.load_fraction", "needs cgroup.cpu_limit (a fraction of what?)")
+    rate = frac * sc["cgroup.cpu_limit"] * 1000.0 / sc["workload.cpu_ms_per_request"]
+    return sc.with_overrides([("workload.rate_per_s", round(rate, 3))])
 
 
 def workload_env(sc: Scenario, base: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in GO_ENV_CLEARED}
     env.update(gomaxprocs_env(sc["go.gomaxprocs"])[0])
     env["GOGC"] = "off" if sc["go.gogc"] < 0 else str(sc["go.gogc"])
-    if sc["go.gomemlimit_mb"] is not None:
-        env["GOMEMLIMIT"] = f"{int(sc['go.gomemlimit_mb'] * 1024 * 1024)}"
+    if sc["go.gomemlimit_policy"] == "explicit" and sc["go.gomemlimit_mb"] is not None:
+        env["GOMEMLIMIT"] = f"{int(sc['go.gomemlimit_mb'] * MIB)}"
     return env
 
 
 def loadgen_command(binary: Path, sc: Scenario, target_url: str, listen: str) -> list[str] | None:
     """The load generator's command line, or None for kinds that produce their own load."""
     w = sc.section("workload")
-    if w["kind"] not in ("closed", "open"):
+    if metric_family(w["kind"]) != "requests":
         return None
     argv = [str(binary), "-url", target_url, "-listen", listen, "-mode", w["kind"],
             "-seed", str(sc["run.seed"]), "-duration-s", f"{sc['run.duration_s'] + 5:g}"]

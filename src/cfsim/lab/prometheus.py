@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -14,6 +15,30 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+
+TSDB_PREFIX = "cfsim-lab-prom-"  # + owner pid + "-": a later run can tell a dead owner's TSDB
+
+
+def remove_stale_tsdb(tmp_root: Path | None = None) -> list[str]:
+    """Delete the temporary TSDB folders of lab runs whose owner process is gone (a ``kill -9``
+    skips the clean-up that deletes them)."""
+    root = Path(tmp_root or tempfile.gettempdir())
+    removed = []
+    for d in root.glob(f"{TSDB_PREFIX}*"):
+        owner = d.name[len(TSDB_PREFIX):].split("-", 1)[0]
+        if not owner.isdigit() or not d.is_dir():
+            continue
+        try:
+            os.kill(int(owner), 0)
+            continue  # alive
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(str(d))
+    return removed
 
 
 def free_port() -> int:
@@ -62,7 +87,7 @@ class Prometheus:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, ready_timeout_s: float = 30.0) -> "Prometheus":
-        self.tmp = Path(tempfile.mkdtemp(prefix="cfsim-lab-prom-"))
+        self.tmp = Path(tempfile.mkdtemp(prefix=f"{TSDB_PREFIX}{os.getpid()}-"))
         (self.tmp / "prometheus.yml").write_text(scrape_config(self.targets, self.interval_s))
         self.port = free_port()
         self.argv = [self.binary, f"--config.file={self.tmp / 'prometheus.yml'}",

@@ -3,15 +3,39 @@ and the rate() queries a dashboard would draw. Only metrics the analysis needs, 
 committed data small; histograms' buckets only for the kind's own latency."""
 from __future__ import annotations
 
+#: the metric family each ``[workload] kind`` of the lab's Go workload exports (lab/internal): consumed
+#: records with lag, requests measured by the load generator, or bursts of the threads workload.
+#: The one place the lab switches on kind names.
+FAMILIES = {"stream": "items", "single-thread": "items", "closed": "requests", "open": "requests",
+            "threads": "bursts"}
+
+
+def metric_family(kind: str) -> str:
+    """``items``, ``requests`` or ``bursts``: what the lab's workload of this kind counts and times."""
+    try:
+        return FAMILIES[kind]
+    except KeyError:
+        raise ValueError(f"workload.kind: the lab has no Go workload for kind {kind!r}; "
+                         f"it runs {', '.join(FAMILIES)}") from None
+
 CADVISOR = ("container_cpu_usage_seconds_total", "container_cpu_cfs_periods_total",
             "container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_throttled_seconds_total",
-            "container_spec_cpu_quota", "container_spec_cpu_period")
+            "container_spec_cpu_quota", "container_spec_cpu_period",
+            "container_memory_usage_bytes", "container_memory_working_set_bytes", "container_memory_rss",
+            "container_memory_max_usage_bytes", "container_spec_memory_limit_bytes", "container_memory_failcnt",
+            "container_oom_events_total")
 
 GO_RUNTIME = ("go_sched_gomaxprocs_threads", "go_gc_cycles_total_gc_cycles_total", "go_gc_heap_live_bytes",
               "go_gc_heap_goal_bytes", "go_gc_heap_allocs_bytes_total", "go_gc_gogc_percent",
               "go_gc_gomemlimit_bytes", "go_goroutines", "go_threads", "process_cpu_seconds_total",
               "go_gc_duration_seconds", "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum",
-              "go_sched_latencies_seconds_count", "go_sched_latencies_seconds_sum")
+              "go_sched_latencies_seconds_count", "go_sched_latencies_seconds_sum",
+              "go_gc_limiter_last_enabled_gc_cycle", "go_gc_scan_heap_bytes", "go_gc_scan_stack_bytes",
+              "go_gc_scan_globals_bytes", "go_gc_scan_total_bytes", "go_memory_classes_total_bytes",
+              "go_memory_classes_heap_objects_bytes", "go_memory_classes_heap_released_bytes",
+              "go_memory_classes_heap_free_bytes", "go_gc_heap_objects_objects",
+              "process_resident_memory_bytes", "go_sched_pauses_total_gc_seconds_count",
+              "go_sched_pauses_total_gc_seconds_sum", "go_sched_goroutines_runnable_goroutines", "cfsim_go_sched_latencies_seconds_count")
 
 CPU_CLASSES = tuple(f"go_cpu_classes_{c}_cpu_seconds_total" for c in (
     "gc_mark_assist", "gc_mark_dedicated", "gc_mark_idle", "gc_pause", "gc_total", "idle",
@@ -25,9 +49,10 @@ def histogram(name: str) -> tuple[str, ...]:
 
 
 def latency_histograms(kind: str) -> tuple[str, ...]:
-    if kind in ("stream", "single-thread"):
+    family = metric_family(kind)
+    if family == "items":
         return ("cfsim_item_latency_seconds",)
-    if kind in ("closed", "open"):
+    if family == "requests":
         return ("cfsim_loadgen_request_duration_seconds", "cfsim_request_duration_seconds")
     return ("cfsim_burn_duration_seconds",)
 
@@ -61,12 +86,15 @@ def rate_queries(kind: str, window_s: float) -> dict[str, str]:
         "gc_cpu_cores_runtime_metrics": f"rate(go_cpu_classes_gc_total_cpu_seconds_total{w})",
         "user_cpu_cores_runtime_metrics": f"rate(go_cpu_classes_user_cpu_seconds_total{w})",
         "alloc_bytes_per_s": f"rate(go_gc_heap_allocs_bytes_total{w})",
+        "memory_working_set_bytes": "container_memory_working_set_bytes",
+        "gc_pause_seconds_per_s": f"rate(go_gc_duration_seconds_sum{w})",
     }
-    done = {"stream": "cfsim_records_consumed_total", "single-thread": "cfsim_records_consumed_total",
-            "closed": "cfsim_loadgen_requests_total", "open": "cfsim_loadgen_requests_total",
-            "threads": "cfsim_burns_total"}[kind]
+    done = {"items": "cfsim_records_consumed_total", "requests": "cfsim_loadgen_requests_total",
+            "bursts": "cfsim_burns_total"}[metric_family(kind)]
     q["throughput_per_s"] = f"rate({done}{w})"
-    for h in latency_histograms(kind):
+    # quantiles only (their buckets are not exported: the summary reads them directly)
+    extra = ("cfsim_go_sched_latencies_seconds",) + (("cfsim_loadgen_send_lag_seconds",) if kind == "open" else ())
+    for h in latency_histograms(kind) + extra:
         for label, quant in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999)):
             q[f"{h}_{label}"] = f"histogram_quantile({quant}, sum by (le) (rate({h}_bucket{w})))"
     return q
@@ -79,7 +107,7 @@ def sample_metrics(kind: str) -> list[str]:
                          "container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_throttled_seconds_total",
                          "process_cpu_seconds_total", "go_gc_cycles_total_gc_cycles_total",
                          "go_cpu_classes_gc_total_cpu_seconds_total", "go_cpu_classes_user_cpu_seconds_total",
-                         "go_gc_heap_allocs_bytes_total")]
+                         "go_gc_heap_allocs_bytes_total", "go_gc_duration_seconds_sum")]
     done = {"stream": "cfsim_records_consumed_total", "single-thread": "cfsim_records_consumed_total",
             "closed": "cfsim_loadgen_requests_total", "open": "cfsim_loadgen_requests_total",
             "threads": "cfsim_burns_total"}[kind]

@@ -1,21 +1,35 @@
-"""One lab run: build, cgroup, workload inside, load generator outside, Prometheus scraping
+"""One lab run: build, cgroups, workload inside, load generator outside, Prometheus scraping
 everything at 1 s, optional quota schedule (a VPA in-place resize), raw exports, manifest and
-summary. Clean-up (processes, cgroup, Prometheus and its TSDB) runs on success, failure and Ctrl-C.
+summary. Clean-up (processes, cgroups, Prometheus and its TSDB) runs on success, failure and
+Ctrl-C; what a ``kill -9`` of an earlier run left behind is removed before the next one starts.
+
+Cgroups of a run (same name ``cfsim-lab-<runner pid>-<run>``; the pid tells a dead owner's):
+
+- the workload's CPU cgroup (quota, ``cpu.shares``) and memory cgroup (``memory.limit_in_bytes``),
+  entered between fork and exec so the Go runtime, automaxprocs and automemlimit see them at their
+  first instruction;
+- ``...-harness``: Prometheus, the load generator and this runner itself (with its cAdvisor-named
+  exporter thread), so the harness's CPU is measured on its own and everything a run started
+  lives in a cgroup a later run can empty.
 
 Run folder layout::
 
-    manifest.json   scenario, environment, timings, commands, observed GOMAXPROCS
-    summary.json    the keys of ``cfsim run --json``
-    scenario.toml   the resolved scenario
-    prom/raw.jsonl  /api/v1/query_range bodies of each metric, one per line, byte for byte
-    prom/rate.jsonl the dashboard rate() queries, same format (line index in manifest["exports"])
-    prom/samples.jsonl  /api/v1/query of ``<counter>[<range>]``: raw samples at their scrape times
-    logs/*.log      workload, load generator and Prometheus output
+    manifest.json        scenario, environment, timings, commands, observed GOMAXPROCS/GOMEMLIMIT,
+                         counters at the window's ends, neighbours' CPU, OOM, profile split
+    summary.json         the keys of ``cfsim run --json`` plus GC/memory keys (cfsim.lab.derive)
+    scenario.toml        the resolved scenario
+    prom/raw.jsonl.gz    /api/v1/query_range bodies of each metric, one per line, byte for byte
+    prom/rate.jsonl.gz   the dashboard rate() queries, same format (line index in manifest["exports"])
+    prom/samples.jsonl.gz  /api/v1/query of ``<counter>[<range>]``: raw samples at their scrape times
+    profile.pb.gz        pprof CPU profile (``lab.profile_s`` > 0)
+    logs/*.log           workload, load generator and Prometheus output
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
+import gzip
 import json
 import math
 import os
@@ -23,18 +37,22 @@ import platform
 import shlex
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from cfsim.goruntime.gomaxprocs import gomaxprocs_value
 from cfsim.kernel.hostinfo import kernel_hz
-from cfsim.lab import build, cgroup, exporter, launch, preflight, prometheus, queries, summary
+from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, preflight, prometheus, queries, summary
 from cfsim.lab.lock import machine_lock
 from cfsim.scenario import Scenario, ScenarioError
 
 READY_POLL_S = 0.05
+WATCH_INTERVAL_S = 0.1  # memory / liveness sampling of the workload (OOM time, mean memory)
+PRE_RUN_S = 3.0  # neighbours' CPU measured over this long before t=0
 
 
 @dataclass
@@ -70,12 +88,19 @@ def http_get(url: str, timeout_s: float = 10.0, method: str = "GET") -> str:
         return r.read().decode()
 
 
+class WorkloadDied(RuntimeError):
+    def __init__(self, message: str, returncode: int | None):
+        super().__init__(message)
+        self.returncode = returncode
+
+
 def wait_ready(url: str, proc: subprocess.Popen, timeout_s: float, what: str, log: Path) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise RuntimeError(f"{what} exited with code {proc.returncode} before it was ready:\n{tail}")
+            raise WorkloadDied(f"{what} exited with code {proc.returncode} before it was ready:\n{tail}",
+                               proc.returncode)
         try:
             http_get(url, timeout_s=2)
             return
@@ -84,11 +109,13 @@ def wait_ready(url: str, proc: subprocess.Popen, timeout_s: float, what: str, lo
     raise TimeoutError(f"{what} not ready after {timeout_s} s (raise lab.ready_timeout_s?)")
 
 
-def _enter_cgroup(cg: cgroup.CpuCgroup) -> Callable[[], None]:
-    # runs in the child between fork and exec: the Go runtime (and automaxprocs) then read the
-    # cgroup's quota at their very first instruction, as in a container
+def _enter(*groups: Any) -> Callable[[], None]:
+    # runs in the child between fork and exec: the Go runtime (and automaxprocs/automemlimit)
+    # then read the cgroup's quota and memory limit at their very first instruction
     def enter() -> None:
-        cg.add_pid(os.getpid())
+        for g in groups:
+            if g is not None:
+                g.add_pid(os.getpid())
     return enter
 
 
@@ -103,7 +130,19 @@ def host_facts() -> dict[str, Any]:
         pass
     return {"kernel": platform.release(), "kernel_version": platform.version(), "machine": platform.machine(),
             "cpu_model": cpu_model, "host_cpus": os.cpu_count(), "affinity_cpus": len(os.sched_getaffinity(0)),
-            "hostname": platform.node(), "python": sys.version.split()[0], "hz": kernel_hz()}
+            "hostname": platform.node(), "python": sys.version.split()[0], "hz": kernel_hz(),
+            "mem_total_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+            "page_bytes": os.sysconf("SC_PAGE_SIZE"), "swap": _swap_total_bytes()}
+
+
+def _swap_total_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("SwapTotal:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def initial_limit(sc: Scenario) -> float | None:
@@ -123,69 +162,187 @@ def bandwidth_for(sc: Scenario, limit_cores: float | None) -> cgroup.Bandwidth:
     return cgroup.Bandwidth(quota, period, min(sc["cgroup.burst_us"], quota))
 
 
-def observed_gomaxprocs(raw_body: bytes, t_start: float) -> dict[str, Any]:
-    """Distinct values of go_sched_gomaxprocs_threads over time from a query_range body."""
-    data = json.loads(raw_body)["data"]["result"]
-    changes: list[list[float]] = []
-    for series in data:
-        if series["metric"].get("job") != "workload":
-            continue
-        for ts, v in series["values"]:
-            val = int(float(v))
-            if not changes or changes[-1][1] != val:
-                changes.append([round(float(ts) - t_start, 3), val])
-    return {"changes_t_s": changes, "values": sorted({c[1] for c in changes}),
-            "final": changes[-1][1] if changes else None}
-
-
-def host_cpu_report(h0: tuple[float, float], h1: tuple[float, float], s0: summary.Snapshot,
-                    s1: summary.Snapshot) -> dict[str, float]:
-    wall = s1.t_s - s0.t_s
-    busy = (h1[0] - h0[0]) / wall
-    workload = (s1.stat.usage_ns - s0.stat.usage_ns) / 1e9 / wall
-    return {"host_busy_cores": round(busy, 4), "workload_cores": round(workload, 4),
-            "others_cores": round(busy - workload, 4),
-            "note": "others = every process outside the cgroup: other tenants plus this harness, "
-                    "the load generator and Prometheus"}
+observed_gomaxprocs = derive.observed_gomaxprocs
 
 
 def check_scenario(sc: Scenario) -> None:
     if sc["lab.quota_at"] == "run" and sc["go.gomaxprocs"] in ("automaxprocs", "go1.25"):
         raise ScenarioError("lab.quota_at", "'run' would hide the quota from the GOMAXPROCS policy "
                                             f"{sc['go.gomaxprocs']!r} at start-up; use 'start-up'")
-    if sc["workload.kind"] not in ("threads", "stream", "single-thread", "closed", "open"):
+    if sc["workload.kind"] not in queries.FAMILIES:
         raise ScenarioError("workload.kind", f"the lab has no workload {sc['workload.kind']!r}")
+    if sc["go.gomemlimit_policy"] == "automemlimit" and sc["go.gomemlimit_mb"] is not None:
+        raise ScenarioError("go.gomemlimit_mb", "set together with go.gomemlimit_policy = 'automemlimit' "
+                                                "(the library leaves an explicit GOMEMLIMIT alone): drop one")
+    prof = sc["lab.profile_s"]
+    if prof and prof > sc["run.duration_s"] - sc["run.warmup_s"]:
+        raise ScenarioError("lab.profile_s", f"{prof:g} s does not fit in the measured window "
+                                             f"({sc['run.duration_s'] - sc['run.warmup_s']:g} s)")
 
 
 def host_busy_s() -> tuple[float, float]:
-    """(busy CPU-seconds, total CPU-seconds) of the whole host from /proc/stat, to measure how
-    much CPU other tenants used during the window (a noise indicator on a shared machine)."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    hz = os.sysconf("SC_CLK_TCK")
-    idle = fields[3] + fields[4]  # idle + iowait
-    total = sum(fields[:8])  # guest time is already in user
-    return (total - idle) / hz, total / hz
+    """(busy CPU-seconds, total CPU-seconds) of the whole host from /proc/stat."""
+    p = hostcpu.read_proc_stat()
+    return p.busy_s, p.total_s
 
 
-def _snapshot(cg: cgroup.CpuCgroup, workload_url: str, loadgen_url: str | None) -> summary.Snapshot:
-    t = time.time()
-    stat = cg.read_stat()
-    w = l = {}
+def read_process_memory(pid: int) -> dict[str, int]:
+    """VmRSS, VmHWM (peak RSS), RssAnon, RssFile of a process from ``/proc/<pid>/status`` [bytes]."""
+    out: dict[str, int] = {}
     try:
-        w = summary.parse_exposition(http_get(workload_url + "/metrics", timeout_s=20))
-    except OSError:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
+                out[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
         pass
-    if loadgen_url:
+    return out
+
+
+@dataclass
+class RunCgroups:
+    """The run's cgroups and where to read the host's counters."""
+
+    cpu: Any  # cgroup.CpuCgroup of the workload
+    memory: Any  # cgroup.MemoryCgroup of the workload (None if the host has no memory controller)
+    harness: Any  # cgroup.CpuCgroup of Prometheus, the load generator and this runner
+    root_usage: Path | None
+
+    def reading(self) -> hostcpu.CpuReading:
+        """CPU counters now: /proc/stat and the cgroups' usage, read back to back (no HTTP)."""
+        t = time.time()
+        host = hostcpu.read_proc_stat()
+        stat = self.cpu.read_stat()
+        harness = self.harness.read_stat().usage_ns if self.harness is not None else None
+        return hostcpu.CpuReading(t, host, stat.usage_ns, harness, hostcpu.read_usage_ns(self.root_usage))
+
+
+class Watch(threading.Thread):
+    """Samples the workload's memory and CPU counters every 0.1 s and notices its death: an OOM
+    kill is a result (time, memory at the kill), not a harness failure."""
+
+    def __init__(self, proc: subprocess.Popen, cgs: RunCgroups, interval_s: float = WATCH_INTERVAL_S):
+        super().__init__(daemon=True, name="cfsim-lab-watch")
+        self.proc, self.cgs, self.interval_s = proc, cgs, interval_s
+        self.readings: list[tuple[float, cgroup.CpuStat, cgroup.MemoryStat | None]] = []
+        self.died_t_s: float | None = None
+        self.last_alive_t_s: float | None = None
+        self.returncode: int | None = None
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            t = time.time()
+            alive = self.proc.poll() is None
+            try:
+                stat = self.cgs.cpu.read_stat()
+                mem = self.cgs.memory.read() if self.cgs.memory is not None else None
+            except OSError:
+                return
+            with self.lock:
+                self.readings.append((t, stat, mem))
+                if alive:
+                    self.last_alive_t_s = t
+                else:
+                    self.died_t_s, self.returncode = t, self.proc.returncode
+                    return
+            self.stop_event.wait(self.interval_s)
+
+    @property
+    def died(self) -> bool:
+        return self.died_t_s is not None
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def nearest(self, t_s: float) -> tuple[float, cgroup.CpuStat, cgroup.MemoryStat | None]:
+        with self.lock:
+            return min(self.readings, key=lambda r: abs(r[0] - t_s))
+
+    def last_alive(self) -> tuple[float, cgroup.CpuStat, cgroup.MemoryStat | None] | None:
+        """The last reading before the death: the process not yet gone and, with a memory cgroup,
+        no OOM kill counted yet (a killed process can linger a moment before it is reaped)."""
+        with self.lock:
+            alive = [r for r in self.readings if self.last_alive_t_s is not None and r[0] <= self.last_alive_t_s
+                     and (r[2] is None or r[2].oom_kills == (self.readings[0][2].oom_kills if self.readings[0][2] else 0))]
+        return alive[-1] if alive else None
+
+    def memory_mean(self, t0: float, t1: float) -> dict[str, Any]:
+        """Time-mean memory usage and working set over [t0, t1] (trapezoids between samples)."""
+        with self.lock:
+            pts = [(t, m) for t, _, m in self.readings if m is not None and t0 <= t <= t1]
+        if len(pts) < 2:
+            return {"samples": len(pts)}
+        area_u = area_w = 0.0
+        for (ta, ma), (tb, mb) in zip(pts, pts[1:]):
+            area_u += (ma.usage_bytes + mb.usage_bytes) / 2 * (tb - ta)
+            area_w += (ma.working_set_bytes + mb.working_set_bytes) / 2 * (tb - ta)
+        span = pts[-1][0] - pts[0][0]
+        return {"samples": len(pts), "interval_s": self.interval_s, "span_s": round(span, 3),
+                "mean_usage_bytes": area_u / span, "mean_working_set_bytes": area_w / span,
+                "max_usage_sampled_bytes": max(m.usage_bytes for _, m in pts)}
+
+
+def _snapshot(cgs: RunCgroups, workload_url: str, loadgen_url: str | None, pid: int,
+              booked: str | None = None) -> tuple[summary.Snapshot, hostcpu.CpuReading]:
+    """Counters first (cgroups, /proc/stat, memory, RSS: the snapshot instant), then the HTTP
+    reads of the load generator's and the workload's /metrics. With ``booked``, the workload's
+    samples are a capture it made itself at this instant (:func:`book_capture`), fetched later by
+    :func:`fetch_capture`: a saturated workload answers a read seconds late."""
+    reading = cgs.reading()
+    stat = cgs.cpu.read_stat()
+    mem = cgs.memory.read() if cgs.memory is not None else None
+    proc_mem = read_process_memory(pid)
+    reads: dict[str, Any] = {}
+
+    def metrics(url: str, what: str) -> summary.Samples:
+        t0 = time.time()
         try:
-            l = summary.parse_exposition(http_get(loadgen_url + "/metrics", timeout_s=20))
-        except OSError:
-            pass
-    return summary.Snapshot(t, stat, w, l)
+            return summary.parse_exposition(http_get(url + "/metrics", timeout_s=20))
+        except OSError as exc:
+            reads[f"{what}_error"] = f"{type(exc).__name__}: {exc}"
+            return {}
+        finally:
+            reads[f"{what}_s"] = round(time.time() - t0, 3)
+    l = metrics(loadgen_url, "loadgen") if loadgen_url else {}
+    w = metrics(workload_url, "workload") if booked is None else {}
+    SNAPSHOT_READS.append({"t_s": reading.t_s, **reads, **({"workload_capture": booked} if booked else {})})
+    return summary.Snapshot(reading.t_s, stat, w, l, mem, proc_mem), reading
 
 
-def _sleep_until(t_unix: float) -> None:
+def book_capture(workload_url: str, name: str, at_unix_s: float) -> None:
+    """Ask the workload to capture its /metrics at ``at_unix_s`` (a timer in the process)."""
+    http_get(f"{workload_url}/snapshot?name={name}&at_unix_ns={int(at_unix_s * 1e9)}", method="POST")
+
+
+def fetch_capture(workload_url: str, name: str, timeout_s: float = 120.0) -> tuple[summary.Samples, dict[str, Any]]:
+    """A booked capture's samples and when it was taken ({} and the error if it cannot be had)."""
+    t0 = time.time()
+    try:
+        text = http_get(f"{workload_url}/snapshot?name={name}", timeout_s=timeout_s)
+    except OSError as exc:
+        return {}, {"name": name, "error": f"{type(exc).__name__}: {exc}", "fetch_s": round(time.time() - t0, 3)}
+    head = dict(kv.split("=", 1) for kv in text.split("\n", 1)[0].split()[2:])
+    info = {"name": name, "booked_unix_s": int(head["booked_unix_ns"]) / 1e9,
+            "captured_unix_s": int(head["captured_unix_ns"]) / 1e9, "fetch_s": round(time.time() - t0, 3)}
+    info["delay_s"] = round(info["captured_unix_s"] - info["booked_unix_s"], 4)
+    if "collected_unix_ns" in head:  # how long the synchronous collection itself took
+        info["collect_s"] = round(int(head["collected_unix_ns"]) / 1e9 - info["captured_unix_s"], 4)
+    return summary.parse_exposition(text), info
+
+
+# how long each snapshot's /metrics reads took, and why one failed (kept in the manifest)
+SNAPSHOT_READS: list[dict[str, Any]] = []
+
+
+def _sleep_until(t_unix: float, abort: Callable[[], bool] = lambda: False) -> bool:
+    """Sleep until ``t_unix``; True if ``abort()`` became true first."""
     while (left := t_unix - time.time()) > 0:
-        time.sleep(min(left, 0.2))
+        if abort():
+            return True
+        time.sleep(min(left, 0.05))
+    return abort()
 
 
 @dataclass(frozen=True)
@@ -193,9 +350,10 @@ class Workload:
     url: str
     argv: list[str]
     env: dict[str, str]
-    info: dict[str, Any]  # /info at ready: GOMAXPROCS, calibration, Go version
+    info: dict[str, Any]  # /info at ready: GOMAXPROCS, GOMEMLIMIT, calibration, Go version, pid
     launch_unix_s: float
     setup_s: float
+    proc: subprocess.Popen
 
 
 @dataclass(frozen=True)
@@ -204,7 +362,7 @@ class Loadgen:
     argv: list[str]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Window:
     """What happened between t=0 and the end: the snapshots bounding the summary window."""
 
@@ -212,30 +370,34 @@ class Window:
     end_unix_s: float
     snap0: summary.Snapshot
     snap1: summary.Snapshot
-    host0: tuple[float, float]
-    host1: tuple[float, float]
+    cpu0: hostcpu.CpuReading
+    cpu1: hostcpu.CpuReading
     quota_changes: list[dict[str, Any]]
     loadavg: dict[str, tuple[float, float, float]]
+    peak_since_start: dict[str, Any] | None = None
+    oom: dict[str, Any] | None = None
+    profile: dict[str, Any] | None = None
 
 
-def start_workload(sc: Scenario, binary: Path, cg: cgroup.CpuCgroup, procs: Processes, logs: Path) -> Workload:
-    """Launch the workload inside ``cg`` and wait until its heap is built and its loop calibrated."""
+def start_workload(sc: Scenario, binary: Path, cgs: RunCgroups, procs: Processes, logs: Path) -> Workload:
+    """Launch the workload inside the run's cgroups and wait until its heap is built and its
+    loop calibrated."""
     port = prometheus.free_port()
     url = f"http://127.0.0.1:{port}"
     argv = launch.workload_command(binary, sc, f"127.0.0.1:{port}")
     env = launch.workload_env(sc)
     log = logs / "workload.log"
     t_launch = time.time()
-    proc = procs.start(argv, log, env=env, preexec_fn=_enter_cgroup(cg))
+    proc = procs.start(argv, log, env=env, preexec_fn=_enter(cgs.cpu, cgs.memory))
     wait_ready(url + "/ready", proc, sc["lab.ready_timeout_s"], "workload", log)
     setup_s = time.time() - t_launch
-    return Workload(url, argv, env, json.loads(http_get(url + "/info")), t_launch, setup_s)
+    return Workload(url, argv, env, json.loads(http_get(url + "/info")), t_launch, setup_s, proc)
 
 
 def start_loadgen(sc: Scenario, binary: Path, target_url: str, procs: Processes, logs: Path,
                   enter: Callable[[], None] | None) -> Loadgen | None:
-    """Launch the load generator (closed/open kinds) outside the workload's cgroup; it idles
-    until ``POST /start`` so Prometheus can scrape it before t=0."""
+    """Launch the load generator (closed/open kinds) in the harness cgroup; it idles until
+    ``POST /start`` so Prometheus can scrape it before t=0."""
     port = prometheus.free_port()
     argv = launch.loadgen_command(binary, sc, target_url + "/work", f"127.0.0.1:{port}")
     if argv is None:
@@ -247,34 +409,96 @@ def start_loadgen(sc: Scenario, binary: Path, target_url: str, procs: Processes,
     return Loadgen(url, argv)
 
 
-def measure(sc: Scenario, cg: cgroup.CpuCgroup, workload: Workload, loadgen: Loadgen | None,
-            log: Callable[[str], None], run_id: str) -> Window:
-    """Start the load at t=0, apply the quota schedule, snapshot at warm-up end and at the end."""
+def last_scrape_samples(prom: prometheus.Prometheus, job: str, before_s: float) -> tuple[float, summary.Samples] | None:
+    """The samples of ``job``'s last successful scrape at or before ``before_s`` (from Prometheus:
+    the workload itself is gone after an OOM kill)."""
+    body = json.loads(prom.query(f'up{{job="{job}"}}[5m]', before_s))
+    good = [float(t) for r in body["data"]["result"] for t, v in r["values"] if float(v) == 1.0 and float(t) <= before_s]
+    if not good:
+        return None
+    t = max(good)
+    return t, summary.samples_from_vector(prom.query(f'{{job="{job}"}}', t))
+
+
+class Profiler(threading.Thread):
+    """GET /debug/pprof/profile?seconds=N in the background; the body is the gzipped protobuf."""
+
+    def __init__(self, url: str, seconds: float, out: Path):
+        super().__init__(daemon=True, name="cfsim-lab-profile")
+        self.url, self.seconds, self.out = url, seconds, out
+        self.error: str | None = None
+        self.t0 = self.t1 = 0.0
+
+    def run(self) -> None:
+        self.t0 = time.time()
+        try:
+            req = urllib.request.Request(f"{self.url}/debug/pprof/profile?seconds={self.seconds:g}")
+            with urllib.request.urlopen(req, timeout=self.seconds + 60) as r:
+                self.out.write_bytes(r.read())
+        except OSError as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+        self.t1 = time.time()
+
+
+def profile_split(binary: Path, profile: Path) -> dict[str, Any]:
+    """Run ``profsplit`` on a saved profile: user / scheduler / GC CPU seconds and fractions."""
+    res = subprocess.run([str(binary), str(profile)], capture_output=True, text=True, timeout=120)
+    if res.returncode != 0:
+        return {"error": res.stderr.strip() or f"profsplit exit {res.returncode}"}
+    return json.loads(res.stdout)
+
+
+def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen | None, watch: Watch,
+            prom: prometheus.Prometheus, out_dir: Path, log: Callable[[str], None], run_id: str) -> Window:
+    """Start the load at t=0, apply the quota schedule, snapshot at warm-up end and at the end.
+
+    If the workload dies (an OOM kill), the window ends at its last successful scrape: the
+    counters up to then come from Prometheus and the watcher, and the run is a result."""
     duration, warmup = sc["run.duration_s"], sc["run.warmup_s"]
     l_url = loadgen.url if loadgen else None
+    pid = workload.proc.pid
     load0 = os.getloadavg()
+    # a snapshot just before t=0: the window's start if the workload dies during the warm-up
+    snap_t0, cpu_t0 = _snapshot(cgs, workload.url, l_url, pid)
     t_start = time.time()
     http_get(workload.url + "/start", method="POST")
     if loadgen:
         http_get(loadgen.url + "/start", method="POST")
+    book_capture(workload.url, "window_start", t_start + warmup)
+    book_capture(workload.url, "window_end", t_start + duration)
     events = sorted((float(t), lim) for t, lim in (sc["cgroup.limit_schedule"] or []) if 0 < t < duration)
     marks: list[tuple[float, str, Any]] = [(warmup, "snapshot", None)] + [(t, "quota", lim) for t, lim in events]
+    prof_s = sc["lab.profile_s"] or 0.0
+    if prof_s > 0:
+        # centred in the measured window
+        marks.append((warmup + (duration - warmup - prof_s) / 2, "profile", None))
     quota_changes: list[dict[str, Any]] = []
     lab_vpa = None
     if sc["lab.vpa_in_the_loop"]:
         from cfsim.lab.vpa_loop import LabVpa
 
         def apply_limit(lim: float) -> None:
-            cg.set_bandwidth(bandwidth_for(sc, lim))
-        lab_vpa = LabVpa(sc, lambda: cg.read_stat().usage_ns, apply_limit, initial_limit(sc))
+            cgs.cpu.set_bandwidth(bandwidth_for(sc, lim))
+        lab_vpa = LabVpa(sc, lambda: cgs.cpu.read_stat().usage_ns, apply_limit, initial_limit(sc))
         marks += [(t, "vpa", None) for t in lab_vpa.tick_times(duration)]
-    snap0: summary.Snapshot | None = None
-    host0 = (0.0, 0.0)
+    snap0, cpu0 = snap_t0, cpu_t0
+    peak_since_start = None
+    profiler: Profiler | None = None
+    died = lambda: watch.died  # noqa: E731
     # a quota change at the same instant as the warm-up end comes after the snapshot
     for t, what, lim in sorted(marks, key=lambda m: (m[0], m[1] != "snapshot")):
-        _sleep_until(t_start + t)
+        if _sleep_until(t_start + t, died):
+            break
         if what == "snapshot":
-            snap0, host0 = _snapshot(cg, workload.url, l_url), host_busy_s()
+            snap0, cpu0 = _snapshot(cgs, workload.url, l_url, pid, booked="window_start")
+            if cgs.memory is not None:
+                # the peak since creation includes the heap build; restart it for the window
+                peak_since_start = {"max_usage_bytes": snap0.memory.max_usage_bytes if snap0.memory else None,
+                                    "reset_at_window_start": cgs.memory.reset_peak()}
+            continue
+        if what == "profile":
+            profiler = Profiler(workload.url, prof_s, out_dir / "profile.pb.gz")
+            profiler.start()
             continue
         if what == "vpa":
             change = lab_vpa.tick(round(time.time() - t_start, 4))
@@ -284,16 +508,78 @@ def measure(sc: Scenario, cg: cgroup.CpuCgroup, workload: Workload, loadgen: Loa
                     f"limit {change['cpu_limit_cores']} cores ({change['reason']})")
             continue
         bw = bandwidth_for(sc, lim)
-        cg.set_bandwidth(bw)
+        cgs.cpu.set_bandwidth(bw)
         quota_changes.append({"t_s": t, "applied_t_s": round(time.time() - t_start, 4),
                               "cpu_limit_cores": lim, "quota_us": bw.quota_us, "period_us": bw.period_us})
         log(f"[{run_id}] t={t:g} s: cpu limit -> {lim} cores")
-    _sleep_until(t_start + duration)
-    snap1, host1 = _snapshot(cg, workload.url, l_url), host_busy_s()
-    t_end = time.time()
-    assert snap0 is not None
-    return Window(t_start, t_end, snap0, snap1, host0, host1, quota_changes,
-                  {"start": load0, "end": os.getloadavg()})
+    oom = None
+    if not watch.died and not _sleep_until(t_start + duration, died):
+        snap1, cpu1 = _snapshot(cgs, workload.url, l_url, pid, booked="window_end")
+        t_end = time.time()
+        captures = []
+        for name, snap in (("window_start", snap0), ("window_end", snap1)):
+            if snap is snap_t0:
+                continue
+            samples, info = fetch_capture(workload.url, name)
+            captures.append(info)
+            if name == "window_start":
+                snap0 = dataclasses.replace(snap0, workload=samples)
+            else:
+                snap1 = dataclasses.replace(snap1, workload=samples)
+        SNAPSHOT_READS.append({"captures": [{**c, **{k: round(c[k] - t_start, 4) for k in
+                                                      ("booked_unix_s", "captured_unix_s") if k in c}}
+                                            for c in captures]})
+    else:
+        snap1, cpu1, oom, t_end = _after_death(sc, cgs, watch, prom, t_start, snap_t0.t_s, log, run_id)
+        # the warm-up capture died with the workload: the window starts at t=0
+        snap0, cpu0 = snap_t0, cpu_t0
+    prof = None
+    if profiler is not None:
+        profiler.join(timeout=prof_s + 90)
+        prof = {"seconds": prof_s, "file": "profile.pb.gz", "start_t_s": round(profiler.t0 - t_start, 3),
+                "end_t_s": round(profiler.t1 - t_start, 3), "error": profiler.error}
+    return Window(t_start, t_end, snap0, snap1, cpu0, cpu1, quota_changes,
+                  {"start": load0, "end": os.getloadavg()}, peak_since_start, oom, prof)
+
+
+def _after_death(sc: Scenario, cgs: RunCgroups, watch: Watch, prom: prometheus.Prometheus, t_start: float,
+                 t_first_s: float, log: Callable[[str], None], run_id: str):
+    """The window's end after the workload died: its last successful scrape (Prometheus), the
+    cgroup counters the watcher read nearest to it, and what the kill looked like."""
+    watch.join(timeout=2)
+    mem_now = cgs.memory.read() if cgs.memory is not None else None
+    oom_kills = mem_now.oom_kills if mem_now else 0
+    alive = watch.last_alive()
+    t_died = watch.died_t_s or time.time()
+    oom = {"status": "oom" if oom_kills > 0 else "died", "returncode": watch.returncode,
+           "oom_kills": oom_kills, "detected_t_s": round(t_died - t_start, 3),
+           "last_alive_t_s": None if alive is None else round(alive[0] - t_start, 3),
+           "memory_at_kill": None if alive is None or alive[2] is None else asdict(alive[2]),
+           "memory_after_kill": None if mem_now is None else asdict(mem_now),
+           "note": "the kill happened between last_alive_t_s and detected_t_s (0.1 s sampling); "
+                   "memory_at_kill is the last reading while the process was alive; the summary's window "
+                   "runs from t=0 to the workload's last successful scrape"}
+    log(f"[{run_id}] workload {'OOM-killed' if oom_kills else 'died'} at t={oom['detected_t_s']:g} s "
+        f"(exit {watch.returncode})")
+    # wait for Prometheus to have scraped the loadgen and exporter once more, then read the last
+    # good scrape of the workload
+    time.sleep(sc["lab.scrape_interval_s"] + 0.3)
+    wl = last_scrape_samples(prom, "workload", t_died)
+    if wl is not None and wl[0] <= t_first_s:
+        wl = None  # no successful scrape after t=0: only the cgroup counters cover the run
+    t_end = wl[0] if wl else (alive[0] if alive else t_died)
+    lg = last_scrape_samples(prom, "loadgen", t_end) if "loadgen" in prom.targets else None
+    if lg is not None and lg[0] <= t_first_s:
+        lg = None
+    t_read, stat, mem = watch.nearest(t_end)
+    cpu = hostcpu.CpuReading(t_end, hostcpu.read_proc_stat(), stat.usage_ns,
+                             cgs.harness.read_stat().usage_ns, hostcpu.read_usage_ns(cgs.root_usage))
+    oom["window_end"] = {"workload_last_scrape_t_s": None if wl is None else round(wl[0] - t_start, 3),
+                         "counters_read_t_s": round(t_read - t_start, 3),
+                         "note": "window ends at the workload's last successful scrape; host and neighbour "
+                                 "CPU are read after the death and are not reported for this window"}
+    snap1 = summary.Snapshot(t_end, stat, wl[1] if wl else {}, lg[1] if lg else {}, mem, {})
+    return snap1, cpu, oom, time.time()
 
 
 def export_range(window: Window, step_s: float) -> tuple[float, float]:
@@ -302,18 +588,24 @@ def export_range(window: Window, step_s: float) -> tuple[float, float]:
     return float(math.floor(window.start_unix_s - 2 * step_s)), float(math.ceil(window.end_unix_s + step_s))
 
 
+def _gz_writer(path: Path):
+    # mtime=0: the same bodies give the same file
+    return gzip.GzipFile(filename="", mode="wb", fileobj=open(path, "wb"), mtime=0, compresslevel=9)
+
+
 def export_all(prom: prometheus.Prometheus, sc: Scenario, window: Window, folder: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """Write ``prom/{raw,samples,rate}.jsonl`` (response bodies byte for byte, one per line) and
-    return the manifest's export index and the raw bodies by metric."""
+    """Write ``prom/{raw,samples,rate}.jsonl.gz`` (response bodies byte for byte, one per line)
+    and return the manifest's export index and the raw bodies by metric."""
     kind, step = sc["workload.kind"], sc["lab.step_s"]
     q0, q1 = export_range(window, step)
     exports: dict[str, Any] = {"start_s": round(q0, 3), "end_s": round(q1, 3), "step_s": step,
-                               "format": "one /api/v1/query_range response body per line, byte for byte; "
-                                         "line numbers below (0-based); read with cfsim.lab.export.load_run",
+                               "format": "one /api/v1/query_range response body per line, byte for byte, "
+                                         "gzip; line numbers below (0-based); read with cfsim.io.load_lab_run",
+                               "files": {p: f"prom/{p}.jsonl.gz" for p in ("raw", "samples", "rate")},
                                "raw": {}, "rate": {}, "samples": {}, "empty": []}
     (folder / "prom").mkdir(exist_ok=True)
     raw_bodies: dict[str, bytes] = {}
-    with open(folder / "prom" / "raw.jsonl", "wb") as f:
+    with contextlib.closing(_gz_writer(folder / "prom" / "raw.jsonl.gz")) as f:
         for name in queries.raw_metrics(kind):
             body = prom.query_range(name, q0, q1, step)
             if not json.loads(body)["data"]["result"]:
@@ -322,13 +614,15 @@ def export_all(prom: prometheus.Prometheus, sc: Scenario, window: Window, folder
             raw_bodies[name] = body
             exports["raw"][name] = {"query": name, "line": len(raw_bodies) - 1}
             f.write(body.rstrip(b"\n") + b"\n")
-    range_ms = int(round((q1 - q0) * 1000)) + 1
-    with open(folder / "prom" / "samples.jsonl", "wb") as f:
+    # raw samples from one rate window before the range, so every exported rate() step can be
+    # re-derived exactly (Prometheus scrapes a few seconds before the range starts)
+    range_ms = int(round((q1 - q0 + sc["lab.rate_window_s"] + sc["lab.scrape_interval_s"]) * 1000)) + 1
+    with contextlib.closing(_gz_writer(folder / "prom" / "samples.jsonl.gz")) as f:
         for i, name in enumerate(queries.sample_metrics(kind)):
             promql = f"{name}[{range_ms}ms]"
             f.write(prom.query(promql, q1).rstrip(b"\n") + b"\n")
             exports["samples"][name] = {"query": promql, "line": i, "time_s": round(q1, 3)}
-    with open(folder / "prom" / "rate.jsonl", "wb") as f:
+    with contextlib.closing(_gz_writer(folder / "prom" / "rate.jsonl.gz")) as f:
         for i, (name, promql) in enumerate(queries.rate_queries(kind, sc["lab.rate_window_s"]).items()):
             f.write(prom.query_range(promql, q0, q1, step).rstrip(b"\n") + b"\n")
             exports["rate"][name] = {"query": promql, "line": i}
@@ -343,9 +637,37 @@ LATENCY_NOTES = {"stream": "record arrival to end of processing", "single-thread
                  "closed": "client side (loadgen)", "open": "client side (loadgen)", "threads": "none; see burn_*"}
 
 
+def cleanup_stale(mounts: cgroup.Mounts) -> dict[str, list[str]]:
+    """Remove what a killed earlier run left: its cgroups (and every process inside them: the
+    workload, Prometheus, the load generator) and Prometheus' temporary TSDB folders."""
+    return {"cgroups": cgroup.remove_stale(mounts), "tsdb": prometheus.remove_stale_tsdb()}
+
+
+def code_version() -> dict[str, Any]:
+    """The commit of the code that ran (and whether its tree had local changes). A frozen copy
+    without .git (``git archive``, as data/lab/collect.sh's users may run) names its commit in
+    ``CFSIM_CODE_COMMIT``."""
+    root = build.lab_dir().parent
+    try:
+        res = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        head = res.stdout.strip() if res.returncode == 0 else ""
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "src", "lab"],
+                               capture_output=True, text=True, timeout=10).stdout.strip() if head else ""
+    except (OSError, subprocess.SubprocessError):
+        head, dirty = "", ""
+    if not head:
+        return {"root": str(root), "commit": os.environ.get("CFSIM_CODE_COMMIT"), "dirty": None,
+                "source": "CFSIM_CODE_COMMIT (no git checkout)"}
+    return {"root": str(root), "commit": head, "dirty": bool(dirty)}
+
+
 def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[str] | None = None,
         log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> dict[str, Any]:
-    """Run one scenario for real; return the summary (also written to ``out_dir``)."""
+    """Run one scenario for real; return the summary (also written to ``out_dir``).
+
+    An OOM-killed workload is a result: the manifest's ``status`` is ``"oom"`` and the summary
+    covers the window up to the kill."""
+    sc = launch.resolve_lab_keys(sc)
     check_scenario(sc)
     tools = preflight.check()
     bins = build.build()
@@ -357,36 +679,63 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
     command = command if command is not None else sys.argv
     version = {"auto": None, "v1": 1, "v2": 2}[sc["lab.cgroup_version"]]
 
+    SNAPSHOT_READS.clear()
     with contextlib.ExitStack() as cleanup:  # unwinds in reverse on success, error and Ctrl-C
         # one real measurement at a time on this machine (released last, after the clean-up)
         waited = cleanup.enter_context(machine_lock(f"lab run {run_id}"))
         if waited > 1:
             log(f"[{run_id}] waited {waited:.0f} s for another real measurement to finish")
-        cgroup.remove_stale(tools.mounts)
-        cg = cgroup.create(cgroup.run_name(run_id), tools.mounts, version)
+        stale = cleanup_stale(tools.mounts)
+        if stale["cgroups"] or stale["tsdb"]:
+            log(f"[{run_id}] removed leftovers of a killed run: {stale}")
+        name = cgroup.run_name(run_id)
+        cg = cgroup.create(name, tools.mounts, version)
         cleanup.callback(cg.remove)
+        mem_cg = None
+        try:
+            mem_cg = cgroup.create_memory(name, tools.mounts, version)
+        except FileNotFoundError as exc:
+            if sc["cgroup.memory_limit_mb"] is not None:
+                raise ScenarioError("cgroup.memory_limit_mb", f"this host cannot enforce it: {exc}") from None
+        if mem_cg is not None:
+            cleanup.callback(mem_cg.remove)
+            mem_cg.set_limit(launch.memory_limit_bytes(sc))
         if sc["lab.cpu_shares"] is not None:
             cg.set_shares(sc["lab.cpu_shares"])
-        harness_enter = None
+        # Prometheus, the load generator and this runner: no quota, a CPU weight, measured apart
+        harness_cg = cgroup.create(name + "-harness", tools.mounts, version)
+        cleanup.callback(harness_cg.remove)
         if sc["lab.harness_shares"] is not None:
-            # Prometheus and the load generator: no quota, but a CPU weight, so other tenants
-            # of a shared machine disturb the measurement chain less
-            harness_cg = cgroup.create(cgroup.run_name(run_id) + "-harness", tools.mounts, version)
-            cleanup.callback(harness_cg.remove)
             harness_cg.set_shares(sc["lab.harness_shares"])
-            harness_enter = _enter_cgroup(harness_cg)
+        home = cgroup.cpu_placement(tools.mounts, Path("/proc/self/cgroup").read_text())
+        harness_cg.add_pid(os.getpid())
+        cleanup.callback(cgroup.move_pid, os.getpid(), home)  # back home before the harness cgroup goes
+        harness_enter = _enter(harness_cg)
+        cgs = RunCgroups(cg, mem_cg, harness_cg, hostcpu.root_usage_path(tools.mounts))
         start_limit = initial_limit(sc)
         bw0 = bandwidth_for(sc, start_limit)
         cg.set_bandwidth(bw0 if sc["lab.quota_at"] == "start-up" else bandwidth_for(sc, None))
+        mem_read = mem_cg.read if mem_cg is not None else None
         exp = exporter.serve(exporter.CgroupCollector(cg.read_stat, cg.bandwidth,
-                                                      exporter.ContainerLabels(pod=f"cfsim-lab-{run_id}")))
+                                                      exporter.ContainerLabels(pod=f"cfsim-lab-{run_id}"), mem_read))
         cleanup.callback(exp.stop)
         procs = Processes()
         cleanup.callback(procs.stop_all)
 
-        workload = start_workload(sc, bins["workload"], cg, procs, out_dir / "logs")
+        try:
+            workload = start_workload(sc, bins["workload"], cgs, procs, out_dir / "logs")
+        except WorkloadDied as exc:
+            mem = mem_cg.read() if mem_cg is not None else None
+            if mem is None or mem.oom_kills == 0:
+                raise
+            # an OOM kill while building the heap: a result, with nothing measured
+            return _write_startup_oom(sc, out_dir, run_id, command, tools, mem, exc)
         log(f"[{run_id}] workload ready in {workload.setup_s:.1f} s: GOMAXPROCS={workload.info['gomaxprocs']} "
+            f"GOMEMLIMIT={workload.info.get('gomemlimit_bytes')} "
             f"calibration={workload.info['calibration_rounds_per_cpu_ms']:.0f} rounds/CPU-ms")
+        watch = Watch(workload.proc, cgs)
+        watch.start()
+        cleanup.callback(watch.stop)
         loadgen = start_loadgen(sc, bins["loadgen"], workload.url, procs, out_dir / "logs", harness_enter)
         targets = {"workload": workload.url.removeprefix("http://"), "cadvisor": f"127.0.0.1:{exp.port}"}
         if loadgen:
@@ -397,26 +746,58 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         prom.start()
         if sc["lab.quota_at"] == "run":
             cg.set_bandwidth(bw0)
-        # every target scraped once, then one more interval: the exports start before t=0
+        # every target scraped once; then the neighbours' CPU before the load starts (this also
+        # gives the exports more than one scrape interval before t=0)
         prom.wait_targets_up()
-        time.sleep(sc["lab.scrape_interval_s"] + 0.2)
+        pre_a = cgs.reading()
+        time.sleep(PRE_RUN_S)
+        pre_b = cgs.reading()
 
-        window = measure(sc, cg, workload, loadgen, log, run_id)
+        window = measure(sc, cgs, workload, loadgen, watch, prom, out_dir, log, run_id)
         # keep everything running until a scrape after the export range's end: stopping earlier
         # would put Prometheus' staleness markers inside the exported range
         _sleep_until(export_range(window, sc["lab.step_s"])[1] + sc["lab.scrape_interval_s"] + 0.3)
         exports, raw_bodies = export_all(prom, sc, window, out_dir)
+        watch.stop()
         procs.stop_all()
 
         warmup, duration = sc["run.warmup_s"], sc["run.duration_s"]
-        limit_mean = summary.mean_limit_cores(start_limit, sc["cgroup.limit_schedule"], warmup, duration)
-        summ = summary.summarize(kind, window.snap0, window.snap1, limit_mean)
         gmp = (observed_gomaxprocs(raw_bodies["go_sched_gomaxprocs_threads"], window.start_unix_s)
                if "go_sched_gomaxprocs_threads" in raw_bodies else {"changes_t_s": [], "values": [], "final": None})
-        summ["gomaxprocs_changes"] = len([v for t, v in gmp["changes_t_s"] if warmup < t <= duration])
-        expected = launch.expected_gomaxprocs(sc["go.gomaxprocs"], start_limit, len(os.sched_getaffinity(0)),
-                                              sc["go.round"])
+        # the lab's binaries are built with go >= 1.25 in go.mod: the container-aware default applies
+        expected = gomaxprocs_value(sc["go.gomaxprocs"], start_limit, len(os.sched_getaffinity(0)),
+                                    version="1.25", round_=sc["go.round"], period_us=sc["cgroup.period_us"])
+        expected_gml = launch.expected_gomemlimit(sc, os.sysconf("SC_PAGE_SIZE"))
         s0, s1 = window.snap0, window.snap1
+        ncpu = os.cpu_count() or 1
+        host_cpu = hostcpu.neighbours(window.cpu0, window.cpu1, ncpu)
+        host_cpu["note"] = ("others = host busy (/proc/stat) - workload: other tenants plus this harness; "
+                            "harness = Prometheus + load generator + this runner (their own cgroup); "
+                            "tenants = root cgroup usage - workload - harness. Counters are read at the "
+                            "snapshot instant, before the HTTP reads of /metrics")
+        host_cpu["pre_run"] = {k: v for k, v in hostcpu.neighbours(pre_a, pre_b, ncpu).items()
+                               if k in ("window_s", "host_busy_cores", "harness_cores", "tenants_cores",
+                                        "workload_cores", "steal_cores", "tenants_source")}
+        host_cpu["weights"] = {"workload_shares": sc["lab.cpu_shares"] or 1024,
+                               "harness_shares": sc["lab.harness_shares"] or 1024,
+                               "tenant_shares": hostcpu.TENANT_SHARES}
+        if window.oom is not None:
+            host_cpu["note"] += "; after an OOM kill the window's end readings come after the death"
+        profile = None
+        if window.profile is not None:
+            profile = dict(window.profile)
+            if (out_dir / "profile.pb.gz").exists() and not profile.get("error"):
+                profile["split"] = profile_split(bins["profsplit"], out_dir / "profile.pb.gz")
+                # how much of the cgroup's CPU over the profile's interval the profile sampled
+                # (CPU-time timers are checked at ticks: bursty loads lose samples)
+                a = watch.nearest(window.start_unix_s + profile["start_t_s"])
+                b = watch.nearest(window.start_unix_s + profile["end_t_s"])
+                cg_s = (b[1].usage_ns - a[1].usage_ns) / 1e9
+                profile["cgroup_cpu_s"] = round(cg_s, 4)
+                cpu_s = (profile["split"] or {}).get("cpu_s")
+                profile["coverage"] = round(cpu_s / cg_s, 4) if cpu_s and cg_s > 0 else None
+        watch_mean = watch.memory_mean(s0.t_s, s1.t_s)
+        status = "ok" if window.oom is None else window.oom["status"]
         manifest = {
             "run_id": run_id,
             "scenario_toml": sc.to_toml(),
@@ -425,13 +806,19 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
             "overrides": sc.overrides,
             "gomaxprocs": {"policy": sc["go.gomaxprocs"], "round": sc["go.round"], "expected_at_start": expected,
                            "at_ready": workload.info["gomaxprocs"], "observed": gmp},
+            "gomemlimit": {"policy": sc["go.gomemlimit_policy"], "ratio": sc["go.automemlimit_ratio"],
+                           "expected_at_start_bytes": expected_gml,
+                           "at_ready_bytes": workload.info.get("gomemlimit_bytes")},
             "host": host_facts(),
+            "code": code_version(),
             "go_version": build.go_version(tools.go) if tools.go else workload.info.get("go_version"),
             "workload_go_runtime": workload.info.get("go_version"),
             "prometheus_version": prometheus.version(tools.prometheus),
             "cgroup": {"version": cg.version, "name": cg.name, "cpu_shares": sc["lab.cpu_shares"],
                        "harness_shares": sc["lab.harness_shares"], "initial_bandwidth": vars(bw0),
-                       "quota_at": sc["lab.quota_at"], "quota_changes": window.quota_changes},
+                       "quota_at": sc["lab.quota_at"], "quota_changes": window.quota_changes,
+                       "memory_limit_bytes": launch.memory_limit_bytes(sc),
+                       "memory_version": None if mem_cg is None else mem_cg.version},
             "calibration_rounds_per_cpu_ms": workload.info["calibration_rounds_per_cpu_ms"],
             "live_heap_nodes": workload.info.get("live_heap_nodes"),
             "times": {"launch_unix_s": workload.launch_unix_s, "setup_s": round(workload.setup_s, 3),
@@ -440,11 +827,28 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                       "window_start_unix_s": s0.t_s, "window_end_unix_s": s1.t_s,
                       "warmup_s": warmup, "duration_s": duration},
             "loadavg": window.loadavg,
-            "host_cpu": host_cpu_report(window.host0, window.host1, s0, s1),
+            "host_cpu": host_cpu,
             "cgroup_counters": {"window_start": summary.counters(s0.stat), "window_end": summary.counters(s1.stat)},
+            "memory_counters": {
+                "window_start": None if s0.memory is None else asdict(s0.memory),
+                "window_end": None if s1.memory is None else asdict(s1.memory),
+                "peak_before_window": window.peak_since_start,
+                "watch": watch_mean,
+                "note": "cgroup memory at the window's ends; v1 max_usage_bytes restarts at the window's "
+                        "start (peak_before_window: the peak since the cgroup was created, heap build "
+                        "included); watch: 0.1 s samples, time-mean over the window"},
+            "process_memory": {"pid": workload.proc.pid, "window_start": dict(s0.process),
+                               "window_end": dict(s1.process)},
+            "oom": window.oom,
+            "profile": profile,
             "window_samples": {"note": "the /metrics samples the summary reads, at the window's start and end",
                                "workload": summary.window_samples(s0.workload, s1.workload),
                                "loadgen": summary.window_samples(s0.loadgen, s1.loadgen)},
+            "scrapes": derive.scrape_health(raw_bodies, s0.t_s, s1.t_s),
+            "snapshot_reads": {"note": "t_s run-relative; the workload's samples at the window's ends are "
+                                       "captures it took itself at the booked instants (delay_s late)",
+                               "reads": [{**r, **({"t_s": round(r["t_s"] - window.start_unix_s, 3)} if "t_s" in r else {})}
+                                         for r in SNAPSHOT_READS]},
             "command": command,
             "command_line": shlex.join(command),
             "processes": {"workload": {"argv": workload.argv,
@@ -452,16 +856,45 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                           "loadgen": {"argv": loadgen.argv if loadgen else None},
                           "prometheus": {"argv": prom.argv, "targets": targets}},
             "exports": exports,
-            "summary_notes": {
-                "window": "summary uses direct reads at t_start+warmup_s and t_start+duration_s",
-                "cpu_limit_cores": "time-averaged limit over the window",
-                "latency": LATENCY_NOTES[kind],
-                "gc_cpu_fraction": "runtime/metrics /cpu/classes/gc/total over (total - idle)",
-                "sched_cpu_fraction": "not measurable without a profiler: null"},
-            "status": "ok",
+            "summary_notes": derive.SUMMARY_NOTES | {"latency": LATENCY_NOTES[kind]},
+            "status": status,
         }
-        if summ["gomaxprocs"] is not None and summ["gomaxprocs"] != expected and not sc["cgroup.limit_schedule"]:
-            manifest["warnings"] = [f"GOMAXPROCS {summ['gomaxprocs']} differs from the policy's {expected}"]
+        warnings = []
+        if (s1.workload.get("go_sched_gomaxprocs_threads") is not None and not sc["cgroup.limit_schedule"]
+                and not sc["lab.vpa_in_the_loop"] and int(s1.workload["go_sched_gomaxprocs_threads"]) != expected):
+            warnings.append(f"GOMAXPROCS {int(s1.workload['go_sched_gomaxprocs_threads'])} differs from the "
+                            f"policy's {expected}")
+        got_gml = workload.info.get("gomemlimit_bytes")
+        if got_gml is not None and (expected_gml or (1 << 63) - 1) != got_gml:
+            warnings.append(f"GOMEMLIMIT {got_gml} differs from the policy's {expected_gml}")
+        for r in SNAPSHOT_READS:
+            for c in r.get("captures", []):
+                late = max(c.get("delay_s") or 0, c.get("collect_s") or 0)
+                if late > 0.25 or "error" in c:
+                    warnings.append(f"the workload's {c['name']} capture: "
+                                    + (c["error"] if "error" in c else
+                                       f"began {c['delay_s']} s after its instant and took {c.get('collect_s')} s "
+                                       "(a saturated process): its counters are that much late"))
+        if warnings:
+            manifest["warnings"] = warnings
+        summ = derive.summarize_manifest(manifest, raw_bodies)
         (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
         (out_dir / "summary.json").write_text(json.dumps(summ, indent=1, sort_keys=True) + "\n")
         return summ
+
+
+def _write_startup_oom(sc: Scenario, out_dir: Path, run_id: str, command: list[str], tools: preflight.Tools,
+                       mem: cgroup.MemoryStat, exc: WorkloadDied) -> dict[str, Any]:
+    """The workload was OOM-killed before it was ready (while building its live heap)."""
+    summ = dict.fromkeys(summary.SUMMARY_KEYS + summary.EXTRA_KEYS + summary.GC_MEMORY_KEYS)
+    summ.update(cpu_limit_cores=initial_limit(sc), memory_limit_bytes=mem.limit_bytes, oom_kills=mem.oom_kills,
+                memory_max_usage_bytes=mem.max_usage_bytes, memory_at_oom_bytes=mem.max_usage_bytes, oom_time_s=None)
+    manifest = {"run_id": run_id, "scenario_toml": sc.to_toml(), "scenario": sc.to_dict(), "overrides": sc.overrides,
+                "status": "oom", "host": host_facts(), "code": code_version(),
+                "oom": {"status": "oom", "phase": "start-up (live heap build)", "returncode": exc.returncode,
+                        "oom_kills": mem.oom_kills, "memory_after_kill": asdict(mem)},
+                "command": command, "command_line": shlex.join(command), "times": {"start_utc": _utc(time.time())},
+                "gomaxprocs": {"expected_at_start": None}, "exports": {}}
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
+    (out_dir / "summary.json").write_text(json.dumps(summ, indent=1, sort_keys=True) + "\n")
+    return summ

@@ -9,22 +9,34 @@ from typing import Any
 import pandas as pd
 
 
+# further scenario keys the newer grids vary (empty columns for grids that do not)
+SCENARIO_COLUMNS = (("workload", "kind"), ("workload", "rate_per_s"), ("workload", "arrivals"),
+                    ("go", "gogc"), ("go", "gomemlimit_mb"), ("go", "gomemlimit_policy"), ("go", "live_heap_mb"),
+                    ("cgroup", "memory_limit_mb"), ("lab", "load_fraction"), ("lab", "profile_s"))
+
+
 def run_row(folder: Path) -> dict[str, Any] | None:
     if not (folder / "summary.json").is_file() or not (folder / "manifest.json").is_file():
         return None
     summ = json.loads((folder / "summary.json").read_text())
     man = json.loads((folder / "manifest.json").read_text())
-    sc = man["scenario"]
+    sc = man.get("scenario") or {}
+    host = man.get("host_cpu") or {}
     row: dict[str, Any] = {
         "run": folder.name,
         "role": "calibration" if folder.name.startswith("calib") else
-                "repeat" if folder.name.startswith("repeat-") else "point",
+                "repeat" if folder.name.startswith("repeat") else "point",
+        "status": man.get("status", "ok"),
         "scenario.cpu_limit": sc.get("cgroup", {}).get("cpu_limit"),
         "scenario.gomaxprocs": str(sc.get("go", {}).get("gomaxprocs")),
-        "start_utc": man["times"]["start_utc"],
-        "others_cores": man.get("host_cpu", {}).get("others_cores"),
-        "host_busy_cores": man.get("host_cpu", {}).get("host_busy_cores"),
-        "gomaxprocs_expected": man["gomaxprocs"]["expected_at_start"],
+        **{f"scenario.{k}": sc.get(sec, {}).get(k) for sec, k in SCENARIO_COLUMNS},
+        "start_utc": (man.get("times") or {}).get("start_utc"),
+        "others_cores": host.get("others_cores"),
+        "host_busy_cores": host.get("host_busy_cores"),
+        "harness_cores": host.get("harness_cores"),
+        "tenants_cores": host.get("tenants_cores"),
+        "pre_run_tenants_cores": (host.get("pre_run") or {}).get("tenants_cores"),
+        "gomaxprocs_expected": (man.get("gomaxprocs") or {}).get("expected_at_start"),
     }
     row.update(summ)
     return row

@@ -119,14 +119,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
                        choices=("1.20", "1.21", "1.22", "1.23", "1.24", "1.25", "1.26")),
         "gogc": Key(100, "int", "GOGC percent; -1 = off", _ge(-1)),
         "gomemlimit_mb": Key(None, "float", "GOMEMLIMIT [MiB]; absent = none", _gt(0), optional=True),
+        "gomemlimit_policy": Key("explicit", "str", "'explicit': GOMEMLIMIT = go.gomemlimit_mb (or none); "
+                                                    "'automemlimit': ratio x the cgroup memory limit read once at "
+                                                    "start-up (github.com/KimMachineGun/automemlimit), none without "
+                                                    "a limit", choices=("explicit", "automemlimit")),
+        "automemlimit_ratio": Key(0.9, "float", "automemlimit ratio of the memory limit (the library's default 0.9)",
+                                  lambda v: None if 0 < v <= 1 else f"must be in (0, 1] (got {v})"),
         "live_heap_mb": Key(16.0, "float", "live (marked) heap [MiB]", _ge(0)),
         "gc_cpu_limiter": Key(True, "bool", "model the GC CPU limiter (Go >= 1.19)"),
-        "gomemlimit_policy": Key("explicit", "str", "how GOMEMLIMIT is set: 'explicit' (go.gomemlimit_mb, or none) "
-                                                    "| 'automemlimit' (github.com/KimMachineGun/automemlimit: ratio x "
-                                                    "cgroup.memory_limit_mb at start-up; an explicit GOMEMLIMIT wins)",
-                                 choices=("explicit", "automemlimit")),
-        "automemlimit_ratio": Key(0.9, "float", "automemlimit's AUTOMEMLIMIT ratio of the cgroup memory limit",
-                                  lambda v: None if 0 < v <= 1 else f"must be in (0, 1] (got {v})"),
         # the runtime's memory outside the live heap (cfsim.goruntime.memory; calibrated priors)
         "mem_base_mb": Key(5.0, "float", "runtime memory that does not grow with the heap [MiB] (profiling buckets, "
                                          "runtime structures; /memory/classes minus heap and metadata)",

@@ -1,0 +1,109 @@
+"""Who used the host's CPUs during a lab run: the workload, the harness (Prometheus, the load
+generator, this runner and its exporter, all in the run's harness cgroup) and everything else
+(other tenants of a shared machine), each measured on its own, never derived from the workload's
+usage alone.
+
+The counters are read at the snapshot instant itself, before any slow HTTP read of ``/metrics``
+(a throttled workload may take a second to answer): reading ``/proc/stat`` after the HTTP read
+stretched its interval past the window and put ``others_cores`` above the host's CPU count in
+34 of the first 150 runs.
+
+Sources: ``/proc/stat`` (``Documentation/filesystems/proc.rst``: USER_HZ ticks, the ``cpu`` line
+is the sum over CPUs; steal is time a hypervisor gave to other guests), cgroup v1
+``cpuacct.usage`` of the root (every task on the host, hierarchical) and of the run's cgroups
+(ns), v2 ``cpu.stat`` ``usage_usec``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cfsim.lab.cgroup import Mounts, parse_keyed
+
+TENANT_SHARES = 1024  # a process in the root cgroup weighs as cpu.shares 1024 (nice 0)
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    busy_s: float  # user+nice+system+irq+softirq+steal (as the first lab manifests counted it)
+    total_s: float
+    steal_s: float
+
+
+@dataclass(frozen=True)
+class CpuReading:
+    """CPU counters of the host and of the run's cgroups at one instant."""
+
+    t_s: float
+    host: ProcStat
+    workload_ns: int
+    harness_ns: int | None
+    root_ns: int | None  # every task on the host (root cgroup), None if the interface lacks it
+
+
+def parse_proc_stat(text: str, hz: int) -> ProcStat:
+    """The aggregate ``cpu`` line of ``/proc/stat`` -> seconds (guest time is already in user)."""
+    fields = [int(x) for x in text.splitlines()[0].split()[1:]]
+    fields += [0] * (8 - len(fields))
+    idle = fields[3] + fields[4]  # idle + iowait
+    total = sum(fields[:8])
+    return ProcStat((total - idle) / hz, total / hz, fields[7] / hz)
+
+
+def read_proc_stat(path: Path = Path("/proc/stat")) -> ProcStat:
+    return parse_proc_stat(path.read_text(), os.sysconf("SC_CLK_TCK"))
+
+
+def root_usage_path(mounts: Mounts) -> Path | None:
+    """The root cgroup's cumulative CPU usage file (v1 cpuacct.usage, v2 cpu.stat)."""
+    if mounts.v1_cpuacct is not None and (mounts.v1_cpuacct / "cpuacct.usage").exists():
+        return mounts.v1_cpuacct / "cpuacct.usage"
+    if mounts.v2 is not None and (mounts.v2 / "cpu.stat").exists():
+        return mounts.v2 / "cpu.stat"
+    return None
+
+
+def read_usage_ns(path: Path | None) -> int | None:
+    if path is None:
+        return None
+    text = path.read_text()
+    if path.name == "cpu.stat":
+        usec = parse_keyed(text).get("usage_usec")
+        return None if usec is None else usec * 1000
+    return int(text.strip())
+
+
+def neighbours(a: CpuReading, b: CpuReading, ncpu: int) -> dict[str, Any]:
+    """Cores used between two readings by the host, the workload, the harness and the tenants.
+
+    ``others_cores`` (host busy minus workload, the first manifests' key) is kept; ``tenants_cores``
+    is the root cgroup's usage minus the workload's and the harness's, from the same kind of
+    counter (cgroup CPU accounting), so it does not depend on tick sampling; when the root's usage
+    is unavailable it falls back to ``/proc/stat`` (``tenants_source`` says which).
+    """
+    wall = b.t_s - a.t_s
+    if wall <= 0:
+        raise ValueError(f"readings are not in time order ({a.t_s} -> {b.t_s})")
+    busy = (b.host.busy_s - a.host.busy_s) / wall
+    workload = (b.workload_ns - a.workload_ns) / 1e9 / wall
+    harness = None if a.harness_ns is None or b.harness_ns is None else (b.harness_ns - a.harness_ns) / 1e9 / wall
+    out: dict[str, Any] = {
+        "window_s": round(wall, 4),
+        "host_busy_cores": round(busy, 4),
+        "steal_cores": round((b.host.steal_s - a.host.steal_s) / wall, 4),
+        "workload_cores": round(workload, 4),
+        "others_cores": round(busy - workload, 4),
+        "harness_cores": None if harness is None else round(harness, 4),
+        "host_cpus": ncpu,
+    }
+    if a.root_ns is not None and b.root_ns is not None:
+        root = (b.root_ns - a.root_ns) / 1e9 / wall
+        out["root_cgroup_cores"] = round(root, 4)
+        tenants, source = root - workload - (harness or 0.0), "root cgroup cpuacct"
+    else:
+        tenants, source = busy - workload - (harness or 0.0), "/proc/stat"
+    out["tenants_cores"] = round(tenants, 4)
+    out["tenants_source"] = source
+    return out
