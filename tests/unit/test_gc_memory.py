@@ -248,3 +248,33 @@ def test_allocation_cpu_is_charged_to_the_allocating_goroutine():
     assert malloc / base == pytest.approx(50 / (50 + 64 * 0.165), rel=0.02)
     # the heap's spans (~64 KiB x fragmentation per item) are new memory: ~16-17 faults of 1 us
     assert faults / base == pytest.approx(50 / (50 + 16.5), rel=0.05)
+
+
+def test_gc_regime_from_the_scenario_alone():
+    from cfsim.validation.gcmemory import gc_by_regime, gc_regime
+
+    def sc(**kw):
+        return load_scenario({"go": {"live_heap_mb": 256, "roots_mb": 0.0, **kw.pop("go", {})}, **kw}).flat()
+
+    assert gc_regime(sc()) == "gogc"                                            # goal 512 MiB, no limits
+    assert gc_regime(sc(go={"gomemlimit_mb": 640})) == "gogc"                   # above the GOGC goal
+    assert gc_regime(sc(go={"gomemlimit_mb": 480})) == "gomemlimit"
+    assert gc_regime(sc(go={"gogc": -1, "gomemlimit_mb": 512})) == "gomemlimit"
+    assert gc_regime(sc(go={"gogc": -1, "gomemlimit_mb": 281.6})) == "gomemlimit-near-live"
+    assert gc_regime(sc(cgroup={"memory_limit_mb": 4096})) == "gogc"           # far above the heap
+    assert gc_regime(sc(cgroup={"memory_limit_mb": 800})) == "memory-limit"
+    assert gc_regime(sc(cgroup={"memory_limit_mb": 800}, go={"gomemlimit_policy": "automemlimit"})) == "memory-limit"
+    # the summary: medians per regime, OOM confusion over the runs that record GC metrics
+    runs = [{"role": "point", "gc_regime": "gogc", "observed": {"gc_cycles_per_s": 1.0, "oom_killed": 0.0},
+             "simulated": {"oom_killed": 1.0}, "errors": {"gc_cycles_per_s": None}},
+            {"role": "point", "gc_regime": "gogc", "observed": {"gc_cycles_per_s": 1.0, "oom_killed": 0.0},
+             "simulated": {"oom_killed": 0.0}, "errors": {"gc_cycles_per_s": -0.2}},
+            {"role": "point", "gc_regime": "gogc", "observed": {"gc_cycles_per_s": 1.0, "oom_killed": 0.0},
+             "simulated": {"oom_killed": 0.0}, "errors": {"gc_cycles_per_s": 0.1}},
+            {"role": "point", "gc_regime": "gogc", "observed": {"throughput_per_s": 1.0}, "simulated": {},
+             "errors": {}}]                                                     # no GC metrics recorded
+    g = gc_by_regime(runs)
+    assert g["regimes"]["gogc"]["gc_cycles_per_s"] == pytest.approx({"median_abs": 0.15, "median": -0.05, "n": 2,
+                                                                      "goal": 0.10})
+    assert g["regimes"]["gogc"]["runs"] == 3
+    assert g["oom"] == {"lab oom, model oom": 0, "lab oom, model ok": 0, "lab ok, model oom": 1, "lab ok, model ok": 2}

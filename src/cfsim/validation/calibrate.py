@@ -185,9 +185,9 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     test_runs = [r for r in runs if r not in train_runs]
     if not train_runs:
         raise ValueError(f"--train {train!r} selects no run among {len(runs)} runs below {path}")
-    factors = {}
-    for grid in {r.parent for r in runs}:
-        factors[grid] = grid_norm(find_runs(grid)).factor
+    grids = sorted({r.parent for r in runs})
+    factors = {grid: grid_norm(find_runs(grid)).factor for grid in grids}
+    model_params = [k for k in names if k != "cost_factor"]
     x0 = []
     for k in names:
         lo, hi = bnd[k]
@@ -210,7 +210,10 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
 
     def residuals(x: np.ndarray) -> np.ndarray:
         p = {k: float(v) for k, v in zip(names, values(x))}
-        jobs = [(str(r), apply_params(r, p, factors[r.parent]), duration_s, metrics) for r in train_runs]
+        # the grid's cost factor divides its calibration runs' CPU by the model with these parameters
+        # (a calibration run's CPU includes its GC): recomputed when a model parameter is fitted
+        now = {grid: grid_norm(find_runs(grid), p).factor for grid in grids} if model_params else factors
+        jobs = [(str(r), apply_params(r, p, now[r.parent]), duration_s, metrics) for r in train_runs]
         results = list(pool.map(_residuals_for_run, jobs)) if pool else [_residuals_for_run(j) for j in jobs]
         evaluations.append(1)
         if progress:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from cfsim.validation import metrics as vm
+from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
 from cfsim.validation.normalise import GridNorm, grid_norm
 from cfsim.validation.twin import find_runs, is_calibration_run, observed_summary, run_scenario, twin
 
@@ -32,6 +33,7 @@ class ValidationReport:
     errors: dict[str, dict[str, Any]]
     grids: dict[str, dict[str, Any]] = field(default_factory=dict)
     simulated: dict[str, Any] = field(default_factory=dict)  # run id -> SimulationResult
+    gc: dict[str, Any] = field(default_factory=dict)  # GC/memory errors per GC regime, OOM confusion
 
     def table(self) -> pd.DataFrame:
         """One row per run and metric: observed, simulated, error, error kind, goal."""
@@ -47,7 +49,7 @@ class ValidationReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs],
-                "errors": self.errors, "grids": self.grids}
+                "errors": self.errors, "grids": self.grids, "gc": self.gc}
 
 
 def _roles(grid_dir: Path) -> dict[str, str]:
@@ -129,7 +131,7 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     sims: dict[str, Any] = {}
     for grid_dir, grid_runs in by_grid.items():
         roles = _roles(grid_dir)
-        norm = grid_norm(grid_runs) if normalise else GridNorm()
+        norm = grid_norm(grid_runs, params) if normalise else GridNorm()
         grid_rows: dict[str, dict[str, Any]] = {}
         for run in grid_runs:
             role = _role(run, roles)
@@ -144,11 +146,15 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
             observed = _derived(observed_summary(run))
             simulated = _derived(sim.summary)
             errors = {m.name: vm.error(m, observed[m.name], simulated[m.name]) for m in vm.METRICS}
+            if observed.get("oom_killed") or simulated.get("oom_killed"):
+                # an OOM-killed run (either side) has no comparable window: only the kill is compared
+                errors = {k: (v if k == "oom_killed" else None) for k, v in errors.items()}
             run_id = str(run.relative_to(root.parent)) if run != root else run.name
             row = {"run": run_id, "grid": grid_dir.name, "role": role, "path": str(run),
                    "scenario": {k: scenario.get(k) for k in SCENARIO_COLUMNS} | {
                        "cgroup.limit_schedule": scenario.get("cgroup.limit_schedule")},
-                   "params": run_params, "observed": observed, "simulated": simulated, "errors": errors}
+                   "params": run_params, "observed": observed, "simulated": simulated, "errors": errors,
+                   "gc_regime": gc_regime(scenario)}
             sims[run_id] = sim
             report_runs.append(row)
             grid_rows[run.name] = row
@@ -160,7 +166,7 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
                     ("throughput_per_s", "cpu_usage_cores", "throttled_ratio")), flush=True)
         grids[grid_dir.name] = {"cost_factor": norm.factor, "calibration_factors": norm.factors,
                                 "drift": norm.drift, **_noise(grid_rows)}
-    return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims)
+    return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims, gc_by_regime(report_runs))
 
 
 def _fmt(v: Any) -> str:
@@ -171,6 +177,22 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _gc_markdown(report: ValidationReport) -> list[str]:
+    """GC/memory errors per GC regime (median |error|, n) and the OOM confusion table."""
+    regimes = (report.gc or {}).get("regimes") or {}
+    if not regimes:
+        return []
+    lines = ["", "## GC and memory by GC regime (median |error|, n; cfsim.validation.gcmemory)", "",
+             "| regime | runs | " + " | ".join(GC_REGIME_METRICS) + " |", "|---" * (len(GC_REGIME_METRICS) + 2) + "|"]
+    for name, g in regimes.items():
+        cells = [f"{g[m]['median_abs']:.3f} ({g[m]['n']})" if m in g else "" for m in GC_REGIME_METRICS]
+        lines.append(f"| {name} | {g['runs']} | " + " | ".join(cells) + " |")
+    oom = report.gc.get("oom") or {}
+    if any(oom.values()):
+        lines += ["", "OOM kills (lab, model): " + ", ".join(f"{k}: {v}" for k, v in oom.items())]
+    return lines
+
+
 def to_markdown(report: ValidationReport) -> str:
     lines = ["# cfsim validation", "", "## Errors over held-out runs", "",
              "| metric | kind | median | median abs | worst | worst run | n | goal |",
@@ -178,6 +200,7 @@ def to_markdown(report: ValidationReport) -> str:
     for name, e in report.errors.items():
         lines.append(f"| {name} | {e['kind']} | {e['median']:+.4f} | {e['median_abs']:.4f} | {e['worst']:+.4f} | "
                      f"{e['worst_run']} | {e['n']} | {_fmt(e['goal'])} |")
+    lines += _gc_markdown(report)
     lines += ["", "## Grid noise (measured)", "", "| grid | cost factor | calibration drift | repeat throughput | "
               "repeat CPU |", "|---|---|---|---|---|"]
     for name, g in report.grids.items():
