@@ -49,7 +49,7 @@ PARAM_BOUNDS: dict[str, tuple[float, float]] = {
 MAX_SIGMA_LOG = 5.0
 RESIDUAL_METRICS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "gc_cpu_share")
 #: residuals for the GC and memory parameters (issue 19): what the gc-memory grid measures
-GC_MEMORY_RESIDUALS = ("throughput_per_s", "gc_cycles_per_s", "gc_heap_goal_mean_bytes", "memory_usage_bytes")
+GC_MEMORY_RESIDUALS = ("throughput_per_s", "gc_cycles_per_s", "gc_heap_goal_mean_bytes", "memory_usage_mean_bytes")
 _OPS = {"<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
         "<": operator.lt, ">": operator.gt}
 _CLAUSE = re.compile(r"^\s*([a-z_]+\.[a-z_0-9]+)\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$")

@@ -25,7 +25,7 @@ NEAR_LIVE = 1.5
 #: a container memory limit below this multiple of the GOGC goal may bind (OOM or automemlimit)
 LIMIT_BINDS = 2.0
 #: the metrics reported per GC regime (the issue's goals: cycles 10 %, goal 5 %, throughput 5 %, memory 10 %)
-GC_REGIME_METRICS = ("gc_cycles_per_s", "gc_heap_goal_mean_bytes", "throughput_per_s", "memory_usage_bytes",
+GC_REGIME_METRICS = ("gc_cycles_per_s", "gc_heap_goal_mean_bytes", "throughput_per_s", "memory_usage_mean_bytes",
                      "gc_heap_live_bytes", "memory_max_usage_bytes", "gc_cpu_share", "gc_pause_s_per_s")
 
 
@@ -82,7 +82,7 @@ def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point
     runs that record GC metrics (runs without any are left out)."""
     sel = [r for r in runs if r["role"] in roles and r.get("gc_regime")
            and any(r["observed"].get(m) is not None for m in ("gc_cycles_per_s", "gc_heap_goal_mean_bytes",
-                                                              "memory_usage_bytes"))]
+                                                              "memory_usage_mean_bytes"))]
     regimes: dict[str, list] = {}
     for r in sel:
         regimes.setdefault(r["gc_regime"], []).append(r)

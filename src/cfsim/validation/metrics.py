@@ -74,8 +74,11 @@ GC_MEMORY_METRICS: tuple[Metric, ...] = (
            "heap marked live by the last cycle (/gc/heap/live:bytes)"),
     Metric("gc_pause_s_per_s", "relative", _per_s("gc_pause_total_s"), None,
            "stop-the-world GC pause time per second (/sched/pauses/total/gc:seconds)"),
-    Metric("memory_usage_bytes", "relative", _key("memory_usage_bytes"), 0.10,
-           "memory cgroup usage at the end of the window"),
+    Metric("memory_usage_mean_bytes", "relative", _key("memory_usage_mean_bytes"), 0.10,
+           "memory cgroup usage averaged over the window (the heap's saw-tooth: 26-70 MiB within one "
+           "second at 16 MiB live)"),
+    Metric("memory_usage_bytes", "relative", _key("memory_usage_bytes"), None,
+           "memory cgroup usage at the end of the window (one point of the saw-tooth)"),
     Metric("memory_max_usage_bytes", "relative", _key("memory_max_usage_bytes"), None,
            "memory cgroup high-water mark over the window"),
     Metric("oom_killed", "exact", _oom, 0.0, "1 if the kernel OOM-killed the process, else 0"),
