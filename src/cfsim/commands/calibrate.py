@@ -61,6 +61,8 @@ def run(args) -> int:
     except ValueError as exc:  # a bad --train or --param: say which, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.out:   # the fit first, so a failure while validating does not lose it
+        Path(args.out).write_text(cal.to_toml({}))
     with Progress(len(train_runs) + len(test_runs), "validate", "run", enabled=not args.no_progress) as bar:
         tick = (lambda run_id: bar.advance(1, run_id))
         train_report = validate(args.path, params=cal.params, only=train_runs, progress=tick)

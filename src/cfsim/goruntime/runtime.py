@@ -584,9 +584,16 @@ class GoRuntime:
                 return
             left = self.eng.stop(m.tid)
             self._charge(m, left)
-            self._mark_return(m, left)
-            self.idlew_running -= 1
-            w = self._schedule(m)
+            # m acts as the M whose callback runs (as in _on_done): what its rescheduling starts
+            # on m itself (a GC transition it coordinates, a futile search it burns) is returned
+            # as its next segment, not started a second time
+            self._cur = m
+            try:
+                self._mark_return(m, left)
+                self.idlew_running -= 1
+                w = self._schedule(m)
+            finally:
+                self._cur = None
             if w:
                 self.eng.run(m.tid, w, self._on_done)
 
