@@ -79,8 +79,10 @@ def _summary(runs: list[Mapping[str, Any]], names: tuple[str, ...]) -> dict[str,
 
 def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point", "repeat")) -> dict[str, Any]:
     """``{"regimes": {regime: {metric: {median_abs, median, n, goal}}}, "oom": confusion}`` over the
-    runs that record GC metrics (runs without any are left out)."""
-    sel = [r for r in runs if r["role"] in roles and r.get("gc_regime")
+    held-out runs (no fit used them) that record GC metrics (runs without any are left out).
+    OOM-killed runs count in the confusion table and, for the other metrics, nowhere (their
+    errors are None: no comparable window)."""
+    sel = [r for r in runs if r.get("held_out", r["role"] in roles) and r.get("gc_regime")
            and any(r["observed"].get(m) is not None for m in ("gc_cycles_per_s", "gc_heap_goal_mean_bytes",
                                                               "memory_usage_mean_bytes"))]
     regimes: dict[str, list] = {}
