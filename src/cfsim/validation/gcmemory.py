@@ -82,9 +82,11 @@ def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point
     held-out runs (no fit used them) that record GC metrics (runs without any are left out).
     OOM-killed runs count in the confusion table and, for the other metrics, nowhere (their
     errors are None: no comparable window)."""
-    sel = [r for r in runs if r.get("held_out", r["role"] in roles) and r.get("gc_regime")
-           and any(r["observed"].get(m) is not None for m in ("gc_cycles_per_s", "gc_heap_goal_mean_bytes",
-                                                              "memory_usage_mean_bytes"))]
+    held = [r for r in runs if r.get("held_out", r["role"] in roles) and r.get("gc_regime")]
+    # a run killed within a second records no GC metrics but still counts in the OOM table
+    sel = [r for r in held if r["observed"].get("oom_killed")
+           or any(r["observed"].get(m) is not None for m in ("gc_cycles_per_s", "gc_heap_goal_mean_bytes",
+                                                             "memory_usage_mean_bytes"))]
     regimes: dict[str, list] = {}
     for r in sel:
         regimes.setdefault(r["gc_regime"], []).append(r)
