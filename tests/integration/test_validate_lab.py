@@ -36,7 +36,7 @@ CASES = {
         "throughput_per_s": 0.26, "cpu_usage_cores": 0.19, "throttled_ratio": 0.06, "gomaxprocs": 0.0,
         "gc_cpu_share": 0.04}),
     # contended, with the neighbours measured apart from the workload (pre-run tenants, harness)
-    # with the default scan-rate prior (no cache-miss factor) +22 %; with docs/params/gc-memory.toml +2 %
+    # with the default scan-rate prior (no cache-miss factor) +22 %; with docs/params/gc-memory.toml +3.4 %
     ("gc-memory", "p027_a-cpu_cpu_limit=2.0_live_heap_mb=256"): ("contended", {
         "throughput_per_s": 0.25, "cpu_usage_cores": 0.01, "throttled_ratio": 0.01, "gomaxprocs": 0.0,
         "gc_cpu_share": 0.06, "latency_p99_s": 0.15}),
