@@ -46,7 +46,9 @@ def test_go125_default_avoids_the_floor_trap():
 def test_gomaxprocs_far_above_the_limit_costs_cpu_outside_user_code_and_tail_latency():
     # menu-gke: 100m limit, GOMAXPROCS 6 (default) vs 1
     def menu(p):
-        return simulate("menu-gke", [f"go.gomaxprocs={p}", "run.duration_s=40", "run.warmup_s=4"]).summary
+        # the scenario's own 110 s window (about 270 requests, 3-4 GC cycles): a 36 s window holds
+        # one GC cycle, whose timing alone moved p99 across the 1.5x line
+        return simulate("menu-gke", [f"go.gomaxprocs={p}"]).summary
     high, one = menu(6), menu(1)
     assert high["throttled_ratio"] > 0.9
     assert (1 - high["user_cpu_fraction"]) > (1 - one["user_cpu_fraction"])

@@ -77,3 +77,31 @@ def test_saved_rate_export_is_read_as_usage():
     (c,) = containers_from_frame(frame)
     st, fs = analyse(c)
     assert np.allclose(c.usage, 0.4) and [f.flag for f in fs] == ["headroom"]
+
+
+def test_memory_flags_from_hand_made_series():
+    # cfsim.advice.memory through the audit: an OOM-killed container, one near its limit, one whose
+    # GOMEMLIMIT sits on its live heap (the GC's collapse band), and one with room
+    GiB, MiB = 2 ** 30, 2 ** 20
+
+    def mem(pod, ws, oom=0, goal=None, live=None, soft=None, n=40):
+        lab = {"namespace": "m", "pod": pod, "container": "app"}
+        out = _pod("m", pod, "app", 0.5, 1.0, gomaxprocs=1, n=n)
+        out += [("container_memory_working_set_bytes", lab, np.full(n, ws)),
+                ("container_oom_events_total", lab, np.r_[np.zeros(n - 5), np.full(5, oom)])]
+        go = {"namespace": "m", "pod": pod, "job": "app"}
+        for name, v in (("go_gc_heap_goal_bytes", goal), ("go_gc_heap_live_bytes", live),
+                        ("go_gc_gomemlimit_bytes", soft)):
+            if v is not None:
+                out.append((name, go, np.full(n, v)))
+        return out
+
+    series = (mem("oomed", 0.8 * GiB, oom=1) + mem("near", 0.95 * GiB)
+              + mem("spiral", 0.5 * GiB, goal=300 * MiB, live=280 * MiB, soft=330 * MiB)
+              + mem("fine", 0.3 * GiB, goal=200 * MiB, live=100 * MiB, soft=900 * MiB))
+    got = {}
+    for c in containers_from_frame(_frame(series)):
+        _, fs = analyse(c)
+        got[c.key[1]] = sorted(f.flag for f in fs if f.flag in ("oom_killed", "near_oom", "memory_limit_collapse",
+                                                                  "gomemlimit_above_limit"))
+    assert got == {"oomed": ["oom_killed"], "near": ["near_oom"], "spiral": ["memory_limit_collapse"], "fine": []}

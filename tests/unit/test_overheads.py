@@ -33,8 +33,11 @@ def test_request_path_wakes_idle_ps_twice_per_request():
     c = 6.0 + 3.0 + 3.0 + 0.05 * 2       # wake + spin base + park + per-P probes (defaults)
     assert 1.5 * c < per_req < 2.6 * c
     assert two["sched_cpu_fraction"] > 2 * one["sched_cpu_fraction"]
-    # the server path's CPU is charged per request: 40 us by default
-    bare = simulate(open_sc(workload__server_cpu_us_per_request=0.0, go__sysmon_poll_us=0.0)).summary
+    # the server path's CPU is charged per request: 40 us by default (its 4 KiB of garbage adds
+    # mallocgc and page-fault CPU, go.alloc_ns_per_kb / go.page_fault_us: off here, and sysmon)
+    quiet = {"go__alloc_ns_per_kb": 0.0, "go__page_fault_us": 0.0, "go__sysmon_poll_us": 0.0}
+    one = simulate(open_sc(go__gomaxprocs=1, **quiet)).summary
+    bare = simulate(open_sc(workload__server_cpu_us_per_request=0.0, **quiet)).summary
     assert (one["cpu_usage_cores"] - bare["cpu_usage_cores"]) / 500.0 * 1e6 == pytest.approx(40.0, rel=0.05)
 
 

@@ -31,6 +31,7 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     peer_history: str = "simulated"
     history: Any = None   # the usage history the peers read (t_s, cumulative usage), when they ran
+    memory: dict[str, Any] | None = None   # cfsim.advice.memory: GOGC/GOMEMLIMIT and memory request/limit
 
     def as_dict(self) -> dict[str, Any]:
         sc = self.scenario
@@ -50,6 +51,7 @@ class Report:
                           for k, e in self.slo_costs.items()},
             "peers": [p.as_dict(self.slos) for p in self.peers], "peer_history": self.peer_history,
             "simulations": self.simulations, "wall_s": self.wall_s, "warnings": self.warnings,
+            "memory": self.memory,
         }
 
 
@@ -75,9 +77,20 @@ def recommend(scenario: Scenario, slos: Sequence[SLO], uncertainty: Uncertainty 
     if peers:
         hist = history if history is not None else s.run_full()["_series"]
         peer_list = peer_choices(s.scenario, slos, s.run_full, hist, vpa_rounds)
+    memory = _memory_advice(s.scenario, result)
     return Report(s.scenario, slos, s.uncertainty, current, result, costs, peer_list, s.simulations,
                   time.perf_counter() - wall0, source, horizon_warnings(s.scenario, slos),
-                  "observed" if history is not None else "simulated", hist)
+                  "observed" if history is not None else "simulated", hist, memory)
+
+
+def _memory_advice(scenario: Scenario, result: SearchResult) -> dict[str, Any] | None:
+    """The memory side at the recommended CPU configuration (:func:`cfsim.advice.memory.advise_memory`)."""
+    from cfsim.advice.memory import advise_memory
+
+    sc = scenario
+    if result.winner is not None:
+        sc = scenario.with_overrides(result.winner.candidate.overrides(scenario))
+    return advise_memory(sc).as_dict()
 
 
 def horizon_warnings(scenario: Scenario, slos: Sequence[SLO]) -> list[str]:
@@ -310,5 +323,13 @@ def format_report(rep: Report) -> str:
             if rounds and len(rounds) > 1:
                 steps = " -> ".join(f"{x['request_cores']:g}" for x in rounds)
                 lines.append(f"  {'':<17} re-applied to its own usage: request {steps} cores")
+    if rep.memory:
+        m = rep.memory
+        soft = f"GOMEMLIMIT {m['gomemlimit_mb']:g} MiB ({m['gomemlimit_policy']})" if m["gomemlimit_mb"] else \
+            "no GOMEMLIMIT"
+        lines.append(f"memory:      request = limit = {m['memory_limit_mb']:g} MiB, GOGC "
+                     f"{'off' if m['gogc'] < 0 else m['gogc']}, {soft}")
+        for f in m["flags_now"]:
+            lines.append(f"  now: {f['flag']}: {f['evidence']}")
     lines.append(f"simulations: {rep.simulations} ({rep.wall_s:.1f} s)")
     return "\n".join(lines)

@@ -115,8 +115,13 @@ class VpaController:
         self.samplers.pop(uid, None)
 
     # ---- updater --------------------------------------------------------------------------------
-    def updater_loop(self, t_s: float, pods: list[PodView], configured_replicas: int) -> list[VpaAction]:
-        """One updater loop: the candidates it acts on, in order, within the disruption budget."""
+    def updater_loop(self, t_s: float, pods: list[PodView], configured_replicas: int,
+                     memory=None) -> list[VpaAction]:
+        """One updater loop: the candidates it acts on, in order, within the disruption budget.
+
+        ``memory(pod) -> (outside, scale_up, diff, quick_oom)``: the memory terms when the VPA also
+        controls memory; ``GetUpdatePriority`` ORs the range and direction flags over the
+        resources and SUMS their relative differences, and a quick OOM makes the pod a candidate."""
         rec = self.recommendation
         if rec is None or self.update_mode not in EVICTING_MODES or not group_eligible(len(pods), self.min_replicas):
             return []
@@ -125,7 +130,12 @@ class VpaController:
             capped = capped_recommendation(rec, self.controlled_values, pod.limit_m,
                                            self.cfg.min_allowed_millicores, self.cfg.max_allowed_millicores)
             prio = update_priority(pod.request_m, capped)
-            if is_update_candidate(prio, t_s - pod.start_s, False, self.eviction_lifetime_s, self.update_threshold):
+            qoom = False
+            if memory is not None:
+                m_out, m_up, m_diff, qoom = memory(pod)
+                prio = replace(prio, outside_recommended_range=prio.outside_recommended_range or m_out,
+                               scale_up=prio.scale_up or m_up, resource_diff=prio.resource_diff + m_diff)
+            if is_update_candidate(prio, t_s - pod.start_s, qoom, self.eviction_lifetime_s, self.update_threshold):
                 cands.append((candidate_order_key(prio), pod, prio, capped))
         cands.sort(key=lambda c: c[0])
         actions: list[VpaAction] = []

@@ -56,6 +56,9 @@ class HistogramOptions:
 
 #: The recommender's CPU histogram: ``epsilon = 0.001 * minSampleWeight(0.1)``.
 CPU_HISTOGRAM_OPTIONS = HistogramOptions(max_value=1000.0, first_bucket_size=0.01, ratio=1.05, epsilon=1e-4)
+#: The recommender's memory-peaks histogram [bytes]: first bucket 10 MB, max 1 TB
+#: (``model/aggregations_config.go`` ``memoryHistogramOptions``), same epsilon.
+MEMORY_HISTOGRAM_OPTIONS = HistogramOptions(max_value=1e12, first_bucket_size=1e7, ratio=1.05, epsilon=1e-4)
 
 
 def go_round(x: float) -> int:
@@ -96,6 +99,18 @@ class Histogram:
             self.min_bucket = b
         if b > self.max_bucket and self.weights[b] >= eps:
             self.max_bucket = b
+
+    def subtract(self, value: float, weight: float) -> None:
+        """``SubtractSample``: remove weight from the value's bucket (never below zero: a weight
+        within epsilon of the bucket's takes all of it), then tighten min/max."""
+        if weight < 0:
+            raise ValueError("sample weight must be non-negative")
+        b = self.options.find_bucket(value)
+        if weight > self.weights[b] - self.options.epsilon:
+            weight = self.weights[b]
+        self.total_weight -= weight
+        self.weights[b] -= weight
+        self._update_min_max()
 
     def _update_min_max(self) -> None:
         eps = self.options.epsilon
@@ -180,6 +195,10 @@ class DecayingHistogram:
     def add(self, value: float, weight: float, t_s: float) -> None:
         assert self.hist is not None
         self.hist.add(value, weight * self.decay_factor(t_s))
+
+    def subtract(self, value: float, weight: float, t_s: float) -> None:
+        assert self.hist is not None
+        self.hist.subtract(value, weight * self.decay_factor(t_s))
 
     def percentile(self, p: float) -> float:
         assert self.hist is not None

@@ -16,6 +16,9 @@ def add_parser(sub) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY[=LO:HI]",
                    help="a parameter to fit: cost_factor or any section.key (default: cost_factor, "
                         "go.gc_scan_mb_per_ms, go.sched_spin_per_p_us)")
+    p.add_argument("--metric", action="append", default=[], metavar="NAME",
+                   help="a validation metric whose errors the fit minimises (repeatable; default: throughput, "
+                        "CPU, throttled ratio, GC share; 'gc' = cycles/s, mean heap goal, memory usage, throughput)")
     p.add_argument("--out", metavar="TOML", help="write the fitted parameters, uncertainty and errors here")
     p.add_argument("--report", metavar="DIR", help="write the held-out validation report here")
     p.add_argument("--workers", type=int, default=2)
@@ -43,19 +46,23 @@ def _param_specs(items: list[str]) -> tuple[list[str] | None, dict[str, tuple[fl
 
 def run(args) -> int:
     from cfsim.validation import validate, write_report
-    from cfsim.validation.calibrate import MAX_SIGMA_LOG, calibrate
+    from cfsim.validation.calibrate import GC_MEMORY_RESIDUALS, MAX_SIGMA_LOG, calibrate
     from cfsim.validation.report import to_markdown
 
     from cfsim.progress import Progress
 
     names, bounds = _param_specs(args.param)
     try:
+        metrics = [m for item in args.metric for m in (GC_MEMORY_RESIDUALS if item == "gc" else [item])] or None
         with Progress(None, "calibrate", "evaluation", enabled=not args.no_progress) as bar:
             cal, train_runs, test_runs = calibrate(args.path, args.train, names, workers=args.workers,
-                                                   max_nfev=args.max_nfev, bounds=bounds, progress=bar.advance_to)
+                                                   max_nfev=args.max_nfev, bounds=bounds, progress=bar.advance_to,
+                                                   metrics=metrics)
     except ValueError as exc:  # a bad --train or --param: say which, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.out:   # the fit first, so a failure while validating does not lose it
+        Path(args.out).write_text(cal.to_toml({}))
     from cfsim.validation.report import summarise_errors
 
     with Progress(len(train_runs) + len(test_runs), "validate", "run", enabled=not args.no_progress) as bar:

@@ -36,6 +36,10 @@ from typing import Any, Callable
 from cfsim.autoscalers.hpa import (HpaState, PodMetric, ScalingPolicy, ScalingRules, Tolerance, reconcile)
 from cfsim.autoscalers.vpa_admission import Resources
 from cfsim.autoscalers.vpa_controller import PodView, VpaController
+from cfsim.autoscalers.vpa_memory import (MemoryAggregate, MemoryContainer, MemoryRecommendation,
+                                          MemoryRecommenderConfig, admit_memory, memory_config_from_scenario,
+                                          memory_priority, recommend_memory)
+from cfsim.autoscalers.vpa_updater import quick_oom
 from cfsim.autoscalers.vpa_recommender import (RecommenderConfig, amount_from_float, config_from_scenario,
                                                cores_to_millicores)
 from cfsim.engine.response import ResponseFn, response_for, work_shape
@@ -88,6 +92,20 @@ class LongrunParams:
     hpa_sync_s: float
     hpa_up: ScalingRules | None
     hpa_down: ScalingRules | None
+    # memory (issue 19): modelled when the pod has a memory limit or the VPA controls memory
+    mem_enabled: bool = False
+    mem_control: bool = False
+    mem_request_b: int | None = None
+    mem_limit_b: int | None = None
+    mem_cfg: MemoryRecommenderConfig = MemoryRecommenderConfig()
+
+
+MiB = 1 << 20
+#: kubelet CrashLoopBackOff (pkg/kubelet: backOffPeriod 10 s, doubling, MaxContainerBackOff 300 s),
+#: reset once a container has run for 10 minutes
+RESTART_BACKOFF_S = 10.0
+RESTART_BACKOFF_MAX_S = 300.0
+RESTART_BACKOFF_RESET_S = 600.0
 
 
 def _steps(name: str, interval_s: float, step_s: float) -> int:
@@ -135,11 +153,26 @@ def params_from_scenario(sc: Scenario) -> LongrunParams:
         update_threshold=vpa["update_threshold"], eviction_tolerance=vpa["eviction_tolerance"],
         min_replicas=vpa["min_replicas"], hpa_enabled=hpa["enabled"],
         hpa_target_pct=hpa["target_utilization_pct"], hpa_min=hpa["min_replicas"], hpa_max=hpa["max_replicas"],
-        hpa_tolerance=hpa["tolerance"], hpa_sync_s=hpa["sync_period_s"], hpa_up=up, hpa_down=down)
+        hpa_tolerance=hpa["tolerance"], hpa_sync_s=hpa["sync_period_s"], hpa_up=up, hpa_down=down,
+        **_memory_params(sc))
     for name, val in (("vpa.metrics_window_s", p.metrics_window_s), ("vpa.sample_interval_s", p.sample_interval_s),
                       ("vpa.updater_interval_s", p.updater_interval_s), ("hpa.sync_period_s", p.hpa_sync_s)):
         _steps(name, val, p.step_s)
     return p
+
+
+def _memory_params(sc: Scenario) -> dict[str, Any]:
+    """The pod template's memory (``cgroup.memory_request_mb``/``memory_limit_mb``; request =
+    limit when only the limit is given) and the VPA's memory path."""
+    vpa = sc.section("vpa")
+    lim, req = sc["cgroup.memory_limit_mb"], sc["cgroup.memory_request_mb"]
+    control = bool(vpa["enabled"] and vpa["control_memory"])
+    if req is None:
+        req = lim
+    return {"mem_enabled": lim is not None or control, "mem_control": control,
+            "mem_request_b": None if req is None else int(req * MiB),
+            "mem_limit_b": None if lim is None else int(lim * MiB),
+            "mem_cfg": memory_config_from_scenario(vpa)}
 
 
 @dataclass
@@ -155,6 +188,16 @@ class Pod:
     ready_s: float
     window: list[float] = field(default_factory=list)  # step usages of the current metrics window
     metric: tuple[float, float] | None = None  # latest metrics-server point (timestamp_s, usage_cores)
+    # memory
+    mem_request_b: int | None = None
+    mem_limit_b: int | None = None
+    working_set_b: float | None = None   # the container's working set in the last step (None while down)
+    container_start_s: float = 0.0       # start of the current container (restarts after an OOM kill)
+    restarts: int = 0
+    backoff_s: float = 0.0
+    last_oom_ran_s: float | None = None  # how long the last OOM-killed container had run
+    metrics_from_s: float = -math.inf    # a restarted container has metrics a full window after it starts
+    mem_state: MemoryContainer | None = None
 
     @property
     def limit_cores(self) -> float | None:
@@ -173,6 +216,10 @@ class LongrunResult:
     wall_s: float
 
 
+MEMORY_ROW_KEYS = ("memory_request_mb", "memory_limit_mb", "working_set_mb", "oom_kills", "restarts",
+                   "vpa_memory_target_mb", "vpa_memory_lower_mb", "vpa_memory_upper_mb")
+
+
 def _pod_gomaxprocs(p: LongrunParams, limit_m: int | None) -> int:
     """GOMAXPROCS a process picks at (re)start under the scenario's policy (cfsim.goruntime)."""
     return gomaxprocs_value(p.policy, None if limit_m is None else limit_m / 1000.0, p.cpus, p.go_version,
@@ -188,7 +235,8 @@ def _gomaxprocs_after_resize(p: LongrunParams, current: int, limit_m: int | None
 
 def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode: str = "auto",
                 interventions: list[tuple[float, str, Any]] | None = None,
-                simulate_fn: Callable[[Scenario], Any] | None = None) -> LongrunResult:
+                simulate_fn: Callable[[Scenario], Any] | None = None,
+                memory_response=None) -> LongrunResult:
     """Simulate ``sc`` for ``vpa.days`` (or ``run.duration_s``) with the VPA/HPA loops.
 
     ``response``: the pod response function; without it, :func:`~cfsim.engine.response.response_for`
@@ -197,6 +245,15 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
 
     ``interventions``: ``[(t_s, "vpa.min_allowed_cores" | "vpa.max_allowed_cores" | "vpa.integer_cpu", value)]``
     changes of the VPA policy during the run (e.g. a manual override).
+
+    Memory (when the pod has a memory limit or ``vpa.control_memory``): each pod's working set,
+    the effect of its memory limit on throughput and CPU, and OOM kills come from
+    ``memory_response(limit_bytes, demand_cores)`` (:mod:`cfsim.engine.memresponse`, measured
+    with the event engine under the scenario's GOMEMLIMIT policy, e.g. automemlimit); an
+    OOM-killed container restarts after the kubelet's back-off; the recommender adds one
+    working-set sample per pod per loop and each OOM kill (``RecordOOM``), and the updater sums the
+    memory terms into its priority. Memory changes apply by re-creating the pod (automemlimit
+    reads the limit at start-up only).
     """
     import time as _time
 
@@ -221,6 +278,19 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
                         template=p.template, eviction_lifetime_s=p.eviction_lifetime_s,
                         update_threshold=p.update_threshold, eviction_tolerance=p.eviction_tolerance,
                         min_replicas=p.min_replicas, start_unix_s=p.start_unix_s, max_request_m=p.cpus * 1000)
+    mresp = None
+    if p.mem_enabled:
+        if memory_response is None:
+            from cfsim.engine.memresponse import memory_response_for
+            if simulate_fn is None:
+                raise ValueError("a pod with a memory limit (or vpa.control_memory) needs its memory response: pass "
+                                 "memory_response, or simulate_fn=cfsim.simulation.simulate to measure it")
+            memory_response = memory_response_for(sc, demand0, simulate_fn)
+        mresp = memory_response
+    mem_agg = MemoryAggregate.new(p.mem_cfg)
+    mem_rec: MemoryRecommendation | None = None
+    oom_events: list[tuple[float, Pod]] = []   # OOM kills since the last recommender loop
+    oom_total = 0
     hpa_state = HpaState()
     pending_iv = sorted(interventions or [], key=lambda x: x[0])
 
@@ -234,7 +304,12 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
         res = vpa.admit() if p.vpa_enabled else p.template
         startup = 0.0 if first else p.pod_startup_s
         created = now - p.metrics_window_s if first else now  # initial pods have run before t=0
-        return Pod(uid, slot, res.request_m, res.limit_m, _pod_gomaxprocs(p, res.limit_m), created, now + startup)
+        mreq, mlim = p.mem_request_b, p.mem_limit_b
+        if p.mem_control and p.update_mode != "Off":
+            mreq, mlim = admit_memory(mem_rec, p.controlled_values, mreq, mlim)
+        return Pod(uid, slot, res.request_m, res.limit_m, _pod_gomaxprocs(p, res.limit_m), created, now + startup,
+                   mem_request_b=mreq, mem_limit_b=mlim, container_start_s=now + startup,
+                   mem_state=MemoryContainer(p.mem_cfg))
 
     for s in range(replicas):
         pods.append(new_pod(s, 0.0, first=True))
@@ -292,6 +367,31 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
                 if active > 0 and work > 0:
                     offered = work * cpu_s / (active * dt)
                     u, tp, thr = respond(pod.limit_cores, pod.gomaxprocs, round(offered, 9))
+                    if mresp is not None:
+                        mp = mresp(pod.mem_limit_b, offered)
+                        pod.working_set_b = mp.working_set_bytes
+                        if mp.oom:
+                            # the kernel kills the container; the kubelet restarts it after its back-off
+                            oom_total += 1
+                            oom_events.append((t, pod))
+                            ran = t - pod.container_start_s
+                            pod.last_oom_ran_s = ran
+                            if ran >= RESTART_BACKOFF_RESET_S:
+                                pod.backoff_s = 0.0
+                            pod.backoff_s = min(RESTART_BACKOFF_MAX_S, max(RESTART_BACKOFF_S, 2 * pod.backoff_s))
+                            pod.restarts += 1
+                            pod.ready_s = t + pod.backoff_s + p.pod_startup_s
+                            pod.container_start_s = pod.ready_s
+                            pod.working_set_b = None
+                            # the dead container has no metrics; the next point covers the new one
+                            pod.metrics_from_s = pod.ready_s
+                            pod.metric = None
+                            events.append({"t_s": t, "kind": "oom", "pod": pod.uid,
+                                           "memory_limit_mb": None if pod.mem_limit_b is None else
+                                           pod.mem_limit_b / MiB, "restart_in_s": pod.backoff_s})
+                            u = tp = 0.0
+                        else:
+                            u, tp = u * mp.usage_factor, tp * mp.tput_factor
                     done = min(work, tp * active * dt)
                     usage = u * active
                     step_tput += done / dt
@@ -318,16 +418,40 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
         # ---- 2. metrics-server scrape (mean usage over the window, stamped at its end)
         if k % k_window == 0:
             for pod in pods:
-                if pod.created_s <= t - p.metrics_window_s + 1e-9 and pod.window:
+                if max(pod.created_s, pod.metrics_from_s) <= t - p.metrics_window_s + 1e-9 and pod.window:
                     pod.metric = (t, sum(pod.window) / len(pod.window))
                 pod.window = []
         # ---- 3. recommender loop
         if p.vpa_enabled and k % k_rec == 0:
             vpa.recommender_loop(t, {pod.uid: pod.metric for pod in pods if pod.metric is not None})
+            if p.mem_control:
+                ts = p.start_unix_s + t
+                for pod in pods:
+                    if pod.working_set_b is not None and pod.mem_state is not None:
+                        pod.mem_state.add_sample(mem_agg, ts, int(pod.working_set_b))
+                for t_oom, pod in oom_events:
+                    if pod.mem_state is not None:
+                        pod.mem_state.record_oom(mem_agg, p.start_unix_s + t_oom, pod.mem_request_b or 0)
+                oom_events.clear()
+                st = vpa.state
+                # no recommendation at all until the container has CPU samples: TotalSamplesCount
+                # counts CPU samples only (kubernetes/autoscaler#4981: a pod OOM-killed right after
+                # every start never gets one)
+                mem_rec = None if not st.total_samples else recommend_memory(
+                    mem_agg, p.mem_cfg, st.first_sample_s, st.last_sample_s, st.total_samples)
         # ---- 4. updater loop
         if p.vpa_enabled and k % k_upd == 0:
             views = [PodView(pod.uid, pod.request_m, pod.limit_m, pod.created_s) for pod in pods]
-            for act in vpa.updater_loop(t, views, replicas):
+            mem_terms = None
+            if p.mem_control and mem_rec is not None:
+                by_uid = {pod.uid: pod for pod in pods}
+
+                def mem_terms(view: PodView) -> tuple[bool, bool, float, bool]:
+                    pd = by_uid[view.uid]
+                    out_, up_, diff_ = memory_priority(pd.mem_request_b, mem_rec)
+                    qoom = pd.last_oom_ran_s is not None and quick_oom(True, pd.last_oom_ran_s)
+                    return out_, up_, diff_, qoom
+            for act in vpa.updater_loop(t, views, replicas, memory=mem_terms):
                 idx = next(i for i, pod in enumerate(pods) if pod.uid == act.uid)
                 pod = pods[idx]
                 updates += 1
@@ -388,13 +512,27 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
                 "vpa_upper_cores": None if rec is None else rec.upper_bound / 1000.0,
                 "updates": updates,
             }
+            if p.mem_enabled:
+                mlim = [pd.mem_limit_b / MiB for pd in live if pd.mem_limit_b is not None]
+                mreq = [pd.mem_request_b / MiB for pd in live if pd.mem_request_b is not None]
+                wss = [pd.working_set_b / MiB for pd in live if pd.working_set_b is not None]
+                row.update({"memory_request_mb": _mean(mreq), "memory_limit_mb": _mean(mlim),
+                            "working_set_mb": _mean(wss), "oom_kills": oom_total,
+                            "restarts": sum(pd.restarts for pd in live),
+                            "vpa_memory_target_mb": None if mem_rec is None else mem_rec.target / MiB,
+                            "vpa_memory_lower_mb": None if mem_rec is None else mem_rec.lower_bound / MiB,
+                            "vpa_memory_upper_mb": None if mem_rec is None else mem_rec.upper_bound / MiB})
             rows.append(row)
             acc_usage = acc_tput = acc_arr = acc_thr = 0.0
             acc_n = 0
     timeline = _subsample(rows, k_report * dt)
     final = _final(rows)
-    return LongrunResult(rows, timeline, final, events, getattr(resp, "describe", type(resp).__name__),
-                         _time.perf_counter() - wall0)
+    if p.mem_enabled and rows:
+        final.update({k: rows[-1].get(k) for k in MEMORY_ROW_KEYS})
+    describe = getattr(resp, "describe", type(resp).__name__)
+    if mresp is not None:
+        describe += "; " + getattr(mresp, "describe", "memory response")
+    return LongrunResult(rows, timeline, final, events, describe, _time.perf_counter() - wall0)
 
 
 def _fifo_lag_s(t: float, cum_now: float, backlog: float, cum_t: list[float], cum_c: list[float],

@@ -124,9 +124,21 @@ def heap_goal(heap_marked: int, stack_scan: int, globals_scan: int, gogc: int,
 
 
 def runway(cons_mark: float, last_heap_scan: int, stack_scan: int, globals_scan: int) -> int:
-    """``commit``: ``consMark * (1-u)/u * (lastHeapScan + lastStackScan + globalsScan)``, u = 0.25."""
+    """``commit``: ``uint64(consMark * (1-u)/u * (lastHeapScan + lastStackScan + globalsScan))``,
+    u = 0.25, with Go's float-to-uint64 conversion on amd64: a negative cons/mark (a cycle whose
+    measured utilization exceeded 100 %, see :func:`current_cons_mark`) wraps to a huge runway,
+    so the trigger goes to its lower bound; infinities and values >= 2^63 give 2^63.
+
+    >>> runway(1.0, 100, 0, 0), runway(-0.5, 100, 0, 0) > 1 << 62, runway(float("inf"), 1, 0, 0) == 1 << 63
+    (300, True, True)
+    """
     u = GC_BACKGROUND_UTILIZATION
-    return int(cons_mark * (1 - u) / u * (last_heap_scan + stack_scan + globals_scan))
+    x = cons_mark * (1 - u) / u * (last_heap_scan + stack_scan + globals_scan)
+    if x != x or x >= 2.0 ** 63 or x <= -(2.0 ** 63):
+        return 1 << 63
+    if x <= -1:
+        return (1 << 64) + int(x)
+    return max(0, int(x))
 
 
 def trigger(goal: int, heap_marked: int, runway_bytes: int, min_trigger: int = 0) -> int:
@@ -181,8 +193,16 @@ def current_cons_mark(heap_alloc_during_mark: int, scan_work: int, assist_ns: fl
     """``endCycle``'s cons/mark measurement (Go >= 1.21 pacer).
 
     Utilization assumes the background workers hit 25 % of ``procs x wall`` (the runtime does
-    not see throttling, golang/go#19497) plus measured assists; idle marking counts for the
-    scan side only. None when nothing was allocated during the mark (the runtime skips it).
+    not see throttling, golang/go#19497) plus measured assists (nanotime-based, so throttled
+    time inside an assist counts); idle marking counts for the scan side only. The runtime does
+    not bound the utilization: above 100 % (assists longer than the mark's P-time, as under a
+    quota) the value is negative and, through the max over the last cycles, ignored; at exactly
+    100 % it is infinite. None when nothing was allocated during the mark (the runtime skips it).
+
+    >>> round(current_cons_mark(10, 100, 0.0, 0.0, 1e6, 1), 4)
+    0.0333
+    >>> current_cons_mark(10, 100, 2e6, 0.0, 1e6, 1) < 0
+    True
     """
     if heap_alloc_during_mark <= 0 or scan_work <= 0:
         return None
@@ -191,8 +211,8 @@ def current_cons_mark(heap_alloc_during_mark: int, scan_work: int, assist_ns: fl
     if mark_wall_ns > 0:
         util += assist_ns / (mark_wall_ns * procs)
         idle_util = idle_mark_ns / (mark_wall_ns * procs)
-    if util >= 1.0:
-        util = 0.999
+    if util == 1.0:
+        return float("inf")
     return heap_alloc_during_mark * (util + idle_util) / (scan_work * (1 - util))
 
 

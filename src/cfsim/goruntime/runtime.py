@@ -38,7 +38,26 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
   (allocate-black), so a stretched mark raises the next goal; assists charge allocation during
   mark at the pacer's ``assistWorkPerByte`` beyond the background credit; STW mark termination;
   the pacer's cons/mark, goal and trigger update; optional GC CPU limiter (assists off while
-  full). Sweeping is treated as free (the GC guide: "negligible"); the scavenger is not modelled.
+  full). Sweeping is treated as free (the GC guide: "negligible").
+* **Allocation at its own granularity.** The runtime tests the trigger and charges assists at
+  every span refill (a few KiB); a chunk of goroutine work therefore allocates at most a small
+  quantum of the pacer's room (:meth:`GoRuntime._claim_cap`), and an allocation during the mark
+  pays its assist before the chunk completes, drawing on all remaining mark work (work buffers
+  are shared); with none left the goroutine parks on the assist queue until background credit
+  covers it (``gcParkAssist``/``gcFlushBgCredit``) or the mark ends. The result is the real
+  runtime's short, assist-heavy marks at low GOMAXPROCS: the allocation during the mark, hence
+  the marked heap and the next goal, stay near the textbook value.
+* **Fewer cycles at high GOMAXPROCS.** Measured here (saturating 1 KiB stream, 1-core limit,
+  gctrace): 15 MiB allocated per cycle at GOMAXPROCS 2, 17-18 MiB at 8 and 32, because the mark
+  phase lasted 17-66 ms at 2 Ps and ~100 ms at 8-32 Ps: the dedicated workers are threads that
+  share the throttled quota with the mutator's, while the pacer assumes they got 25 % of
+  ``GOMAXPROCS x wall`` and so asks for almost no assists (0.02 ms of assist per cycle at 8 Ps);
+  the mutator keeps allocating through the longer mark, allocate-black raises the marked heap
+  (16.9 -> 18.9-19.3 MiB) and the next goal. The model has each part of that chain.
+* **Memory** (:mod:`.memory`): heap spans (in use, free, released), the runtime's non-heap
+  memory, the memory-limit goal recomputed as they move, the background and synchronous
+  scavenger, RSS; the container's memory cgroup charges it and OOM-kills the process above its
+  limit (:mod:`cfsim.kernel.memory`), after which nothing runs.
 * **Metrics.** ``/cpu/classes/*`` in P-time (``total = GOMAXPROCS x wall``, throttled time
   counts as running, spinning counts as user) next to real CPU per class; GC cycles and pause
   durations; ``go_sched_gomaxprocs_threads``.
@@ -46,15 +65,17 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from cfsim.goruntime import gcpacer, gomaxprocs as gmp
+from cfsim.goruntime import gcpacer, gomaxprocs as gmp, memory as gmem
 from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, Sysmon, may_spin,
                                    netpoll_wakeups, smt_inflation)
+from cfsim.kernel import memory as kmem
 
 MiB = 1 << 20
 
@@ -75,6 +96,18 @@ _SCHED = CPU_CLASSES.index("sched")
 _MARK_SEGS = (DED, FRAC, IDLEW, ASSIST)
 
 OFF, SWEEPTERM, MARK, MARKTERM = range(4)
+# sample row columns beyond the CPU classes (see _row)
+C_CYCLES, C_HEAP, C_GOAL, C_USAGE, C_USAGE_HWM, C_RSS, C_ALLOC, C_MARKED = range(14, 22)
+# allocation granularity of the model: a chunk allocates at most 1/ALLOC_QUANTA of the heap
+# runway per P, 1/MARK_QUANTA of the heap left before the goal during the mark (at least
+# ALLOC_QUANTUM_MIN), and takes at least CLAIM_MIN_NS of CPU
+ALLOC_QUANTA = 8
+MARK_QUANTA = 32          # during the mark: at most 1/32 of the heap left before the goal per P
+ALLOC_QUANTUM_MIN = 64 << 10
+CLAIM_MIN_NS = 20_000
+# one pass of an assist's gcDrainN: it stops at the goroutine's preemption request (sysmon, 10 ms)
+# or when the limiter turns on, whose flag changes at its updates (gcCPULimiterUpdatePeriod, 10 ms)
+ASSIST_CHUNK_NS = FORCE_PREEMPT_NS
 SAMPLE_NS_DEFAULT = 100_000_000
 SYSMON_BATCH_NS = 250_000   # sysmon's counted polls are burnt in chunks of at least this CPU
 
@@ -108,37 +141,69 @@ class GoParams:
     gogc: int = 100
     gomemlimit_bytes: int | None = None
     live_heap_bytes: int = 16 * MiB
+    process_heap_bytes: int = MiB // 2     # the runtime's and libraries' own live objects (see schema)
     roots_bytes: int = MiB // 2
     gc_cpu_limiter: bool = True
     scan_bytes_per_ns: float = 1.0 * MiB / 1e6
+    gc_parallel_cost: float = 0.0   # extra mark CPU per additional CPU marking at once (see scan_rate)
+    gc_scan_miss_factor: float = 1.0  # mark CPU per byte of a heap far beyond the LLC vs one inside it
+    llc_bytes: int = 32 * MiB
     stw_base_ns: float = 10_000.0
     stw_per_p_ns: float = 1_000.0
     preempt_ns: float = 2_000.0
     cycle_base_ns: float = 20_000.0
     cycle_per_p_ns: float = 10_000.0
     costs: SchedCosts = SchedCosts()
+    memory_limit_bytes: int | None = None   # the container's memory cgroup limit (OOM kill above it)
+    mem: gmem.MemoryParams = gmem.MemoryParams()
     threads_per_core: int = 1
     smt_slowdown: float = 0.0
     background_cores: float = 0.0
+    alloc_ns_per_byte: float = 165.0 / 1024   # mallocgc per allocated byte (see schema go.alloc_ns_per_kb)
+    page_fault_ns: float = 1_000.0            # a page fault on grown or released heap memory
+    page_release_ns: float = 140.0            # returning a page to the OS
 
     @classmethod
     def from_scenario(cls, sc) -> "GoParams":
         go = sc.section("go")
-        lim = go["gomemlimit_mb"]
+        cg_mb = sc["cgroup.memory_limit_mb"]
+        cg_bytes = None if cg_mb is None else int(cg_mb * MiB)
+        gomemlimit = gmem.gomemlimit_bytes(go["gomemlimit_policy"], go["gomemlimit_mb"], cg_bytes,
+                                           go["automemlimit_ratio"])
+        mem = gmem.MemoryParams(base_bytes=int(go["mem_base_mb"] * MiB),
+                                metadata_fraction=go["mem_metadata_fraction"],
+                                frag_fraction=go["mem_frag_fraction"], file_bytes=int(go["mem_binary_mb"] * MiB),
+                                scavenge_ns_per_page=go["scavenge_us_per_page"] * 1e3)
         return cls(gomaxprocs=go["gomaxprocs"], round=go["round"], version=go["version"], gogc=go["gogc"],
-                   gomemlimit_bytes=None if lim is None else int(lim * MiB),
+                   gomemlimit_bytes=gomemlimit, memory_limit_bytes=cg_bytes, mem=mem,
                    live_heap_bytes=int(go["live_heap_mb"] * MiB), roots_bytes=int(go["roots_mb"] * MiB),
+                   process_heap_bytes=int(go["process_heap_mb"] * MiB),
                    gc_cpu_limiter=go["gc_cpu_limiter"], scan_bytes_per_ns=go["gc_scan_mb_per_ms"] * MiB / 1e6,
+                   gc_parallel_cost=go["gc_parallel_cost"], gc_scan_miss_factor=go["gc_scan_miss_factor"],
+                   llc_bytes=int(sc["host.llc_mb"] * MiB),
                    stw_base_ns=go["gc_stw_base_us"] * 1e3, stw_per_p_ns=go["gc_stw_per_p_us"] * 1e3,
                    preempt_ns=go["gc_preempt_us"] * 1e3, cycle_base_ns=go["gc_cycle_base_us"] * 1e3,
                    cycle_per_p_ns=go["gc_cycle_per_p_us"] * 1e3, costs=SchedCosts.from_go_section(go),
                    threads_per_core=sc["host.threads_per_core"], smt_slowdown=sc["host.smt_slowdown"],
-                   background_cores=sc["host.background_cores"])
+                   background_cores=sc["host.background_cores"],
+                   alloc_ns_per_byte=go["alloc_ns_per_kb"] / 1024, page_fault_ns=go["page_fault_us"] * 1e3,
+                   page_release_ns=go["page_release_us"] * 1e3)
+
+
+def scan_miss_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float) -> float:
+    """Mark CPU per byte relative to a live heap that fits the last-level cache: ``greyobject``
+    and ``scanobject`` follow pointers to objects anywhere in the heap, and the part of the heap
+    the cache cannot hold (``1 - LLC / live``) costs a cache miss per object instead of a hit.
+    Measured with the lab's 64-byte pointerful nodes (random pointers): ~2.3 MiB/ms of scan per
+    CPU at 16 MiB live, ~1.1 at 256 MiB, ~1.4 at 64 MiB on a 32 MiB L3 (gc-memory grid)."""
+    if miss_factor <= 1.0 or live_bytes <= llc_bytes:
+        return 1.0
+    return 1.0 + (miss_factor - 1.0) * (1.0 - llc_bytes / live_bytes)
 
 
 class _M:
     __slots__ = ("tid", "p", "seg", "work", "pre", "debt", "t_seg", "claim", "spinning", "mark_bytes",
-                 "stopped", "coord", "charged", "infl")
+                 "stopped", "coord", "charged", "owed", "infl")
 
     def __init__(self, tid: int):
         self.tid = tid
@@ -154,6 +219,7 @@ class _M:
         self.mark_bytes = 0.0
         self.stopped = False
         self.coord = False
+        self.owed: tuple | None = None   # (claim, t0, debt left): a goroutine's chunk finishing with its assist
         self.infl = 1.0   # CPU per unit of work of the current segment (SMT sharing)
 
 
@@ -210,8 +276,11 @@ class GoRuntime:
         self.pause_end_ns: list[int] = []
         self.cycle_pause_ns: list[tuple[int, int]] = []
         self._sweepterm_pause = 0
-        self.heap_marked = params.live_heap_bytes
-        self.heap_live = params.live_heap_bytes
+        # what every cycle marks before the objects allocated during it: the workload's live heap
+        # and the process's own (runtime, metrics registry, HTTP server...)
+        self.base_live = params.live_heap_bytes + params.process_heap_bytes
+        self.heap_marked = self.base_live
+        self.heap_live = self.base_live
         self.alloc_total = 0
         self.cons = gcpacer.ConsMarkEstimator()
         self.limiter = gcpacer.GcCpuLimiter(self.nprocs)
@@ -220,6 +289,23 @@ class GoRuntime:
         self.limiter_enabled_ns = 0
         self.goal = 0
         self.trigger_bytes = 0
+        # chunk cap [ns]: a chunk's allocation is at most an allocation quantum (see _claim_cap)
+        self.claim_ns = FORCE_PREEMPT_NS
+        self._cap_near = 1 << 62
+        self.alloc_per_ns = 0.0             # the workload's allocation per CPU-ns, seen in its chunks
+        self.assistq: deque[list] = deque()  # goroutines parked on the assist queue: [claim, t0, debt]
+        self.assist_inflight = 0.0          # scan work of running assists
+        # memory: heap spans, non-heap memory, scavenger; the container's memory cgroup
+        self.mem = gmem.HeapMemory(params.mem, self.base_live)
+        self.gogc_goal: int | None = None   # gcPercentHeapGoal (None: GOGC=off)
+        self.runway_bytes = 0
+        self.last_goal = 0                  # lastHeapGoal: the goal when the last cycle ended
+        self.mem_hwm = self.mem.mapped_ready  # high-water mark of the cgroup usage since the last sample
+        # CPU of page faults and page releases not yet burnt by a goroutine (see _user_infl)
+        self.mm_debt_ns = 0.0
+        self._mm_seen = (0, 0)
+        self.oom_ns: int | None = None      # when the kernel's OOM killer killed the process
+        self.dead = False
         self._commit()
         self.last_gc_end = 0
         self.wc = gcpacer.worker_counts(self.nprocs)
@@ -269,6 +355,14 @@ class GoRuntime:
             self.sm_charged = 0       # CPU [ns] of sysmon segments finished
 
     def _costs_for(self, procs: int) -> None:
+        # marking spread over the Ps: mark workers and assists run on up to min(P, CPUs) CPUs at
+        # once (in bursts under a quota), sharing the work queues, the mark bits and the caches;
+        # each CPU-second then scans less (gcDrain's work stealing and gcw balancing, plus the
+        # memory system): scan rate / (1 + gc_parallel_cost x (concurrent CPUs - 1))
+        conc = max(1, min(procs, self.cpus))
+        self.scan_rate = (self.prm.scan_bytes_per_ns / (1.0 + self.prm.gc_parallel_cost * (conc - 1))
+                          / scan_miss_slowdown(self.prm.live_heap_bytes + self.prm.process_heap_bytes,
+                                               self.prm.llc_bytes, self.prm.gc_scan_miss_factor))
         c = self.costs
         self.c_wake, self.c_park, self.c_switch = c.wake(), c.park(), c.switch()
         self.c_spin, self.c_steal = c.spin(procs, self.cpus), c.steal(procs, self.cpus)
@@ -431,7 +525,7 @@ class GoRuntime:
         readied goroutine readies others at once (channel sends, ``go`` statements), each with a
         ``wakep`` (the spinning chain then spreads the work).
         """
-        if self.stw:
+        if self.stw or self.dead:
             return
         if self._deferring:
             # readied by the goroutine that just finished on the current M: ``runqput`` puts it
@@ -537,9 +631,16 @@ class GoRuntime:
                 return
             left = self.eng.stop(m.tid)
             self._charge(m, left)
-            self._mark_return(m, left)
-            self.idlew_running -= 1
-            w = self._schedule(m)
+            # m acts as the M whose callback runs (as in _on_done): what its rescheduling starts
+            # on m itself (a GC transition it coordinates, a futile search it burns) is returned
+            # as its next segment, not started a second time
+            self._cur = m
+            try:
+                self._mark_return(m, left)
+                self.idlew_running -= 1
+                w = self._schedule(m)
+            finally:
+                self._cur = None
             if w:
                 self.eng.run(m.tid, w, self._on_done)
 
@@ -553,6 +654,8 @@ class GoRuntime:
         self.cpu_l[_CPU_IDX[m.seg]] += used - pre
 
     def _on_done(self, tid: int) -> int | None:
+        if self.dead:
+            return None      # OOM-killed: its threads are gone
         m = self.ms[tid]
         self._cur = m
         try:
@@ -595,20 +698,20 @@ class GoRuntime:
                 return w
         src = self.source
         if src is not None and src.has_work():
-            c = src.claim(FORCE_PREEMPT_NS)
+            c = src.claim(self.claim_ns)
             if c is not None:
                 pre = extra + self.c_switch
                 if m.spinning:
                     pre += self.c_steal
                     m.claim = c
-                    w = self._seg(m, USER, c.work, pre, self._infl() if self.smt else 1.0)
+                    w = self._seg(m, USER, c.work, pre, self._user_infl(c))
                     m.spinning = False
                     self.nmspinning -= 1
                     if self.nmspinning == 0:
                         self.wakep()   # resetspinning
                     return w
                 m.claim = c
-                return self._seg(m, USER, c.work, pre, self._infl() if self.smt else 1.0)
+                return self._seg(m, USER, c.work, pre, self._user_infl(c))
         # Nothing runnable: spin (steal) if the "half the busy Ps" rule allows it, then an idle
         # mark worker or park. The search is decided at once (no work appears in its few us in
         # this model) and its CPU is owed by the M, burnt at its next run. For the rule, an M
@@ -647,12 +750,14 @@ class GoRuntime:
     def _user_done(self, m: _M) -> int | None:
         c = m.claim
         m.claim = None
+        # the goroutine's own completion (and anything it readies) waits for its allocation's
+        # accounting: the assist it owes, or the GC it triggers (see _allocated); readied goroutines
+        # go to the P's runnext and are woken after the M has chosen its next work
         self._deferring = True
         try:
-            self.source.done(c, m.t_seg, self.eng.now)
+            w = self._allocated(m, c, m.t_seg)
         finally:
             self._deferring = False
-        w = self._allocated(m, c.alloc)
         if w is None:
             w = self._schedule(m)
         if self._deferred:
@@ -661,41 +766,189 @@ class GoRuntime:
                 self.ready(*args)
         return w
 
-    def _allocated(self, m: _M, alloc: int) -> int | None:
-        if alloc <= 0:
-            return None
+    def _user_infl(self, c: Claim) -> float:
+        """CPU per unit of a chunk's work: SMT sharing, times the runtime's own CPU on the chunk's
+        allocation path, which the workload's CPU does not include: ``mallocgc`` per byte
+        (allocation, zeroing, span refill, proportional sweeping), plus the page faults and page
+        releases the memory state has caused and no goroutine has burnt yet (taken by the chunks
+        that allocate, at most doubling one; the runtime charges a fault to the goroutine that
+        touches the page, a scavenge assist to the one that allocates, the background scavenger
+        to its own goroutine)."""
+        infl = self._infl() if self.smt else 1.0
+        alloc, work = c.alloc, c.work
+        if alloc <= 0 or work <= 0:
+            return infl
+        extra = alloc * self.prm.alloc_ns_per_byte
+        debt = self.mm_debt_ns
+        if debt > 0:
+            take = min(debt, work)
+            self.mm_debt_ns = debt - take
+            extra += take
+        return infl * (1.0 + extra / work)
+
+    def _mm_charge(self) -> None:
+        """Page faults (heap growth, released memory taken back) and page releases (scavenging)
+        since the last call, as CPU owed by the allocating goroutines."""
+        mem = self.mem
+        faulted = mem.faulted_bytes + mem.grown_bytes
+        released = mem.scavenged_bytes
+        f0, r0 = self._mm_seen
+        if faulted != f0 or released != r0:
+            self._mm_seen = (faulted, released)
+            self.mm_debt_ns += ((faulted - f0) * self.prm.page_fault_ns
+                                + (released - r0) * self.prm.page_release_ns) / gmem.PAGE
+
+    def _count_alloc(self, alloc: int, work: int) -> None:
+        """Heap accounting of a chunk's allocation (``heapLive``, ``/gc/heap/allocs``, the spans
+        it needs), the memory-limit goal that moves with it, the container's memory charge (an
+        OOM kill above the cgroup limit), and the workload's allocation intensity, which sets
+        the chunk cap (:meth:`_claim_cap`)."""
         self.heap_live += alloc
         self.alloc_total += alloc
+        mem = self.mem
+        gml = self.prm.gomemlimit_bytes
+        if (mem.alloc + alloc) * mem._frag1 > mem.inuse:   # the spans grow (else reused in place)
+            mem.allocate(alloc, gml, self.limiter.enabled)
+            self._mm_charge()
+            usage = mem.mapped_ready
+            if usage > self.mem_hwm:
+                self.mem_hwm = usage
+                lim = self.prm.memory_limit_bytes
+                if lim is not None and kmem.oom_kill(usage, 0, 0, lim):
+                    self._oom_kill()
+                    return
+        else:
+            mem.alloc += alloc
+        if gml is not None:
+            self._update_goal()
+        if work > 0:
+            self.alloc_per_ns = alloc / work
+        if self.phase != OFF or self.trigger_bytes - self.heap_live < self._cap_near:
+            self._claim_cap()
+
+    def _oom_kill(self) -> None:
+        """The kernel's OOM killer ends the process (its anonymous memory cannot be reclaimed
+        below the cgroup limit): every thread stops; nothing more is processed."""
+        self.dead = True
+        self.oom_ns = self.eng.now
+        self.phase = OFF
+        if self._cur is not None:
+            self.eng.call_later(0, self._stop_all)
+        else:
+            self._stop_all()
+
+    def _stop_all(self) -> None:
+        for m in self.ms.values():
+            if m is not self._cur and self.eng.is_runnable(m.tid):
+                left = self.eng.stop(m.tid)
+                self._charge(m, left)
+
+    def _allocated(self, m: _M, c: Claim, t0: int) -> int | None:
+        """A goroutine's chunk ended: count its allocation, then (``mallocgc``) start a GC at the
+        trigger, or during the mark pay the allocation's assist debt (``gcAssistAlloc``): steal
+        background credit, scan, and park on the assist queue for what no work is left for
+        (``gcParkAssist``). The chunk completes when its debt is paid. Returns the M's next
+        segment (an assist, or the stop-the-world), or None."""
+        alloc = c.alloc
+        if alloc <= 0:
+            self.source.done(c, t0, self.eng.now)
+            return None
+        self._count_alloc(alloc, c.work)
+        if self.dead:
+            return None
         if self.phase == MARK:
-            scan = self._assist_scan(alloc)
-            if scan > 0:
-                self.mark_unclaimed -= scan
-                self.mark_inflight += 1
-                m.mark_bytes = scan
-                return self._seg(m, ASSIST, scan / self.prm.scan_bytes_per_ns, 0, self._infl())
-        elif self.phase == OFF and not self.stw and self.goal and self.heap_live >= self.trigger_bytes:
+            debt = self._assist_debt(alloc)
+            if debt > 0:
+                return self._assist(m, c, t0, debt)
+        self.source.done(c, t0, self.eng.now)
+        if self.phase == OFF and not self.stw and self.goal and self.heap_live >= self.trigger_bytes:
             return self._gc_start(m, periodic=False)
         return None
 
     # ------------------------------------------------------------------ GC: pacer
     def _commit(self) -> None:
+        """``commit``: the GOGC goal and the runway, then the goal and trigger (``trigger``)."""
         p = self.prm
-        goal = gcpacer.heap_goal(self.heap_marked, p.roots_bytes, 0, p.gogc, p.gomemlimit_bytes,
-                                 non_heap=p.roots_bytes)
+        self.gogc_goal = gcpacer.gogc_heap_goal(self.heap_marked, p.roots_bytes, 0, p.gogc)
+        self.runway_bytes = gcpacer.runway(self.cons.value, self.base_live, p.roots_bytes, 0)
+        self._update_goal()
+        self._claim_cap()
+
+    def _update_goal(self) -> None:
+        """``heapGoalInternal``/``trigger``: the smaller of the GOGC goal and the memory-limit goal,
+        which the runtime recomputes from its current memory at every trigger test and revise
+        (``memoryLimitHeapGoal``), so it moves as the heap's non-heap memory and overage do."""
+        mem = self.mem
+        goal = self.gogc_goal
+        lim_goal = gmem.memory_limit_goal(self.prm.gomemlimit_bytes, mem.mapped_ready, mem.free, mem.alloc,
+                                          self.heap_marked)
+        if lim_goal is not None and (goal is None or lim_goal < goal):
+            goal = lim_goal
         if goal is None:
             self.goal = 0
             self.trigger_bytes = 1 << 62
             return
-        rw = gcpacer.runway(self.cons.value, p.live_heap_bytes, p.roots_bytes, 0)
         self.goal = goal
-        self.trigger_bytes = gcpacer.trigger(goal, self.heap_marked, rw)
+        self.trigger_bytes = gcpacer.trigger(goal, self.heap_marked, self.runway_bytes)
 
     def _revise(self) -> None:
         exp = int(self.mark_total)
         self.awpb = gcpacer.assist_work_per_byte(self.heap_live, self.goal, self.triggered, int(self.scan_done),
                                                  exp, exp, self.prm.gogc)
 
-    def _assist_scan(self, alloc: int) -> float:
+    def _assist(self, m: _M, c: Claim, t0: int, debt: float) -> int | None:
+        """One pass of ``gcAssistAlloc``'s retry loop for a debt left after stealing credit:
+        ``gcDrainN`` scans at most until the goroutine's preemption request or the limiter's next
+        update (``ASSIST_CHUNK_NS``, then :meth:`_assist_again`); what no work is left for parks
+        on the assist queue until background credit (or the end of the mark) covers it
+        (``gcParkAssist``). Returns the M's assist segment, or None."""
+        avail = self.mark_total - self.scan_done - self.assist_inflight
+        scan = min(max(debt, gcpacer.GC_OVER_ASSIST_WORK), avail, ASSIST_CHUNK_NS * self.scan_rate)
+        if scan < debt and scan < avail:
+            # the rest after this pass: the goroutine stays on the M and retries
+            m.owed = (c, t0, debt - scan)
+        elif scan < debt:
+            # not enough work left to pay it all: park until background credit (or the
+            # end of the mark) covers the rest
+            self.assistq.append([c, t0, debt - max(scan, 0.0)])
+            if scan <= 0:
+                return None
+        else:
+            self.bg_credit += scan - debt
+            m.owed = (c, t0, 0.0)
+        self.mark_unclaimed -= scan
+        self.mark_inflight += 1
+        self.assist_inflight += scan
+        m.mark_bytes = scan
+        return self._seg(m, ASSIST, scan / self.scan_rate, 0, self._infl())
+
+    def _assist_again(self, m: _M, c: Claim, t0: int, rest: float) -> int | None:
+        """``gcAssistAlloc`` after a pass that left debt (``goto retry``): the limiter, now updated,
+        may be on (``gcDrainN`` stops; the goroutine allocates on if background credit exists,
+        else parks for it); otherwise steal credit and scan again. A chunk's debt stands for
+        the goroutine's many small allocations, each assisting for itself: once the limiter is
+        on, the ones still to come skip their assists, so a parked goroutine owes only the
+        allocation it is in (at most ``gcOverAssistWork`` of scan)."""
+        if self.prm.gc_cpu_limiter:
+            self._limiter_update()
+            if self.limiter.enabled:
+                if self.bg_credit > 0:
+                    self.source.done(c, t0, self.eng.now)
+                else:
+                    self.assistq.append([c, t0, min(rest, gcpacer.GC_OVER_ASSIST_WORK)])
+                return None
+        self._revise()
+        take = min(self.bg_credit, rest)
+        self.bg_credit -= take
+        rest -= take
+        if rest <= 0:
+            self.source.done(c, t0, self.eng.now)
+            return None
+        return self._assist(m, c, t0, rest)
+
+    def _assist_debt(self, alloc: int) -> float:
+        """Scan work an allocation of ``alloc`` bytes owes after stealing background credit
+        (``gcAssistAlloc``); 0 while the GC CPU limiter is on (assists are skipped)."""
         if self.prm.gc_cpu_limiter:
             self._limiter_update()
             if self.limiter.enabled:
@@ -704,12 +957,61 @@ class GoRuntime:
         debt = alloc * self.awpb
         take = min(self.bg_credit, debt)
         self.bg_credit -= take
-        debt -= take
-        if debt <= 0 or self.mark_unclaimed <= 0:
-            return 0.0
-        scan = min(max(debt, gcpacer.GC_OVER_ASSIST_WORK), self.mark_unclaimed)
-        self.bg_credit += scan - min(scan, debt)
-        return scan
+        return debt - take
+
+    def _flush_bg_credit(self) -> None:
+        """``gcFlushBgCredit``: background scan credit first satisfies goroutines parked on the
+        assist queue (FIFO); each satisfied one is ready again."""
+        q = self.assistq
+        woken = 0
+        while q and self.bg_credit > 0:
+            g = q[0]
+            if self.bg_credit >= g[2]:
+                self.bg_credit -= g[2]
+                q.popleft()
+                self.source.done(g[0], g[1], self.eng.now)
+                woken += 1
+            else:
+                g[2] -= self.bg_credit
+                self.bg_credit = 0.0
+        if woken:
+            self.ready(woken, netpoll=False)
+
+    def _wake_all_assists(self) -> None:
+        """``gcWakeAllAssists`` at the end of the mark: every parked goroutine runs again."""
+        q = self.assistq
+        n = len(q)
+        now = self.eng.now
+        while q:
+            g = q.popleft()
+            self.source.done(g[0], g[1], now)
+        if n:
+            self.ready(n, netpoll=False)
+
+    def _claim_cap(self) -> None:
+        """The longest chunk a P takes: its allocation stays below an allocation quantum, so the
+        trigger and the assists act at the allocation's own granularity (the runtime checks
+        both at every span refill, each few KiB) instead of a whole 10 ms chunk later. The
+        quantum is a fraction of the heap runway per P, and shrinks with the distance left to
+        the trigger (before a cycle) or to the goal (during the mark), down to
+        ``ALLOC_QUANTUM_MIN``: what one goroutine allocates before the runtime notices is small
+        against the room the pacer has left."""
+        if self.alloc_per_ns <= 0 or not self.goal:
+            self.claim_ns = FORCE_PREEMPT_NS
+            self._cap_near = 1 << 62
+            return
+        p = max(1, self.nprocs)
+        room = self.goal - self.heap_marked
+        # before a cycle the cap only changes once the trigger is this close (see _count_alloc)
+        self._cap_near = room / ALLOC_QUANTA
+        if self.phase == MARK:
+            # the assists pace the mark over the heap left before the goal: a chunk is a small
+            # part of it, so assists, background credit and allocation interleave as they do
+            room = min(room, max(0, self.goal - self.heap_live) * ALLOC_QUANTA / MARK_QUANTA)
+        elif self.phase == OFF:
+            room = min(room, max(0, self.trigger_bytes - self.heap_live) * ALLOC_QUANTA)
+        quantum = max(ALLOC_QUANTUM_MIN, room / (ALLOC_QUANTA * p))
+        self.claim_ns = int(min(FORCE_PREEMPT_NS, max(CLAIM_MIN_NS, quantum / self.alloc_per_ns)))
 
     def _limiter_update(self, force: bool = False, gc_on: bool | None = None) -> None:
         """Feed the limiter the P-time since its last update (at most every 10 ms, and at each
@@ -727,27 +1029,41 @@ class GoRuntime:
         self._lim_t = now
         self._lim_acc = list(acc)
 
+    def _limiter_transition_end(self) -> None:
+        """``finishGCTransition``: the stop-the-world counts as GC time on every P, in its own
+        accumulation after the window the transition's start flushed (so a limiter a short
+        mutator window has just turned off turns on again when the pause covers its headroom,
+        and stays on across back-to-back cycles)."""
+        now = self.eng.now
+        if self.limiter.enabled:
+            self.limiter_enabled_ns += now - self._lim_t
+        self.limiter.accumulate(0.0, (now - self._lim_t) * self.nprocs, self.gc_cycles)
+        self._lim_t = now
+        self._lim_acc = list(self._acc())
+
     # ------------------------------------------------------------------ GC: cycle
     def _gc_start(self, m: _M | None, periodic: bool) -> int | None:
         self.periodic = periodic
+        self._limiter_update(force=True, gc_on=False)   # startGCTransition: flush up to the stop
         self.phase = SWEEPTERM
         return self._stw_begin(m, self._gc_mark_begin)
 
     def _gc_mark_begin(self) -> None:
         p = self.prm
-        self._limiter_update(force=True, gc_on=False)
         self.phase = MARK
         self.wc = gcpacer.worker_counts(self.nprocs, self.periodic)
         self.mark_start = self.eng.now
         self.triggered = self.heap_live
-        self.scan_expected = p.live_heap_bytes + p.roots_bytes
+        self.scan_expected = self.base_live + p.roots_bytes
         # mark work: scanning (heap + roots) plus the per-cycle overheads (c0 + c1 P), in scan units
-        overhead = (p.cycle_base_ns + p.cycle_per_p_ns * self.nprocs) * p.scan_bytes_per_ns
+        overhead = (p.cycle_base_ns + p.cycle_per_p_ns * self.nprocs) * self.scan_rate
         self.mark_unclaimed = float(self.scan_expected) + overhead
         self.mark_total = self.mark_unclaimed
         self.scan_done = 0.0
         self.bg_credit = 0.0
         self.mark_inflight = 0
+        self.assist_inflight = 0.0
+        self._claim_cap()
         self.ded_running = 0
         self.idlew_running = 0
         self.frac_ns = {}
@@ -759,7 +1075,6 @@ class GoRuntime:
     def _gc_mark_end(self) -> None:
         p = self.prm
         now = self.eng.now
-        self._limiter_update(force=True, gc_on=True)
         wall = now - self.mark_start
         alloc_during = self.heap_live - self.triggered
         acc = self._acc()
@@ -767,9 +1082,12 @@ class GoRuntime:
                                         acc[PC_ASSIST] - self.assist_pt0,
                                         acc[PC_IDLEMARK] - self.idlemark_pt0, wall, self.nprocs)
         self.cons.update(cur)
+        self._wake_all_assists()
         # allocate-black: objects allocated during mark count as marked
-        self.heap_marked = p.live_heap_bytes + max(0, alloc_during)
+        self.last_goal = self.goal          # endCycle: lastHeapGoal
+        self.heap_marked = self.base_live + max(0, alloc_during)
         self.heap_live = self.heap_marked
+        self.mem.sweep(self.heap_marked)
         self.phase = OFF
         self.gc_cycles += 1
         self.gc_forced += int(self.periodic)
@@ -806,7 +1124,7 @@ class GoRuntime:
                 self.wakep()
 
     def _mark_seg(self, m: _M, seg: int, max_ns: float = FORCE_PREEMPT_NS, pre: float = 0) -> int:
-        rate = self.prm.scan_bytes_per_ns
+        rate = self.scan_rate
         # the mark work is shared through work buffers among every worker that can run: the
         # running ones, and idle Ps about to start idle workers
         workers = max(1, min(self.nprocs, self.ded_running + self.idlew_running
@@ -829,24 +1147,55 @@ class GoRuntime:
         rest = m.mark_bytes * frac_left
         self._mark_progress(m, m.mark_bytes - rest, body - min(left, body))
         self.mark_unclaimed += rest
+        if m.owed is not None:
+            # stopped by the mark's end: the assist is over, the goroutine allocates on
+            c, t0, _ = m.owed
+            m.owed = None
+            self.source.done(c, t0, self.eng.now)
 
     def _mark_progress(self, m: _M, scanned: float, ns: float) -> None:
         self.mark_inflight -= 1
         self.scan_done += scanned
-        if m.seg != ASSIST:
-            self.bg_credit += scanned
-        if m.seg == FRAC:
+        seg = m.seg
+        if seg == ASSIST:
+            self.assist_inflight -= m.mark_bytes
+            if m.owed is not None and m.owed[2] <= 0:
+                c, t0, _ = m.owed
+                m.owed = None
+                self.source.done(c, t0, self.eng.now)
+            return
+        self.bg_credit += scanned
+        if self.assistq:
+            self._flush_bg_credit()
+        if seg == FRAC:
             self.frac_ns[m.p] = self.frac_ns.get(m.p, 0.0) + (self.eng.now - m.t_seg)
 
     def _mark_done(self, m: _M) -> int | None:
         seg = m.seg
         self._mark_progress(m, m.mark_bytes, m.work)
         m.mark_bytes = 0.0
-        if self.phase == MARK and self.mark_unclaimed <= 1e-6 and self.mark_inflight == 0:
+        if seg == ASSIST and self.prm.gc_cpu_limiter:
+            # gcAssistAlloc1: an assist of more than gcAssistTimeSlack (5 us) updates the limiter
+            self._limiter_update(force=True)
+        if m.owed is not None and seg == ASSIST:
+            # a pass of the assist left debt: the goroutine retries, unless the mark is over
+            c, t0, rest = m.owed
+            m.owed = None
+            if self.phase == MARK and not (self.scan_done >= self.mark_total - 1.0):
+                w = self._assist_again(m, c, t0, rest)
+                if w is not None:
+                    return w
+            else:
+                self.source.done(c, t0, self.eng.now)
+        # the mark is done when all its scan work is: work buffers are shared, so assists may
+        # have done what in-flight workers hold (their rest is stopped by the STW)
+        if self.phase == MARK and ((self.mark_unclaimed <= 1e-6 and self.mark_inflight == 0)
+                                   or self.scan_done >= self.mark_total - 1.0):
             if seg == DED:
                 self.ded_running -= 1
             elif seg == IDLEW:
                 self.idlew_running -= 1
+            self._limiter_update(force=True, gc_on=True)
             self.phase = MARKTERM
             return self._stw_begin(m, self._gc_mark_end)
         if seg == DED:
@@ -986,8 +1335,10 @@ class GoRuntime:
         # go_gc_duration_seconds: one sample per GC cycle, the sum of its two STW pauses
         if self.stw_then == self._gc_mark_begin:
             self._sweepterm_pause = pause
+            self._limiter_transition_end()
         elif self.stw_then == self._gc_mark_end:
             self.cycle_pause_ns.append((now, self._sweepterm_pause + pause))
+            self._limiter_transition_end()
         self.stw = False
         self._integ_stw(begin=False)
         coord = self.stw_coord
@@ -1023,6 +1374,8 @@ class GoRuntime:
 
     # ------------------------------------------------------------------ timers
     def _forcegc(self) -> None:
+        if self.dead:
+            return
         due = self.last_gc_end + gcpacer.FORCEGC_PERIOD_NS
         now = self.eng.now
         if self.phase == OFF and not self.stw and self.prm.gogc >= 0 and now >= due:
@@ -1032,6 +1385,8 @@ class GoRuntime:
             self.eng.call_at(max(due, now + 1_000_000), self._forcegc)
 
     def _sysmon_gomaxprocs(self) -> None:
+        if self.dead:
+            return
         now = self.eng.now
         # the limit in force now, as the runtime reads it from the cgroup: the engine's live
         # bandwidth (a resize may come from a schedule or from a VPA acting during the run)
@@ -1069,15 +1424,25 @@ class GoRuntime:
 
     def _row(self) -> tuple:
         cpu = self._cpu_now()
+        mem = self.mem
+        usage = 0 if self.dead else kmem.usage_bytes(gmem.cgroup_anon_bytes(mem))
         return (self.eng.now, self.nprocs, *self._acc(), *(cpu[k] for k in CPU_CLASSES),
-                self.gc_cycles, self.heap_live)
+                self.gc_cycles, self.heap_live, self.goal, usage, max(usage, self.mem_hwm),
+                0 if self.dead else gmem.rss_bytes(mem), self.alloc_total, self.heap_marked)
 
     def _sample(self) -> None:
         if self.sysmon is not None:
             if len(self.free_ps) < self.nprocs:
                 self.sm_owed += self.sysmon.advance(self.eng.now, busy=True) * self.c_sysmon
             self._sysmon_flush()
-        self.samples.append(self._row())
+        if not self.dead:
+            # the background scavenger, paced over the sampling interval (mgcscavenge.go)
+            self.mem.scavenge_background(self.sample_ns if self.samples else 0, self.nprocs,
+                                         self.prm.gomemlimit_bytes, self.goal, self.last_goal)
+            self._mm_charge()
+        row = self._row()
+        self.samples.append(row)
+        self.mem_hwm = row[C_USAGE]
         self.eng.call_later(self.sample_ns, self._sample)
 
     # ------------------------------------------------------------------ reporting
@@ -1135,7 +1500,47 @@ class GoRuntime:
             out[f"cpu_real_{k}_s"] = v
         for k, v in pc.items():
             out["go_cpu_classes_" + k.replace("/", "_") + "_cpu_seconds_total"] = v
+        out.update(self.gc_memory_summary(t0_ns, t1_ns, start, now_row))
         return out
+
+    def gc_memory_summary(self, t0_ns: int, t1_ns: int, start: tuple, now_row: tuple) -> dict[str, Any]:
+        """The GC and memory keys of a lab summary, with the lab's meaning: the runtime's
+        ``/gc/...`` metrics at the end of the window (goal, live heap, limiter, settings), their
+        changes over it (cycles, allocation, pause time), and the memory cgroup's usage at the
+        end and its high-water mark over the window; ``oom_kills`` counts the kernel's OOM kill
+        (the process is gone afterwards)."""
+        rows = [r for r in self.samples if t0_ns < r[0] <= t1_ns] + [now_row]
+        goals = np.asarray([r[C_GOAL] for r in rows], dtype=float)
+        hwm = max([r[C_USAGE_HWM] for r in rows] + [start[C_USAGE]])
+        pause = sum(p for t, p in self.cycle_pause_ns if t0_ns < t <= t1_ns) / 1e9
+        killed = self.oom_ns is not None and self.oom_ns <= t1_ns
+        usage = now_row[C_USAGE]
+        return {
+            "gc_heap_goal_mean_bytes": float(goals.mean()) if goals.size else None,
+            "gc_heap_live_bytes": int(self.heap_marked),
+            "gc_pause_total_s": pause,
+            "gc_limiter_last_enabled_cycle": int(self.limiter.last_enabled_cycle),
+            "gogc_percent": int(self.prm.gogc),
+            "gomemlimit_bytes": self.prm.gomemlimit_bytes,
+            "gc_alloc_bytes": int(now_row[C_ALLOC] - start[C_ALLOC]),
+            "memory_limit_bytes": self.prm.memory_limit_bytes,
+            "memory_usage_bytes": int(usage),
+            "memory_usage_mean_bytes": float(np.mean([r[C_USAGE] for r in rows])),
+            "memory_max_usage_bytes": int(hwm),
+            "memory_working_set_bytes": kmem.working_set_bytes(int(usage)),
+            "process_rss_bytes": int(now_row[C_RSS]),
+            # VmHWM: the peak since the process started (the usage high-water mark + its file pages)
+            "process_rss_peak_bytes": int(max([r[C_USAGE_HWM] for r in self.samples if r[0] <= t1_ns]
+                                              + [now_row[C_USAGE_HWM]]) + self.mem.prm.file_bytes),
+            "oom_kills": int(killed),
+            "oom_time_s": self.oom_ns / 1e9 if killed else None,
+            "heap_released_bytes": int(self.mem.released),
+            # /memory/classes/total: everything mapped, released pages included
+            "go_memory_total_bytes": int(self.mem.heap_mapped + self.mem.non_heap),
+            "gc_scan_heap_bytes": int(self.base_live),
+            "gc_scan_stack_bytes": None,   # stacks and globals are one parameter here (go.roots_mb)
+            "gc_scan_globals_bytes": None,
+        }
 
     def series(self, step_ns: int) -> pd.DataFrame:
         """Runtime series at ``step_ns`` (a multiple of the sampling interval): GOMAXPROCS, /cpu/classes rates
@@ -1153,8 +1558,15 @@ class GoRuntime:
             cols[f"go_cpu_classes_{n}_cores"] = np.diff(arr[:, 2 + i], prepend=np.nan) / 1e9 / dt
         for i, n in enumerate(CPU_CLASSES):
             cols[f"cpu_real_{n}_cores"] = np.diff(arr[:, 8 + i], prepend=np.nan) / 1e9 / dt
-        cols["go_gc_cycles_total"] = arr[:, 14].astype(int)
-        cols["go_memstats_heap_alloc_bytes"] = arr[:, 15]
+        cols["go_gc_cycles_total"] = arr[:, C_CYCLES].astype(int)
+        cols["go_memstats_heap_alloc_bytes"] = arr[:, C_HEAP]
+        cols["go_gc_heap_goal_bytes"] = arr[:, C_GOAL]
+        cols["go_gc_heap_live_bytes"] = arr[:, C_MARKED]
+        cols["container_memory_usage_bytes"] = arr[:, C_USAGE]
+        cols["container_memory_working_set_bytes"] = arr[:, C_USAGE]
+        cols["container_memory_max_usage_bytes"] = np.maximum.accumulate(arr[:, C_USAGE_HWM])
+        cols["process_resident_memory_bytes"] = arr[:, C_RSS]
+        cols["go_gc_heap_allocs_bytes_total"] = arr[:, C_ALLOC]
         return pd.DataFrame(cols)
 
 

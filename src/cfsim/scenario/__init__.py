@@ -207,6 +207,11 @@ def _cross_checks(sc: Scenario) -> None:
     if sc["host.background_cores"] >= sc["host.cpus"]:
         raise ScenarioError("host.background_cores", f"must be < host.cpus={sc['host.cpus']} "
                                                      f"(got {sc['host.background_cores']})")
+    mem_lim, mem_req = sc["cgroup.memory_limit_mb"], sc["cgroup.memory_request_mb"]
+    if mem_lim is not None and mem_req is not None and mem_req > mem_lim:
+        # the API server's rule (pkg/apis/core/validation: "must be less than or equal to memory limit")
+        raise ScenarioError("cgroup.memory_request_mb", f"must be <= cgroup.memory_limit_mb={mem_lim:g} "
+                                                        f"(got {mem_req:g})")
     if sc["run.warmup_s"] >= sc["run.duration_s"]:
         raise ScenarioError("run.warmup_s", f"must be < run.duration_s={sc['run.duration_s']} "
                                             f"(got {sc['run.warmup_s']})")

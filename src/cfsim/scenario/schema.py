@@ -106,12 +106,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
                         _between(1, 1_000_000)),
         "limit_schedule": Key(None, "list", "[[t_s, cpu_limit_cores], ...] quota changes during the run",
                               _limit_schedule, optional=True),
-        # memory (issue 19): the container's memory limit is enforced by the kernel (OOM kill at the
-        # limit); the Kubernetes request is only a scheduling/VPA quantity, not enforced
-        "memory_limit_mb": Key(None, "float", "container memory limit [MiB] (memory.max / memory.limit_in_bytes); "
-                                              "absent = unlimited", _gt(0), optional=True),
-        "memory_request_mb": Key(None, "float", "Kubernetes memory request [MiB]; not enforced by the kernel",
-                                 _gt(0), optional=True),
+        # memory cgroup (Kubernetes resources.limits/requests.memory)
+        "memory_limit_mb": Key(None, "float", "memory limit [MiB] (memory.limit_in_bytes / memory.max); absent = "
+                                              "none. Anonymous memory over it is an OOM kill", _gt(0), optional=True),
+        "memory_request_mb": Key(None, "float", "memory request [MiB] (scheduling and the VPA's starting point; "
+                                                "no runtime effect)", _gt(0), optional=True),
     },
     "go": {
         "gomaxprocs": Key("host", "any", "'host' | 'automaxprocs' | 'go1.25' | integer", _gomaxprocs),
@@ -128,12 +127,50 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                   lambda v: None if 0 < v <= 1 else f"must be in (0, 1] (got {v})"),
         "live_heap_mb": Key(16.0, "float", "live (marked) heap [MiB]", _ge(0)),
         "gc_cpu_limiter": Key(True, "bool", "model the GC CPU limiter (Go >= 1.19)"),
+        # the runtime's memory outside the live heap (cfsim.goruntime.memory; calibrated priors)
+        "mem_base_mb": Key(5.0, "float", "runtime memory that does not grow with the heap [MiB] (profiling buckets, "
+                                         "runtime structures; /memory/classes minus heap and metadata)",
+                           _between(0, 1_000_000)),
+        "mem_metadata_fraction": Key(0.027, "float", "runtime metadata per mapped heap byte (span structs, arena "
+                                                     "metadata, GC bitmaps)", _between(0, 1)),
+        "mem_frag_fraction": Key(0.03, "float", "free slots in in-use spans per object byte "
+                                                "(/memory/classes/heap/unused)", _between(0, 10)),
+        "mem_binary_mb": Key(5.0, "float", "the binary's resident file pages [MiB]: in process RSS, not in the "
+                                           "cgroup's anonymous memory", _between(0, 100_000)),
+        "scavenge_us_per_page": Key(10.0, "float", "scavenger work per released 4 KiB page [us] (sets its pace at "
+                                                   "1 % of GOMAXPROCS; mgcscavenge.go's own estimate is 10 us)",
+                                    _between(0.01, 10_000)),
+        # the mutator's own CPU for memory (cfsim.goruntime.runtime: added to the workload's CPU, which
+        # is the application's own work without the runtime's allocation path)
+        "alloc_ns_per_kb": Key(165.0, "float", "mallocgc CPU per KiB allocated, charged to the allocating goroutine "
+                                               "(allocation, zeroing, span refill and sweeping; 1 KiB objects, "
+                                               "Go 1.26 on the lab host, lab/cmd/mallocbench: 0.17 us/KiB at best, "
+                                               "0.17-0.35 with the host shared)",
+                               _between(0, 100_000)),
+        "page_fault_us": Key(1.0, "float", "CPU of a page fault on a heap page the runtime grew or had released "
+                                           "[us per 4 KiB page] (lab host, lab/cmd/faultbench: 1.5 us first touch, "
+                                           "0.35 us after a release)", _between(0, 10_000)),
+        "page_release_us": Key(0.14, "float", "CPU of returning a 4 KiB page to the OS (madvise in 64 KiB runs, "
+                                              "lab host, lab/cmd/faultbench: 0.14-0.17 us); the scavenger's pace uses scavenge_us_per_page",
+                               _between(0, 10_000)),
         # Runtime cost parameters (priors, their public anchors and calibration paths:
         # docs/model-notes.md, "Go runtime cost priors"). Priors, not fitted to any story.
         "roots_mb": Key(0.5, "float", "stacks + globals scanned each GC [MiB] (/gc/scan/stack + /gc/scan/globals)",
                         _between(0, 1_000_000)),
         "gc_scan_mb_per_ms": Key(1.0, "float", "mark scan rate per CPU [MiB/ms] (mgcmark.go: '1-2 MB/ms')",
                                  _between(0.01, 100)),
+        "process_heap_mb": Key(0.5, "float", "the process's own live heap beyond live_heap_mb [MiB] (runtime, "
+                                             "metrics registry, HTTP server; the lab workload: /gc/heap/live minus "
+                                             "its live heap and the allocation during the mark, ~0.5 MiB)",
+                               _between(0, 1_000_000)),
+        "gc_parallel_cost": Key(0.0, "float", "extra mark CPU per additional CPU marking at once (parallel mark "
+                                              "efficiency: scan rate / (1 + c x (min(GOMAXPROCS, CPUs) - 1)))",
+                                _between(0, 10)),
+        "gc_scan_miss_factor": Key(1.0, "float", "mark CPU per byte of a live heap far larger than the host's "
+                                                 "last-level cache, relative to one that fits (pointer targets "
+                                                 "missed in the cache: scan rate / (1 + (f - 1) x max(0, 1 - "
+                                                 "host.llc_mb / live heap))); 1 = no cache effect",
+                                   _between(1, 20)),
         "gc_stw_base_us": Key(10.0, "float", "CPU of one STW phase's own work [us] (gctrace: 7-250 us pauses)",
                               _between(0, 100_000)),
         "gc_stw_per_p_us": Key(1.0, "float", "extra STW work per P [us] (stop/start the world, forEachP)",
@@ -231,6 +268,17 @@ SCHEMA: dict[str, dict[str, Key]] = {
                       _between(0.001, 3600.0)),
         "report_interval_s": Key(1800.0, "float", "timeline row interval [s]", _gt(0)),
         "start_unix_s": Key(1767225600.0, "float", "wall-clock time of t=0 (histogram reference rounding)", _ge(0)),
+        # the memory path (autoscalers/vpa_memory.py); the pod template's memory is cgroup.memory_request_mb /
+        # cgroup.memory_limit_mb (request = limit when only the limit is given)
+        "control_memory": Key(False, "bool", "the VPA also recommends and applies memory (controlledResources "
+                                              "includes memory; the long-horizon engine then models the memory limit)"),
+        "pod_min_memory_mb": Key(250.0, "float", "--pod-recommendation-min-memory-mb", _ge(0)),
+        "min_allowed_memory_mb": Key(None, "float", "resourcePolicy minAllowed memory [MiB]", _gt(0), optional=True),
+        "max_allowed_memory_mb": Key(None, "float", "resourcePolicy maxAllowed memory [MiB]", _gt(0), optional=True),
+        "memory_interval_s": Key(86400.0, "float", "MemoryAggregationInterval: one peak per interval [s]", _gt(0)),
+        "memory_half_life_s": Key(86400.0, "float", "--memory-histogram-decay-half-life [s]", _gt(0)),
+        "oom_bump_up_ratio": Key(1.2, "float", "--oom-bump-up-ratio", _between(1.0, 100.0)),
+        "oom_min_bump_up_mb": Key(100.0, "float", "--oom-min-bump-up-bytes [MiB]", _ge(0)),
     },
     "hpa": {
         "enabled": Key(False, "bool", "run the HPA loop (long-horizon engine)"),
@@ -310,6 +358,8 @@ register_section("host", {
     "smt_slowdown": Key(0.6, "float", "extra CPU time a thread needs for the same work while a sibling hardware "
                                       "thread of its core runs another of the process's threads (0 = none, 1 = "
                                       "twice: the two share one core's units) [fraction]", _between(0, 3)),
+    "llc_mb": Key(32.0, "float", "last-level cache the process's threads share [MiB] (the lab host: 32 MiB L3); "
+                                 "a live heap beyond it marks slower (go.gc_scan_miss_factor)", _between(0.1, 100_000)),
 })
 register_section("workload", {
     "server_cpu_us_per_request": Key(40.0, "float", "CPU of serving one request outside the handler's own work: "

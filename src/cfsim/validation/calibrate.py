@@ -34,9 +34,22 @@ DEFAULT_PARAMS: dict[str, tuple[float, float]] = {
     "go.gc_scan_mb_per_ms": (0.05, 20.0),
     "go.sched_spin_per_p_us": (0.01, 20.0),
 }
+#: bounds of other parameters a user may name with --param (not fitted unless named)
+PARAM_BOUNDS: dict[str, tuple[float, float]] = {
+    "go.gc_parallel_cost": (0.01, 5.0),
+    "go.gc_cycle_per_p_us": (0.1, 2000.0),
+    "go.gc_cycle_base_us": (0.1, 20000.0),
+    "go.roots_mb": (0.01, 64.0),
+    "go.mem_base_mb": (0.1, 100.0),
+    "go.mem_metadata_fraction": (0.001, 0.3),
+    "go.mem_frag_fraction": (0.001, 1.0),
+    "go.scavenge_us_per_page": (0.1, 100.0),
+}
 #: above this 1-sigma (log) the data say nothing about a parameter (a factor of e^5 ~ 150)
 MAX_SIGMA_LOG = 5.0
 RESIDUAL_METRICS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "gc_cpu_share")
+#: residuals for the GC and memory parameters (issue 19): what the gc-memory grid measures
+GC_MEMORY_RESIDUALS = ("throughput_per_s", "gc_cycles_per_s", "gc_heap_goal_mean_bytes", "memory_usage_mean_bytes")
 _OPS = {"<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
         "<": operator.lt, ">": operator.gt}
 _CLAUSE = re.compile(r"^\s*([a-z_]+\.[a-z_0-9]+)\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$")
@@ -126,8 +139,9 @@ def apply_params(run: Path, params: Mapping[str, float], base_factor: float) -> 
     return out
 
 
-def _residuals_for_run(args: tuple[str, dict[str, Any], float | None]) -> list[float]:
-    run_s, overrides, duration_s = args
+def _residuals_for_run(args: tuple) -> list[float]:
+    run_s, overrides, duration_s = args[:3]
+    metrics = args[3] if len(args) > 3 else RESIDUAL_METRICS
     run = Path(run_s)
     if duration_s is not None:
         sc = run_scenario(run)
@@ -137,8 +151,13 @@ def _residuals_for_run(args: tuple[str, dict[str, Any], float | None]) -> list[f
     sim = twin(run, overrides).summary
     obs = observed_summary(run)
     out = []
+    oom = bool(obs.get("oom_kills")) or bool(sim.get("oom_kills"))
     for m in vm.METRICS:
-        if m.name not in RESIDUAL_METRICS:
+        if m.name not in metrics:
+            continue
+        if oom and m.name != "oom_killed":
+            # an OOM-killed run (either side) has no comparable window: only the kill itself counts
+            out.append(0.0)
             continue
         e = vm.error(m, m.get(obs), m.get(sim))
         out.append(0.0 if e is None else float(np.clip(e, -3, 3)))
@@ -148,14 +167,22 @@ def _residuals_for_run(args: tuple[str, dict[str, Any], float | None]) -> list[f
 def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
               workers: int = 1, max_nfev: int = 40, duration_s: float | None = 12.0,
               bounds: Mapping[str, tuple[float, float]] | None = None,
-              progress: Callable[[int], None] | None = None) -> tuple[Calibration, list[Path], list[Path]]:
+              progress: Callable[[int], None] | None = None,
+              metrics: Sequence[str] | None = None) -> tuple[Calibration, list[Path], list[Path]]:
     """Fit ``params`` on the runs selected by ``train``; return the fit, training and held-out runs.
 
     ``duration_s`` shortens the twins during the fit (steady state is reached in seconds);
     ``progress(n)`` is told the number of objective evaluations done (each simulates every training run).
+    ``metrics``: the validation metrics whose errors are the residuals (default
+    :data:`RESIDUAL_METRICS`; :data:`GC_MEMORY_RESIDUALS` for the GC and memory parameters).
     """
+    metrics = tuple(metrics or RESIDUAL_METRICS)
+    known = {m.name for m in vm.METRICS}
+    bad = [m for m in metrics if m not in known]
+    if bad:
+        raise ValueError(f"--metric {', '.join(bad)}: not a validation metric (known: {', '.join(sorted(known))})")
     names = list(params or DEFAULT_PARAMS)
-    bnd = {k: (bounds or {}).get(k) or DEFAULT_PARAMS.get(k) for k in names}
+    bnd = {k: (bounds or {}).get(k) or DEFAULT_PARAMS.get(k) or PARAM_BOUNDS.get(k) for k in names}
     for k, b in bnd.items():
         if b is None:
             raise ValueError(f"--param {k}: give bounds as {k}=LOW:HIGH (no default for it)")
@@ -165,8 +192,11 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     test_runs = [r for r in runs if r not in train_runs]
     if not train_runs:
         raise ValueError(f"--train {train!r} selects no run among {len(runs)} runs below {path}")
-    norms = {grid: grid_norm(find_runs(grid)) for grid in {r.parent for r in runs}}
+    grids = sorted({r.parent for r in runs})
+    norms = {grid: grid_norm(find_runs(grid)) for grid in grids}
+    factors = {grid: n.factor for grid, n in norms.items()}
     priors = {r: grid_priors(run_scenario(r), norms[r.parent]) for r in train_runs}
+    model_params = [k for k in names if k != "cost_factor"]
     x0 = []
     for k in names:
         lo, hi = bnd[k]
@@ -189,7 +219,10 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
 
     def residuals(x: np.ndarray) -> np.ndarray:
         p = {k: float(v) for k, v in zip(names, values(x))}
-        jobs = [(str(r), {**priors[r], **apply_params(r, p, norms[r.parent].factor)}, duration_s)
+        # the grid's cost factor divides its calibration runs' CPU by the model with these parameters
+        # (a calibration run's CPU includes its GC): recomputed when a model parameter is fitted
+        now = {grid: grid_norm(find_runs(grid), p).factor for grid in grids} if model_params else factors
+        jobs = [(str(r), {**priors[r], **apply_params(r, p, now[r.parent])}, duration_s, metrics)
                 for r in train_runs]
         results = list(pool.map(_residuals_for_run, jobs)) if pool else [_residuals_for_run(j) for j in jobs]
         evaluations.append(1)

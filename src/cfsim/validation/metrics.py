@@ -47,6 +47,43 @@ def _throttled_per_s(summary: Mapping[str, Any]) -> float | None:
     return t / d if d else None
 
 
+def _per_s(name: str) -> Callable[[Mapping[str, Any]], float | None]:
+    """A counter's change over the window per second of window (``duration_s``)."""
+    def get(summary: Mapping[str, Any]) -> float | None:
+        v, d = summary.get(name), summary.get("duration_s")
+        if v is None or not d:
+            return None
+        return float(v) / float(d)
+    return get
+
+
+def _oom(summary: Mapping[str, Any]) -> float | None:
+    """OOM kills of the run: the memory cgroup's ``oom_kill`` count (lab) or the model's."""
+    v = summary.get("oom_kills")
+    return None if v is None else float(v > 0)
+
+
+#: GC and memory (issue 19): what the runtime's /gc/... metrics and the memory cgroup show
+GC_MEMORY_METRICS: tuple[Metric, ...] = (
+    Metric("gc_cycles_per_s", "relative", _per_s("gc_cycles"), 0.10, "GC cycles per second of window"),
+    Metric("gc_heap_goal_mean_bytes", "relative", _key("gc_heap_goal_mean_bytes"), 0.05,
+           "heap goal averaged over the window (/gc/heap/goal:bytes)"),
+    Metric("gc_heap_goal_bytes", "relative", _key("gc_heap_goal_bytes"), None,
+           "heap goal at the end of the window (one point of a saw-tooth)"),
+    Metric("gc_heap_live_bytes", "relative", _key("gc_heap_live_bytes"), None,
+           "heap marked live by the last cycle (/gc/heap/live:bytes)"),
+    Metric("gc_pause_s_per_s", "relative", _per_s("gc_pause_total_s"), None,
+           "stop-the-world GC pause time per second (/sched/pauses/total/gc:seconds)"),
+    Metric("memory_usage_mean_bytes", "relative", _key("memory_usage_mean_bytes"), 0.10,
+           "memory cgroup usage averaged over the window (the heap's saw-tooth: 26-70 MiB within one "
+           "second at 16 MiB live)"),
+    Metric("memory_usage_bytes", "relative", _key("memory_usage_bytes"), None,
+           "memory cgroup usage at the end of the window (one point of the saw-tooth)"),
+    Metric("memory_max_usage_bytes", "relative", _key("memory_max_usage_bytes"), None,
+           "memory cgroup high-water mark over the window"),
+    Metric("oom_killed", "exact", _oom, 0.0, "1 if the kernel OOM-killed the process, else 0"),
+)
+
 METRICS: tuple[Metric, ...] = (
     Metric("throughput_per_s", "relative", _key("throughput_per_s"), 0.05, "records or requests per second"),
     Metric("cpu_usage_cores", "relative", _key("cpu_usage_cores"), 0.05, "container CPU usage [cores]"),
@@ -59,11 +96,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("latency_p99_s", "relative", _key("latency_p99_s"), 0.30, "p99 latency [s]"),
     Metric("backlog_final", "relative", _key("backlog_final"), None, "records waiting at the end"),
     Metric("lag_final_s", "relative", _key("lag_final_s"), None, "age of the oldest waiting record [s]"),
+    *GC_MEMORY_METRICS,
 )
 
 #: below this the observed value is too small for a relative error to mean anything
 _RELATIVE_FLOOR = {"throttled_s_per_s": 0.01, "backlog_final": 10.0, "lag_final_s": 0.05,
-                   "latency_p50_s": 1e-4, "latency_p99_s": 1e-4}
+                   "latency_p50_s": 1e-4, "latency_p99_s": 1e-4, "gc_pause_s_per_s": 1e-5}
 
 
 def error(metric: Metric, observed: float | None, simulated: float | None) -> float | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from cfsim.scenario import Scenario
 from cfsim.validation.twin import is_calibration_run, observed_summary, run_scenario, twin
@@ -58,15 +58,21 @@ def cost_per_item_s(summary: dict[str, Any]) -> float | None:
     return usage / thr
 
 
-def grid_norm(grid_runs: list[Path]) -> GridNorm:
-    """Cost factor from the calibration runs among ``grid_runs`` (1.0 if there are none)."""
+def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None) -> GridNorm:
+    """Cost factor from the calibration runs among ``grid_runs`` (1.0 if there are none).
+
+    ``params``: the model parameters the grid's runs are simulated with (``section.key`` ->
+    value; ``cost_factor`` ignored). The calibration runs' twins use them too: a calibration run
+    spends part of its CPU in the GC, so the factor that turns its measured CPU per item into the
+    workload's own CPU depends on the GC model it is divided by."""
     norm = GridNorm()
+    overrides = {k: v for k, v in (params or {}).items() if k != "cost_factor"}
     rtts = []
     for run in grid_runs:
         if not is_calibration_run(run):
             continue
         obs = observed_summary(run)
-        sim = twin(run).summary
+        sim = twin(run, overrides).summary
         observed = cost_per_item_s(obs)
         simulated = cost_per_item_s(sim)
         if observed and simulated:

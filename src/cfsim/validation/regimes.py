@@ -13,8 +13,9 @@ from typing import Any, Mapping, Sequence
 
 #: every regime, in the order reports list them
 REGIMES = ("uncapped", "contended", "quota-capped", "gomaxprocs-capped", "host-capped", "oom-killed")
-#: runs the model cannot speak for: the kernel's OOM killer ended the workload (cfsim models the
-#: heap and GOMEMLIMIT, not the kill), so its usage and throughput say when it died, not how it ran
+#: runs whose window the kernel's OOM killer ended: their usage and throughput say when the workload
+#: died, not how it ran (whether the model predicts the kill is the GC/memory table's OOM confusion,
+#: cfsim.validation.gcmemory)
 OUT_OF_SCOPE = ("oom-killed",)
 #: the regimes where the model predicts (the headline)
 PREDICTED = ("uncapped", "contended")

@@ -27,6 +27,7 @@ import pandas as pd
 
 from cfsim.simulation import simulate
 from cfsim.validation import metrics as vm
+from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
 from cfsim.validation.normalise import GridNorm, grid_norm, grid_priors
 from cfsim.validation.regimes import OUT_OF_SCOPE, PREDICTED, REGIMES, run_regime
 from cfsim.validation.trajectory import compare_trajectories
@@ -44,6 +45,7 @@ class ValidationReport:
     simulated: dict[str, Any] = field(default_factory=dict)  # run id -> SimulationResult
     by_regime: dict[str, dict[str, Any]] = field(default_factory=dict)  # regime -> {metric: ...}
     regime_counts: dict[str, int] = field(default_factory=dict)          # held-out runs per regime
+    gc: dict[str, Any] = field(default_factory=dict)  # GC/memory errors per GC regime, OOM confusion
 
     @property
     def headline(self) -> dict[str, Any]:
@@ -65,7 +67,7 @@ class ValidationReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"headline": self.headline, "by_regime": self.by_regime, "regime_counts": self.regime_counts,
-                "errors": self.errors, "grids": self.grids,
+                "errors": self.errors, "grids": self.grids, "gc": self.gc,
                 "runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs]}
 
 
@@ -169,7 +171,7 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     sims: dict[str, Any] = {}
     for grid_dir, grid_runs in by_grid.items():
         roles = _roles(grid_dir)
-        norm = grid_norm(grid_runs) if normalise else GridNorm()
+        norm = grid_norm(grid_runs, params) if normalise else GridNorm()
         grid_rows: dict[str, dict[str, Any]] = {}
         for run in grid_runs:
             role = _role(run, roles)
@@ -186,6 +188,9 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
             observed = _derived(obs_summary)
             simulated = _derived(sim.summary)
             errors = {m.name: vm.error(m, observed[m.name], simulated[m.name]) for m in vm.METRICS}
+            if observed.get("oom_killed") or simulated.get("oom_killed"):
+                # an OOM-killed run (either side) has no comparable window: only the kill is compared
+                errors = {k: (v if k == "oom_killed" else None) for k, v in errors.items()}
             regime, regime_inputs = run_regime(run, obs_summary)
             held_out = role in ("point", "repeat") and run.resolve() not in trained
             if role in ("point", "repeat") and not held_out:
@@ -198,7 +203,8 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
                    "scenario": {k: scenario.get(k) for k in SCENARIO_COLUMNS} | {
                        "cgroup.limit_schedule": scenario.get("cgroup.limit_schedule")},
                    "twin": spec.as_dict(), "params": run_params,
-                   "observed": observed, "simulated": simulated, "errors": errors}
+                   "observed": observed, "simulated": simulated, "errors": errors,
+                   "gc_regime": gc_regime(scenario)}
             if spec.vpa_in_the_loop:
                 recorded = (run_manifest(run).get("cgroup") or {}).get("quota_changes") or []
                 row["trajectory"] = compare_trajectories(recorded, sim.quota_changes)
@@ -214,7 +220,8 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
         grids[grid_dir.name] = {"cost_factor": norm.factor, "calibration_factors": norm.factors,
                                 "drift": norm.drift, **_noise(grid_rows)}
     by_regime, counts = summarise_by_regime(report_runs)
-    return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims, by_regime, counts)
+    return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims, by_regime, counts,
+                            gc_by_regime(report_runs))
 
 
 def _fmt(v: Any) -> str:
@@ -223,6 +230,23 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
+
+
+def _gc_markdown(report: ValidationReport) -> list[str]:
+    """GC/memory errors per GC regime (median |error|, n) and the OOM confusion table."""
+    regimes = (report.gc or {}).get("regimes") or {}
+    if not regimes:
+        return []
+    lines = ["", "## GC and memory by GC regime, held-out runs (median |error| (n); cfsim.validation.gcmemory)",
+             "", "| GC regime | runs | " + " | ".join(GC_REGIME_METRICS) + " |",
+             "|---" * (len(GC_REGIME_METRICS) + 2) + "|"]
+    for name, g in regimes.items():
+        cells = [f"{g[m]['median_abs']:.3f} ({g[m]['n']})" if m in g else "" for m in GC_REGIME_METRICS]
+        lines.append(f"| {name} | {g['runs']} | " + " | ".join(cells) + " |")
+    oom = report.gc.get("oom") or {}
+    if any(oom.values()):
+        lines += ["", "OOM kills (lab, model): " + ", ".join(f"{k}: {v}" for k, v in oom.items())]
+    return lines
 
 
 #: metrics shown in the per-regime tables (the others are in errors.csv and the JSON)
@@ -266,6 +290,7 @@ def to_markdown(report: ValidationReport) -> str:
     for name, e in report.errors.items():
         lines.append(f"| {name} | {e['kind']} | {e['median']:+.4f} | {e['median_abs']:.4f} | {e['worst']:+.4f} | "
                      f"{e['worst_run']} | {e['n']} | {_fmt(e['goal'])} |")
+    lines += _gc_markdown(report)
     loops = [r for r in report.runs if r.get("trajectory")]
     if loops:
         lines += ["", "## Hardware in the loop: VPA resize trajectory (lab vs twin's own VPA)", "",

@@ -79,6 +79,7 @@ class Container:
     series: list[str] = field(default_factory=list)   # the metrics read for this container
     gomaxprocs_source: str = ""                        # the metric GOMAXPROCS came from ("" = unknown)
     go_settings: dict[str, float] = field(default_factory=dict)   # "gogc", "gomemlimit_mb"
+    memory: dict[str, np.ndarray] = field(default_factory=dict)   # memory/GC series (cfsim.advice.memory)
     workload: tuple[str, str] | None = None           # (kind, name) of the pod's owner
     workload_source: str = ""
     vpa: dict[str, Any] | None = None                  # {"name", "target_m", "lowerBound_m", ...}
@@ -182,6 +183,9 @@ def containers_from_frame(frame: pd.DataFrame, source: str = "", window: tuple[f
     gmp = _gauge_by_key(frame, GOMAXPROCS)
     cpu_total = _rate_by_key(frame, CPU_CLASSES_TOTAL, win)
     gogc, memlimit = _gauge_by_key(frame, GOGC), _gauge_by_key(frame, GOMEMLIMIT)
+    from cfsim.advice.memory import SERIES_KEYS
+    mem_series = {name: _gauge_by_key(frame, name) for name in SERIES_KEYS}
+    mem_limit_kube = _gauge_by_key(frame, LIMITS, {"resource": "memory"})
     keys = [k for k in usage.index.get_level_values("key").unique() if k[2] not in ("", "POD")]
     if single and not keys:
         keys = list(usage.index.get_level_values("key").unique())
@@ -235,6 +239,15 @@ def containers_from_frame(frame: pd.DataFrame, source: str = "", window: tuple[f
                 if name == "gomemlimit_mb" and x >= 0.99 * NO_MEMLIMIT_BYTES:
                     continue  # math.MaxInt64: no limit
                 go_settings[name] = x * scale
+        mem: dict[str, np.ndarray] = {}
+        for name, series in mem_series.items():
+            v = _go_align(t, series, key, single) if name.startswith("go_") else _align(t, series, key)
+            if v is not None:
+                mem[name] = v
+        if "container_spec_memory_limit_bytes" not in mem:
+            v = _align(t, mem_limit_kube, key)
+            if v is not None:
+                mem["container_spec_memory_limit_bytes"] = v
         req = _align(t, requests, key)
         if req is not None:
             used.append(f'{REQUESTS}{{resource="cpu"}}')
@@ -244,6 +257,7 @@ def containers_from_frame(frame: pd.DataFrame, source: str = "", window: tuple[f
         c.step_usage = _align(t, per_step, key)
         c.gomaxprocs_source = g_src
         c.go_settings = go_settings
+        c.memory = mem
         _note_missing(c, frame)
         out.append(c)
     _attach_owners(out, frame)

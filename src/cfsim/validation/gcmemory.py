@@ -1,0 +1,96 @@
+"""GC and memory validation by regime (issue 19): which memory rule decides a run, errors of the
+GC/memory metrics per regime, the OOM confusion table and the death-spiral ratio.
+
+The regime is read from the scenario alone (what a user knows before the run), with the runtime's
+own rules (``src/runtime/mgcpacer.go``):
+
+- ``gogc``: no GOMEMLIMIT and no container memory limit near the heap: the GOGC goal
+  (``(*gcControllerState).heapGoalInternal``: marked heap x (1 + GOGC/100)) paces the GC;
+- ``gomemlimit``: a GOMEMLIMIT (explicit, or automemlimit's ratio of the cgroup limit) below the
+  GOGC goal of the live heap (or GOGC off): ``memoryLimitHeapGoal`` paces it;
+- ``gomemlimit-near-live``: that GOMEMLIMIT within 1.5 x the live heap, the death-spiral band
+  (the goal is barely above the marked heap, the GC CPU limiter of ``mgclimit.go`` engages);
+- ``memory-limit``: a container memory limit below twice the heap's expected peak (goal), where
+  the kernel's OOM kill or automemlimit's GOMEMLIMIT decides the run.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Any, Mapping
+
+from cfsim.validation import metrics as vm
+
+#: a GOMEMLIMIT at most this multiple of the live heap is in the death-spiral band
+NEAR_LIVE = 1.5
+#: a container memory limit below this multiple of the GOGC goal may bind (OOM or automemlimit)
+LIMIT_BINDS = 2.0
+#: the metrics reported per GC regime (the issue's goals: cycles 10 %, goal 5 %, throughput 5 %, memory 10 %)
+GC_REGIME_METRICS = ("gc_cycles_per_s", "gc_heap_goal_mean_bytes", "throughput_per_s", "memory_usage_mean_bytes",
+                     "gc_heap_live_bytes", "memory_max_usage_bytes", "gc_cpu_share", "gc_pause_s_per_s")
+
+
+def gomemlimit_mb(scenario: Mapping[str, Any]) -> float | None:
+    """The GOMEMLIMIT the process starts with [MiB]: explicit, or automemlimit's ratio of the limit."""
+    explicit = scenario.get("go.gomemlimit_mb")
+    if explicit:
+        return float(explicit)
+    limit = scenario.get("cgroup.memory_limit_mb")
+    if scenario.get("go.gomemlimit_policy") == "automemlimit" and limit:
+        return float(limit) * float(scenario.get("go.automemlimit_ratio") or 0.9)
+    return None
+
+
+def gc_regime(scenario: Mapping[str, Any]) -> str:
+    """The memory rule that paces the run's GC, from its scenario (see the module doc)."""
+    live = float(scenario.get("go.live_heap_mb") or 0.0) + float(scenario.get("go.roots_mb") or 0.0)
+    gogc = scenario.get("go.gogc", 100)
+    gogc_goal = None if gogc is None or gogc < 0 else live * (1.0 + gogc / 100.0)
+    limit = scenario.get("cgroup.memory_limit_mb")
+    gml = gomemlimit_mb(scenario)
+    peak = min(x for x in (gogc_goal, gml) if x is not None) if (gogc_goal or gml) else None
+    if limit and (peak is None or limit < LIMIT_BINDS * peak):
+        return "memory-limit"
+    if gml is not None and (gogc_goal is None or gml < gogc_goal):
+        return "gomemlimit-near-live" if live and gml <= NEAR_LIVE * live else "gomemlimit"
+    return "gogc"
+
+
+def oom_confusion(runs: list[Mapping[str, Any]]) -> dict[str, int]:
+    """Counts of (lab, model) OOM outcomes over the runs that record one."""
+    out = {"lab oom, model oom": 0, "lab oom, model ok": 0, "lab ok, model oom": 0, "lab ok, model ok": 0}
+    for r in runs:
+        o, s = r["observed"].get("oom_killed"), r["simulated"].get("oom_killed")
+        if o is None or s is None:
+            continue
+        out[f"lab {'oom' if o else 'ok'}, model {'oom' if s else 'ok'}"] += 1
+    return out
+
+
+def _summary(runs: list[Mapping[str, Any]], names: tuple[str, ...]) -> dict[str, Any]:
+    out = {}
+    for name in names:
+        vals = [r["errors"][name] for r in runs if r["errors"].get(name) is not None]
+        if vals:
+            out[name] = {"median_abs": float(statistics.median(abs(v) for v in vals)),
+                         "median": float(statistics.median(vals)), "n": len(vals),
+                         "goal": next((m.goal for m in vm.METRICS if m.name == name), None)}
+    return out
+
+
+def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point", "repeat")) -> dict[str, Any]:
+    """``{"regimes": {regime: {metric: {median_abs, median, n, goal}}}, "oom": confusion}`` over the
+    held-out runs (no fit used them) that record GC metrics (runs without any are left out).
+    OOM-killed runs count in the confusion table and, for the other metrics, nowhere (their
+    errors are None: no comparable window)."""
+    held = [r for r in runs if r.get("held_out", r["role"] in roles) and r.get("gc_regime")]
+    # a run killed within a second records no GC metrics but still counts in the OOM table
+    sel = [r for r in held if r["observed"].get("oom_killed")
+           or any(r["observed"].get(m) is not None for m in ("gc_cycles_per_s", "gc_heap_goal_mean_bytes",
+                                                             "memory_usage_mean_bytes"))]
+    regimes: dict[str, list] = {}
+    for r in sel:
+        regimes.setdefault(r["gc_regime"], []).append(r)
+    out = {name: _summary(rs, GC_REGIME_METRICS) | {"runs": len(rs)} for name, rs in sorted(regimes.items())}
+    if sel:
+        out["all"] = _summary(sel, GC_REGIME_METRICS) | {"runs": len(sel)}
+    return {"regimes": out, "oom": oom_confusion(sel)}

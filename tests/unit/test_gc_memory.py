@@ -1,0 +1,280 @@
+"""GC and memory under a limit: the runtime's memory rules (mgcpacer.go, mgcscavenge.go,
+mgclimit.go), the memory cgroup's (OOM kill), GOMEMLIMIT policies, and the rule tests a fluid
+model fails (issue 19)."""
+from __future__ import annotations
+
+import pytest
+
+from cfsim.goruntime import gcpacer
+from cfsim.goruntime import memory as gmem
+from cfsim.kernel import memory as kmem
+from cfsim.scenario import ScenarioError, load_scenario
+from cfsim.simulation import simulate
+
+MiB = 1 << 20
+
+
+# ----------------------------------------------------------------------------- pure rules
+def test_memory_limit_goal_subtracts_non_heap_overage_and_headroom():
+    # 100 MiB limit, 80 MiB mapped, 70 MiB of objects: 10 MiB non-heap, 3 % headroom of the rest
+    goal = gmem.memory_limit_goal(100 * MiB, 80 * MiB, 0, 70 * MiB, 50 * MiB)
+    assert goal == 90 * MiB - (90 * MiB) // 100 * 3
+    # free (unscavenged) memory is not non-heap: it can hold future objects
+    assert gmem.memory_limit_goal(100 * MiB, 90 * MiB, 10 * MiB, 70 * MiB, 50 * MiB) == goal
+    # over the limit: the overage comes off too
+    over = gmem.memory_limit_goal(100 * MiB, 110 * MiB, 0, 100 * MiB, 50 * MiB)
+    assert over == 80 * MiB - (80 * MiB) // 100 * 3
+    # never below the marked heap; non-heap alone above the limit: the marked heap
+    assert gmem.memory_limit_goal(100 * MiB, 110 * MiB, 0, 100 * MiB, 95 * MiB) == 95 * MiB
+    assert gmem.memory_limit_goal(10 * MiB, 50 * MiB, 0, 5 * MiB, 4 * MiB) == 4 * MiB
+    # small limits: at least 1 MiB of headroom
+    assert gmem.memory_limit_goal(20 * MiB, 5 * MiB, 0, 5 * MiB, MiB) == 19 * MiB
+    assert gmem.memory_limit_goal(None, 0, 0, 0, 0) is None
+
+
+def test_gomemlimit_policies():
+    assert gmem.gomemlimit_bytes("explicit", 100.0, None) == 100 * MiB
+    assert gmem.gomemlimit_bytes("explicit", None, 200 * MiB) is None
+    assert gmem.gomemlimit_bytes("automemlimit", None, 200 * MiB) == int(0.9 * 200 * MiB)
+    assert gmem.gomemlimit_bytes("automemlimit", None, 200 * MiB, ratio=0.5) == 100 * MiB
+    assert gmem.gomemlimit_bytes("automemlimit", 64.0, 200 * MiB) == 64 * MiB     # GOMEMLIMIT set wins
+    assert gmem.gomemlimit_bytes("automemlimit", None, None) is None              # no cgroup limit
+    with pytest.raises(ValueError):
+        gmem.gomemlimit_bytes("automemlimit", None, 200 * MiB, ratio=0.0)
+    with pytest.raises(ValueError):
+        gmem.gomemlimit_bytes("bogus", None, None)
+
+
+def test_scavenger_goals_and_pace():
+    # no limit: retain 110 % of the last in-use heap scaled by the goal's growth
+    gc_goal, mem_goal = gmem.scavenge_goals(None, 200 * MiB, 100 * MiB, 50 * MiB, 0, 200 * MiB)
+    assert gc_goal == 110 * MiB and mem_goal is None
+    # already under it: nothing to do
+    assert gmem.scavenge_goals(None, 200 * MiB, 100 * MiB, 50 * MiB, 0, 100 * MiB) == (None, None)
+    # a limit: 95 % of it, only once mappedReady is above that
+    assert gmem.scavenge_goals(100 * MiB, 0, 0, 0, 96 * MiB, 0) == (None, int(95 * MiB))
+    assert gmem.scavenge_goals(100 * MiB, 0, 0, 0, 94 * MiB, 0) == (None, None)
+    # 1 % of GOMAXPROCS at 10 us per page
+    assert gmem.scavenge_rate_bytes_per_s(4) == pytest.approx(0.04 * 1e5 * 4096)
+
+
+def test_heap_memory_grows_reuses_sweeps_and_scavenges():
+    prm = gmem.MemoryParams(base_bytes=4 * MiB, metadata_fraction=0.0, frag_fraction=0.0, file_bytes=0)
+    m = gmem.HeapMemory(prm, 10 * MiB)
+    assert m.mapped_ready == 14 * MiB
+    m.allocate(30 * MiB, None, False)
+    assert m.inuse == 40 * MiB and m.free == 0
+    m.sweep(12 * MiB)                       # 28 MiB of garbage spans become free
+    assert m.inuse == 12 * MiB and m.free == 28 * MiB and m.last_inuse == 40 * MiB
+    m.allocate(8 * MiB, None, False)        # reuses free memory: nothing new mapped
+    assert m.heap_mapped == 40 * MiB and m.free == 20 * MiB
+    assert m.scavenge(6 * MiB) == 6 * MiB and m.released == 6 * MiB
+    assert m.mapped_ready == 34 * MiB + 4 * MiB
+    m.allocate(18 * MiB, None, False)       # free first, then released pages fault back in
+    assert m.free == 0 and m.released == 2 * MiB and m.faulted_bytes == 4 * MiB
+    m.allocate(5 * MiB, None, False)        # then the heap grows
+    assert m.released == 0 and m.heap_mapped == 43 * MiB
+    # an allocation over GOMEMLIMIT scavenges the excess at once, unless the limiter is on
+    m2 = gmem.HeapMemory(prm, 10 * MiB)
+    m2.allocate(20 * MiB, None, False)
+    m2.sweep(10 * MiB)                      # 20 MiB free, mappedReady 34 MiB
+    assert m2.allocate(MiB, 30 * MiB, True) == 0
+    assert m2.allocate(MiB, 30 * MiB, False) == 4 * MiB and m2.mapped_ready == 30 * MiB
+
+
+def test_cgroup_oom_rule():
+    assert kmem.oom_kill(101 * MiB, 0, 0, 100 * MiB)
+    assert not kmem.oom_kill(90 * MiB, 50 * MiB, 0, 100 * MiB)      # page cache is reclaimed
+    assert not kmem.oom_kill(101 * MiB, 0, 0, 100 * MiB, swap_bytes=2 * MiB)
+    assert not kmem.oom_kill(10 ** 12, 0, 0, None)
+    assert kmem.working_set_bytes(kmem.usage_bytes(80, 20), 15) == 85
+
+
+def test_scenario_memory_keys_validate():
+    sc = load_scenario({"cgroup": {"memory_limit_mb": 512, "memory_request_mb": 256},
+                        "go": {"gomemlimit_policy": "automemlimit", "automemlimit_ratio": 0.8}})
+    assert sc["cgroup.memory_limit_mb"] == 512 and sc["go.automemlimit_ratio"] == 0.8
+    with pytest.raises(ScenarioError, match="cgroup.memory_request_mb"):
+        load_scenario({"cgroup": {"memory_limit_mb": 256, "memory_request_mb": 512}})
+    with pytest.raises(ScenarioError, match="go.automemlimit_ratio"):
+        load_scenario({"go": {"automemlimit_ratio": 1.5}})
+    with pytest.raises(ScenarioError, match="go.gomemlimit_policy"):
+        load_scenario({"go": {"gomemlimit_policy": "half"}})
+    with pytest.raises(ScenarioError, match="cgroup.memory_limit_mb"):
+        load_scenario({"cgroup": {"memory_limit_mb": 0}})
+
+
+# ----------------------------------------------------------------------------- the event model
+def stream(go=None, cgroup=None, dur=4.0, warm=1.0, P=2):
+    raw = {"host": {"cpus": 2, "hz": 250}, "cgroup": {"cpu_limit": 1.0, **(cgroup or {})},
+           "go": {"gomaxprocs": P, "gogc": 100, "live_heap_mb": 64, **(go or {})},
+           "workload": {"kind": "stream", "workers": 8, "rate_per_s": 100_000, "cpu_ms_per_item": 0.1,
+                        "alloc_kb_per_item": 64},
+           "run": {"duration_s": dur, "warmup_s": warm, "seed": 1}}
+    return simulate(load_scenario(raw))
+
+
+@pytest.fixture(scope="module")
+def gogc100():
+    return stream()
+
+
+@pytest.fixture(scope="module")
+def limited():
+    return stream(go={"gomemlimit_mb": 90})
+
+
+def fluid(gogc_goal: float, limit: float, alloc_rate: float, live: float) -> dict:
+    """A fluid model of GOMEMLIMIT: the goal is min(GOGC goal, limit), cycles follow from the
+    heap growth per cycle, and the 50 % GC CPU cap acts at once (no bucket)."""
+    goal = min(gogc_goal, limit)
+    return {"goal": goal, "cycles_per_s": alloc_rate / max(goal - live, 1.0), "limiter_delay_s": 0.0,
+            "heap_peak": goal}
+
+
+def test_gomemlimit_below_the_gogc_goal_follows_the_runtime_not_a_fluid_model(gogc100, limited):
+    """GOMEMLIMIT (90 MiB) below the GOGC goal (~150 MiB): the goal stays under the limit by the
+    non-heap memory and the 3 % headroom (``memoryLimitHeapGoal``), the cycles rise, and the GC
+    CPU limiter (``mgclimit.go``) engages only once its bucket (GOMAXPROCS x 1 s) has filled,
+    after which assists stop and the heap overshoots its goal. A fluid model (goal = min(GOGC
+    goal, limit), a 50 % cap acting at once) fails each of these checks."""
+    s0, s = gogc100.summary, limited.summary
+    limit = 90 * MiB
+    # 1. goal: under the limit by more than the 3 % headroom (the runtime's non-heap memory)
+    goal = s["gc_heap_goal_mean_bytes"]
+    assert goal < 0.97 * limit - 2 * MiB
+    assert s0["gc_heap_goal_mean_bytes"] > limit           # the GOGC goal alone would be above it
+    # 2. cycles rise: at least 1.5x the GOGC 100 rate
+    rate, rate0 = s["gc_cycles"] / s["duration_s"], s0["gc_cycles"] / s0["duration_s"]
+    assert rate > 1.5 * rate0
+    # 3. the limiter engages (it did not without the limit) ...
+    assert s0["gc_limiter_last_enabled_cycle"] == 0 and s["gc_limiter_last_enabled_cycle"] > 0
+    rt = limited.workload_series
+    assert "go_gc_heap_goal_bytes" in rt
+    # ... and while it is on, the heap overshoots the goal (assists are skipped)
+    assert s["memory_max_usage_bytes"] > s["gc_heap_goal_mean_bytes"] + 10 * MiB
+    # the throughput falls (the death spiral's first half)
+    assert s["throughput_per_s"] < 0.6 * s0["throughput_per_s"]
+    # a fluid model predicts none of the above
+    f = fluid(s0["gc_heap_goal_mean_bytes"], limit, s0["gc_alloc_bytes"] / s0["duration_s"],
+              s0["gc_heap_live_bytes"])
+    assert not f["goal"] < 0.97 * limit - 2 * MiB
+    assert not f["heap_peak"] > f["goal"] + 10 * MiB
+
+
+def test_limiter_bucket_needs_its_capacity_before_it_engages():
+    """mgclimit.go: the bucket fills with GC time minus mutator time; with GC at 75 % of 2 Ps
+    the net fill is 1 P-s per wall second, so the 2 P-s bucket is full after 2 s, not at once."""
+    lim = gcpacer.GcCpuLimiter(procs=2)
+    t = 0
+    while not lim.enabled:
+        lim.accumulate(mutator_ns=0.25 * 2 * 10e6, gc_ns=0.75 * 2 * 10e6)   # one 10 ms window
+        t += 10
+    assert t == 2000
+    lim.accumulate(mutator_ns=2e6, gc_ns=1e6)        # any drain turns it off again
+    assert not lim.enabled
+
+
+def test_oom_kill_without_gomemlimit_and_automemlimit_avoids_it():
+    # GOGC 100 peaks near 170 MiB: a 150 MiB container is OOM-killed ...
+    s = stream(cgroup={"memory_limit_mb": 150}, dur=3.0, warm=0.5).summary
+    assert s["oom_kills"] == 1 and s["oom_time_s"] < 3.0
+    assert s["memory_limit_bytes"] == 150 * MiB
+    # ... automemlimit (GOMEMLIMIT = 0.9 x 150 MiB) keeps it alive at a lower throughput
+    a = stream(cgroup={"memory_limit_mb": 150}, go={"gomemlimit_policy": "automemlimit"}, dur=3.0, warm=0.5).summary
+    assert a["oom_kills"] == 0 and a["gomemlimit_bytes"] == int(0.9 * 150 * MiB)
+    assert a["memory_max_usage_bytes"] < 150 * MiB
+    assert a["gc_heap_goal_mean_bytes"] < a["gomemlimit_bytes"]
+    # ... unless the live heap itself does not fit: then the limiter gives up and the kernel kills it
+    t = stream(cgroup={"memory_limit_mb": 80}, go={"gomemlimit_policy": "automemlimit"}, dur=3.0, warm=0.5).summary
+    assert t["oom_kills"] == 1
+
+
+def test_memory_keys_and_series(gogc100):
+    s = gogc100.summary
+    for key in ("gc_heap_goal_bytes", "gc_heap_goal_mean_bytes", "gc_heap_live_bytes", "gc_pause_total_s",
+                "gc_limiter_last_enabled_cycle", "gogc_percent", "gomemlimit_bytes", "gc_alloc_bytes",
+                "memory_limit_bytes", "memory_usage_bytes", "memory_max_usage_bytes", "memory_working_set_bytes",
+                "process_rss_bytes", "oom_kills"):
+        assert key in s, key
+    assert s["gogc_percent"] == 100 and s["gomemlimit_bytes"] is None and s["memory_limit_bytes"] is None
+    # the heap's own memory plus the runtime's: above the goal's objects, below twice them
+    assert s["gc_heap_goal_mean_bytes"] < s["memory_usage_bytes"] < 2 * s["gc_heap_goal_mean_bytes"]
+    assert s["memory_max_usage_bytes"] >= s["memory_usage_bytes"]
+    assert s["process_rss_bytes"] > s["memory_usage_bytes"]          # + the binary's file pages
+    assert s["gc_alloc_bytes"] == pytest.approx(s["throughput_per_s"] * s["duration_s"] * 64 * 1024, rel=0.05)
+    df = gogc100.workload_series
+    for col in ("go_gc_heap_goal_bytes", "container_memory_usage_bytes", "container_memory_working_set_bytes",
+                "process_resident_memory_bytes", "go_gc_heap_allocs_bytes_total"):
+        assert col in df.columns, col
+
+
+def test_memory_advice_fixes_an_oom_and_flags_a_collapse():
+    from cfsim.advice.memory import advise_memory, memory_flags
+
+    raw = {"host": {"cpus": 2, "hz": 250}, "cgroup": {"cpu_limit": 1.0, "memory_limit_mb": 150},
+           "go": {"gomaxprocs": 2, "gogc": 100, "live_heap_mb": 64},
+           "workload": {"kind": "stream", "workers": 8, "rate_per_s": 100_000, "cpu_ms_per_item": 0.1,
+                        "alloc_kb_per_item": 64},
+           "run": {"duration_s": 3.0, "warmup_s": 0.5, "seed": 1}}
+    a = advise_memory(load_scenario(raw))
+    assert [f.flag for f in a.flags_now] == ["oom_killed"]
+    assert a.checked["ok"] and a.checked["oom_kills"] == 0
+    assert a.memory_limit_mb > a.checked["memory_max_usage_mb"]
+    assert a.gomemlimit_policy == "automemlimit" and a.gomemlimit_mb == pytest.approx(0.9 * a.memory_limit_mb, abs=0.1)
+    # a GOMEMLIMIT near the live heap: the collapse flag, from the same summary keys the lab writes
+    s = stream(go={"gomemlimit_mb": 90}, dur=2.0, warm=0.5).summary
+    assert "memory_limit_collapse" in [f.flag for f in memory_flags(s)]
+
+
+def test_allocation_cpu_is_charged_to_the_allocating_goroutine():
+    """The runtime's allocation path (mallocgc per byte) and the kernel's page faults on new heap
+    memory are CPU the workload's own per-item CPU does not include. GC off (no GC CPU at all),
+    one P on a 1-core limit: each 64 KiB item costs 0.05 ms + 64 x 0.165 us of mallocgc, and with
+    page faults on, every page of the ever-growing heap is a first-touch fault (16 per item). A
+    model that counts only the workload's CPU keeps the throughput at 1 / 0.05 ms."""
+    def thr(go):
+        raw = {"host": {"cpus": 2, "hz": 250}, "cgroup": {"cpu_limit": 1.0},
+               "go": {"gomaxprocs": 1, "gogc": -1, "live_heap_mb": 16, **go},
+               "workload": {"kind": "stream", "workers": 8, "rate_per_s": 100_000, "cpu_ms_per_item": 0.05,
+                            "alloc_kb_per_item": 64},
+               "run": {"duration_s": 1.5, "warmup_s": 0.5, "seed": 1}}
+        return simulate(load_scenario(raw)).summary["throughput_per_s"]
+
+    base = thr({"alloc_ns_per_kb": 0.0, "page_fault_us": 0.0})
+    malloc = thr({"alloc_ns_per_kb": 165.0, "page_fault_us": 0.0})
+    faults = thr({"alloc_ns_per_kb": 0.0, "page_fault_us": 1.0})
+    assert base == pytest.approx(1 / 0.05e-3, rel=0.05)
+    assert malloc / base == pytest.approx(50 / (50 + 64 * 0.165), rel=0.02)
+    # the heap's spans (~64 KiB x fragmentation per item) are new memory: ~16-17 faults of 1 us
+    assert faults / base == pytest.approx(50 / (50 + 16.5), rel=0.05)
+
+
+def test_gc_regime_from_the_scenario_alone():
+    from cfsim.validation.gcmemory import gc_by_regime, gc_regime
+
+    def sc(**kw):
+        return load_scenario({"go": {"live_heap_mb": 256, "roots_mb": 0.0, **kw.pop("go", {})}, **kw}).flat()
+
+    assert gc_regime(sc()) == "gogc"                                            # goal 512 MiB, no limits
+    assert gc_regime(sc(go={"gomemlimit_mb": 640})) == "gogc"                   # above the GOGC goal
+    assert gc_regime(sc(go={"gomemlimit_mb": 480})) == "gomemlimit"
+    assert gc_regime(sc(go={"gogc": -1, "gomemlimit_mb": 512})) == "gomemlimit"
+    assert gc_regime(sc(go={"gogc": -1, "gomemlimit_mb": 281.6})) == "gomemlimit-near-live"
+    assert gc_regime(sc(cgroup={"memory_limit_mb": 4096})) == "gogc"           # far above the heap
+    assert gc_regime(sc(cgroup={"memory_limit_mb": 800})) == "memory-limit"
+    assert gc_regime(sc(cgroup={"memory_limit_mb": 800}, go={"gomemlimit_policy": "automemlimit"})) == "memory-limit"
+    # the summary: medians per regime, OOM confusion over the runs that record GC metrics
+    runs = [{"role": "point", "gc_regime": "gogc", "observed": {"gc_cycles_per_s": 1.0, "oom_killed": 0.0},
+             "simulated": {"oom_killed": 1.0}, "errors": {"gc_cycles_per_s": None}},
+            {"role": "point", "gc_regime": "gogc", "observed": {"gc_cycles_per_s": 1.0, "oom_killed": 0.0},
+             "simulated": {"oom_killed": 0.0}, "errors": {"gc_cycles_per_s": -0.2}},
+            {"role": "point", "gc_regime": "gogc", "observed": {"gc_cycles_per_s": 1.0, "oom_killed": 0.0},
+             "simulated": {"oom_killed": 0.0}, "errors": {"gc_cycles_per_s": 0.1}},
+            {"role": "point", "gc_regime": "gogc", "observed": {"throughput_per_s": 1.0}, "simulated": {},
+             "errors": {}}]                                                     # no GC metrics recorded
+    g = gc_by_regime(runs)
+    assert g["regimes"]["gogc"]["gc_cycles_per_s"] == pytest.approx({"median_abs": 0.15, "median": -0.05, "n": 2,
+                                                                      "goal": 0.10})
+    assert g["regimes"]["gogc"]["runs"] == 3
+    assert g["oom"] == {"lab oom, model oom": 0, "lab oom, model ok": 0, "lab ok, model oom": 1, "lab ok, model ok": 2}
