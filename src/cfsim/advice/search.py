@@ -217,11 +217,12 @@ def _clean_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def simulate_point(task: tuple[Scenario, tuple[tuple[str, Any], ...]]) -> dict[str, Any]:
-    """Picklable point function: the summary of ``scenario`` with ``overrides``."""
-    from cfsim.simulation import simulate
+    """Picklable point function: the summary of ``scenario`` with ``overrides`` (reused when an
+    identical scenario was simulated before in this process; :mod:`cfsim.advice.simcache`)."""
+    from cfsim.advice.simcache import summary_of
 
     scenario, overrides = task
-    return _clean_summary(simulate(scenario.with_overrides(list(overrides))).summary)
+    return _clean_summary(summary_of(scenario.with_overrides(list(overrides))))
 
 
 @dataclass
@@ -234,6 +235,7 @@ class SearchOptions:
     burst: bool = True
     duration_s: float | None = None       # shorten every simulation (run.duration_s)
     workers: int = 0                      # 0 = in this process; n = a local process pool
+    executor: Any = None                  # an open executor (cfsim.sweep.make_executor) to run on instead
     progress: Callable[[int], None] | None = None   # told after each simulation: the number done so far
 
 
@@ -279,6 +281,9 @@ class Searcher:
             self.coarse_m = -(-self.hi_m // MAX_COARSE // self.fine_m) * self.fine_m
         self.cache: dict[tuple, dict[str, Any]] = {}
         self.simulations = 0
+        self.executor = o.executor
+        self.block = o.executor.workers if o.executor is not None else max(1, o.workers or 1)
+        self._throughput_per_core = _throughput_per_core(base, self.uncertainty.nominal)
 
     # -- simulation --------------------------------------------------------------------------
     def _key(self, cand: Candidate, variant: str) -> tuple:
@@ -296,11 +301,14 @@ class Searcher:
         if not todo:
             return
         keys = sorted(todo)
-        if self.options.workers and len(keys) > 1:
+        if (self.executor is not None or self.options.workers) and len(keys) > 1:
+            from contextlib import nullcontext
+
             from cfsim.sweep import make_executor
 
             by_task = {id(todo[k]): k for k in keys}
-            with make_executor(self.options.workers) as ex:
+            with (nullcontext(self.executor) if self.executor is not None
+                  else make_executor(self.options.workers)) as ex:
                 for task, result, exc in ex.imap_unordered(simulate_point, [todo[k] for k in keys]):
                     if exc is not None:
                         raise exc
@@ -359,29 +367,52 @@ class Searcher:
         quota_us = limit_m * self.scenario["cgroup.period_us"] // 1000
         return Candidate(limit_m, _resolve(kind, limit_m), quota_us if burst else 0)
 
+    def _possible(self, limit_m: int, slos: Sequence[SLO]) -> bool:
+        """False when no simulation at this limit can meet a throughput SLO: every item (record,
+        request) costs at least the scenario's per-item CPU (exactly, when ``workload.cpu_cv`` is
+        0; GC, scheduling and fan-out only add to it), and the cgroup runs at most ``limit`` cores
+        (candidates below a burst limit are screened only without burst), so the throughput over
+        the measured window is at most ``limit / per-item CPU``, plus what one period's quota and
+        the items in flight at the window's start add (both far below the ``SCREEN_MARGIN``
+        kept). The pessimistic variant costs more, so the nominal bound covers it too."""
+        bound_per_core = self._throughput_per_core
+        if bound_per_core is None:
+            return True
+        for sl in slos:
+            if sl.key == "throughput_per_s" and sl.op in (">=", ">") and \
+                    limit_m / 1000.0 * bound_per_core * (1.0 + SCREEN_MARGIN) < sl.threshold:
+                return False
+        return True
+
+    def _walk(self, kind: str | int, burst: bool, limits_m: Sequence[int], slos: Sequence[SLO]) -> Evaluation | None:
+        """The first limit (ascending) whose candidate meets ``slos`` robustly, simulating only
+        as far as needed: blocks of as many limits as the executor has workers (one at a time in
+        this process). Limits screened out (:meth:`_possible`) count as not met. The answer is
+        the one evaluating every limit would give; only the simulations not needed are saved."""
+        block = max(1, self.block)
+        todo = [m for m in limits_m if burst or self._possible(m, slos)]
+        for i in range(0, len(todo), block):
+            evs = self.evaluate([self._cand(kind, m, burst) for m in todo[i:i + block]], slos)
+            for e in evs:
+                if not e.met:
+                    continue
+                self._check_robust([e], slos)
+                if e.robust:
+                    return e
+        return None
+
     def _series_best(self, kind: str | int, burst: bool, slos: Sequence[SLO]) -> Evaluation | None:
         coarse = list(range(self.coarse_m, self.hi_m + 1, self.coarse_m))
         if not coarse or coarse[-1] != self.hi_m:
             coarse.append(self.hi_m)
         coarse = [m for m in coarse if m >= self.lo_m] or [self.hi_m]
-        evs = self.evaluate([self._cand(kind, m, burst) for m in coarse], slos)
-        first = None
-        for i, e in enumerate(evs):
-            if not e.met:
-                continue
-            self._check_robust([e], slos)
-            if e.robust:
-                first = i
-                break
-        if first is None:
+        found = self._walk(kind, burst, coarse, slos)
+        if found is None:
             return None
+        first = coarse.index(found.candidate.limit_m)
         below = coarse[first - 1] if first > 0 else self.lo_m - self.fine_m
         fine = [m for m in range(below + self.fine_m, coarse[first], self.fine_m) if m >= self.lo_m]
-        fevs = self.evaluate([self._cand(kind, m, burst) for m in fine], slos, robust=True)
-        for e in fevs:
-            if e.robust:
-                return e
-        return evs[first]
+        return self._walk(kind, burst, fine, slos) or found
 
     def search(self, slos: Sequence[SLO]) -> SearchResult:
         slos = list(slos)
@@ -406,6 +437,24 @@ class Searcher:
                 if runner is not None:
                     break
         return SearchResult(slos, winner, runner, found, self.simulations)
+
+
+#: Relative margin kept by the throughput screen (:meth:`Searcher._possible`).
+SCREEN_MARGIN = 0.05
+
+
+def _throughput_per_core(scenario: Scenario, nominal: Sequence[tuple[str, Any]]) -> float | None:
+    """Items per CPU second at the nominal per-item cost, when every item costs at least that
+    much (no cost variation); None when the workload has no such cost."""
+    key = COST_KEYS.get(scenario["workload.kind"])
+    if key is None or scenario["workload.kind"] not in SCREENED_KINDS or scenario.get("workload.cpu_cv", 0.0):
+        return None
+    cost_ms = dict(nominal).get(key, scenario[key])
+    return 1000.0 / float(cost_ms) if cost_ms and cost_ms > 0 else None
+
+
+#: Workloads whose throughput counts items that each cost ``COST_KEYS[kind]`` ms of CPU or more.
+SCREENED_KINDS = ("stream", "open", "closed")
 
 
 def _margins(slos: Sequence[SLO], e: Evaluation) -> tuple[float, ...]:
