@@ -236,6 +236,7 @@ class SearchOptions:
     duration_s: float | None = None       # shorten every simulation (run.duration_s)
     workers: int = 0                      # 0 = in this process; n = a local process pool
     executor: Any = None                  # an open executor (cfsim.sweep.make_executor) to run on instead
+    screen: bool = True                   # skip limits that provably miss a throughput SLO (Searcher._possible)
     progress: Callable[[int], None] | None = None   # told after each simulation: the number done so far
 
 
@@ -283,7 +284,7 @@ class Searcher:
         self.simulations = 0
         self.executor = o.executor
         self.block = o.executor.workers if o.executor is not None else max(1, o.workers or 1)
-        self._throughput_per_core = _throughput_per_core(base, self.uncertainty.nominal)
+        self._screen_shape = _screen_shape(base, self.uncertainty.nominal)
 
     # -- simulation --------------------------------------------------------------------------
     def _key(self, cand: Candidate, variant: str) -> tuple:
@@ -368,21 +369,25 @@ class Searcher:
         return Candidate(limit_m, _resolve(kind, limit_m), quota_us if burst else 0)
 
     def _possible(self, limit_m: int, slos: Sequence[SLO]) -> bool:
-        """False when no simulation at this limit can meet a throughput SLO: every item (record,
-        request) costs at least the scenario's per-item CPU (exactly, when ``workload.cpu_cv`` is
-        0; GC, scheduling and fan-out only add to it), and the cgroup runs at most ``limit`` cores
-        (candidates below a burst limit are screened only without burst), so the throughput over
-        the measured window is at most ``limit / per-item CPU``, plus what one period's quota and
-        the items in flight at the window's start add (both far below the ``SCREEN_MARGIN``
-        kept). The pessimistic variant costs more, so the nominal bound covers it too."""
-        bound_per_core = self._throughput_per_core
-        if bound_per_core is None:
+        """False when no simulation at this limit can meet a throughput SLO (checked without
+        burst only). Every item (record, request) costs at least the scenario's per-item CPU
+        ``c`` (exactly, with ``workload.cpu_cv`` 0; GC, scheduling, server CPU and fan-out only
+        add to it); the cgroup runs at most ``limit x (W + 2 periods) + cpus x slice`` CPU seconds
+        in a measured window of ``W`` seconds (quota per period; runtime handed out in slices);
+        and the items in flight when the window opens (at most ``workers`` records or ``clients``
+        requests) bring at most ``c`` each of work done before it. So the window's throughput is
+        at most ``(that CPU + in flight x c) / (c x W)``; a limit is screened out only when this
+        bound, raised by a further ``SCREEN_MARGIN``, is below the SLO."""
+        shape = self._screen_shape
+        if shape is None or not self.options.screen:
             return True
-        for sl in slos:
-            if sl.key == "throughput_per_s" and sl.op in (">=", ">") and \
-                    limit_m / 1000.0 * bound_per_core * (1.0 + SCREEN_MARGIN) < sl.threshold:
-                return False
-        return True
+        cost_s, in_flight = shape
+        sc = self.scenario
+        window_s = sc["run.duration_s"] - sc["run.warmup_s"]
+        cpu_s = (limit_m / 1000.0 * (window_s + 2 * sc["cgroup.period_us"] / 1e6)
+                 + sc["host.cpus"] * sc["cgroup.slice_us"] / 1e6)
+        bound = (cpu_s / cost_s + in_flight) / window_s * (1.0 + SCREEN_MARGIN)
+        return not any(sl.key == "throughput_per_s" and sl.op in (">=", ">") and bound < sl.threshold for sl in slos)
 
     def _walk(self, kind: str | int, burst: bool, limits_m: Sequence[int], slos: Sequence[SLO]) -> Evaluation | None:
         """The first limit (ascending) whose candidate meets ``slos`` robustly, simulating only
@@ -443,18 +448,22 @@ class Searcher:
 SCREEN_MARGIN = 0.05
 
 
-def _throughput_per_core(scenario: Scenario, nominal: Sequence[tuple[str, Any]]) -> float | None:
-    """Items per CPU second at the nominal per-item cost, when every item costs at least that
-    much (no cost variation); None when the workload has no such cost."""
-    key = COST_KEYS.get(scenario["workload.kind"])
-    if key is None or scenario["workload.kind"] not in SCREENED_KINDS or scenario.get("workload.cpu_cv", 0.0):
+def _screen_shape(scenario: Scenario, nominal: Sequence[tuple[str, Any]]) -> tuple[float, int] | None:
+    """(the nominal CPU of one item [s], the most items in flight) for workloads whose every item
+    costs at least that much and whose concurrency is bounded; None for the others."""
+    kind = scenario["workload.kind"]
+    key = COST_KEYS.get(kind)
+    if key is None or kind not in SCREENED_KINDS or scenario.get("workload.cpu_cv", 0.0):
         return None
-    cost_ms = dict(nominal).get(key, scenario[key])
-    return 1000.0 / float(cost_ms) if cost_ms and cost_ms > 0 else None
+    cost_ms = float(dict(nominal).get(key, scenario[key]))
+    if not cost_ms > 0:
+        return None
+    return cost_ms / 1000.0, int(scenario["workload.workers" if kind == "stream" else "workload.clients"])
 
 
-#: Workloads whose throughput counts items that each cost ``COST_KEYS[kind]`` ms of CPU or more.
-SCREENED_KINDS = ("stream", "open", "closed")
+#: Workloads whose throughput counts items that each cost ``COST_KEYS[kind]`` ms of CPU or more,
+#: with a bounded number in flight (an open workload's backlog is not bounded).
+SCREENED_KINDS = ("stream", "closed")
 
 
 def _margins(slos: Sequence[SLO], e: Evaluation) -> tuple[float, ...]:

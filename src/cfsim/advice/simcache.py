@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping
 
 from cfsim.scenario import Scenario
 
-__all__ = ["scenario_key", "code_fingerprint", "SimCache", "default_cache", "summary_of"]
+__all__ = ["scenario_key", "code_fingerprint", "SimCache", "default_cache", "set_default_cache", "summary_of"]
 
 
 def _rate_file_digest(scenario: Scenario) -> str:
@@ -69,10 +69,17 @@ def code_fingerprint() -> str:
     return _FINGERPRINT
 
 
-class SimCache:
-    """Summaries by :func:`scenario_key`, in memory and (with ``folder``) on disk."""
+#: Summaries kept in memory per process (the oldest are dropped first; the disk keeps them all):
+#: a few tens of MB, so the memory of a long audit stays flat in the number of containers.
+MEMORY_ENTRIES = 4096
 
-    def __init__(self, folder: str | Path | None = None):
+
+class SimCache:
+    """Summaries by :func:`scenario_key`, in memory and (with ``folder``) on disk.
+    ``enabled=False`` simulates every time (the reference the reuse is tested against)."""
+
+    def __init__(self, folder: str | Path | None = None, enabled: bool = True):
+        self.enabled = enabled
         self.memory: dict[str, dict[str, Any]] = {}
         self.folder = Path(folder) / code_fingerprint() if folder else None
         self.hits = 0
@@ -101,6 +108,8 @@ class SimCache:
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         self.memory[key] = value
+        while len(self.memory) > MEMORY_ENTRIES:
+            del self.memory[next(iter(self.memory))]
         if self.folder is not None:
             path = self._path(key)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -116,6 +125,12 @@ class SimCache:
     def summary(self, scenario: Scenario, run: Callable[[Scenario], Mapping[str, Any]]) -> dict[str, Any]:
         """``run(scenario)`` (a summary), or the stored one for an identical scenario. The caller
         gets its own copy (a dict it may change)."""
+        if not self.enabled:
+            self.misses += 1
+            t0 = time.perf_counter()
+            value = dict(run(scenario))
+            self.simulated_s += time.perf_counter() - t0
+            return value
         key = scenario_key(scenario)
         value = self.get(key)
         if value is None:
@@ -143,10 +158,11 @@ def default_cache() -> SimCache:
     return _DEFAULT
 
 
-def set_default_cache(folder: str | Path | None) -> SimCache:
-    """Give this process a fresh cache (on disk under ``folder`` when given)."""
+def set_default_cache(folder: str | Path | None, enabled: bool = True) -> SimCache:
+    """Give this process a fresh cache (on disk under ``folder`` when given; ``enabled=False``:
+    no reuse at all)."""
     global _DEFAULT
-    _DEFAULT = SimCache(folder)
+    _DEFAULT = SimCache(folder, enabled)
     return _DEFAULT
 
 

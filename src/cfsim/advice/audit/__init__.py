@@ -150,12 +150,18 @@ def _grid_norm_task(grid: Path) -> float:
     return FixSimulator(0.0).grid_factor(grid)
 
 
-def _use_cache(cache_dir: str | None) -> None:
+def _use_cache(cache_dir: str | None | bool) -> None:
+    """This process's simulation cache: on disk under ``cache_dir``, in memory (None), or no
+    reuse at all (False)."""
     from cfsim.advice import simcache
 
     cur = simcache.default_cache()
+    if cache_dir is False:
+        if cur.enabled:
+            simcache.set_default_cache(None, enabled=False)
+        return
     want = Path(cache_dir) / simcache.code_fingerprint() if cache_dir else None
-    if cur.folder != want:
+    if cur.folder != want or not cur.enabled:
         simcache.set_default_cache(cache_dir)
 
 
@@ -185,7 +191,7 @@ def _audit_task(task: tuple) -> tuple[int, Stats, list[Finding], dict[str, float
 def audit(path: str | Path | None = None, containers: Sequence[Container] | None = None, simulate: bool = True,
           duration_s: float = 20.0, progress: Callable[[int, int], None] | None = None,
           meta: dict[str, Any] | None = None, workers: int | None = 0, dask: str | None = None,
-          executor: Any = None, cache_dir: str | Path | None = None) -> AuditResult:
+          executor: Any = None, cache_dir: str | Path | None | bool = None) -> AuditResult:
     """Flag every container found at ``path`` (or given), simulate the fixes, rank the findings
     (performance findings first, then headroom; by simulated impact, or by
     :func:`evidence_severity` without simulation). ``progress(done, total)`` after each container.
@@ -194,12 +200,13 @@ def audit(path: str | Path | None = None, containers: Sequence[Container] | None
     in this process, ``None`` all cores, ``dask`` a cluster), each with its own seed-carrying
     scenarios, and the results are put back in input order: the answer does not depend on the
     executor or the number of workers. Identical simulations run once per process, and once in
-    all when ``cache_dir`` names a folder the workers share (:mod:`cfsim.advice.simcache`).
+    all when ``cache_dir`` names a folder the workers share (:mod:`cfsim.advice.simcache`);
+    ``cache_dir=False`` reuses nothing (every simulation runs: the reference).
     """
     from cfsim.sweep import make_executor
 
     cs = list(containers) if containers is not None else load_containers(path)
-    cache = str(cache_dir) if cache_dir is not None else None
+    cache = cache_dir if cache_dir is None or cache_dir is False else str(cache_dir)
     ex = executor if executor is not None else make_executor(workers, dask)
     out: dict[int, tuple[Stats, list[Finding]]] = {}
     sim_stats: dict[str, float] = {}
