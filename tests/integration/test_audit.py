@@ -159,9 +159,9 @@ def test_same_answer_on_any_number_of_workers_with_and_without_reuse(exports, tm
     from cfsim.advice.audit import summary_json
     from cfsim.sweep import LocalExecutor
 
-    runs = [audit(exports, duration_s=6.0, workers=0, cache_dir=False),
-            audit(exports, duration_s=6.0, executor=LocalExecutor(2), cache_dir=tmp_path / "cache"),
-            audit(exports, duration_s=6.0, executor=LocalExecutor(2), cache_dir=tmp_path / "cache")]
+    runs = [audit(exports, duration_s=6.0, workers=0, cache_dir=False)]
+    with LocalExecutor(2) as ex:
+        runs += [audit(exports, duration_s=6.0, executor=ex, cache_dir=tmp_path / "cache") for _ in range(2)]
     texts = []
     for i, r in enumerate(runs):
         paths = write_report(r, tmp_path / f"r{i}" / "audit")

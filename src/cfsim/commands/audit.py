@@ -108,45 +108,41 @@ def run(args) -> int:
     if args.emit != "report" and fmt not in ("yaml", "json", "table"):
         print(f"error: --emit {args.emit} prints yaml or json, not {fmt}", file=sys.stderr)
         return 2
-    meta: dict = {}
-    if args.prometheus_url:
-        with one_line_errors():
-            src = live_source(args)
-            with Progress(None, "prometheus", "query", enabled=not args.no_progress) as bar:
-                containers, meta = load_live_containers(src.url, src.start_s, src.end_s, src.step,
-                                                        selection=src.selection, connection=src.connection,
-                                                        progress=bar)
-    else:
-        containers = []
-        for path in args.exports:
-            containers += load_containers(path, include_calibration=args.include_calibration)
-    if not containers:
-        where = args.prometheus_url or " ".join(args.exports)
-        print(f"error: {where}: no container CPU usage series found", file=sys.stderr)
-        return 2
     if args.workers is not None and args.workers < 0:
         print(f"error: --workers must be >= 0 (got {args.workers})", file=sys.stderr)
         return 2
     from cfsim.sweep import ExecutorUnavailable, make_executor
 
+    meta: dict = {}
     try:
-        executor = make_executor(args.workers, args.dask)
+        with make_executor(args.workers, args.dask) as executor, contextlib.ExitStack() as stack:
+            if args.prometheus_url:
+                with one_line_errors():
+                    src = live_source(args)
+                    with Progress(None, "prometheus", "query", enabled=not args.no_progress) as bar:
+                        containers, meta = load_live_containers(src.url, src.start_s, src.end_s, src.step,
+                                                                selection=src.selection, connection=src.connection,
+                                                                progress=bar)
+            else:
+                containers = []
+                for path in args.exports:
+                    containers += load_containers(path, include_calibration=args.include_calibration,
+                                                  executor=executor)
+            if not containers:
+                where = args.prometheus_url or " ".join(args.exports)
+                print(f"error: {where}: no container CPU usage series found", file=sys.stderr)
+                return 2
+            cache = args.cache or stack.enter_context(tempfile.TemporaryDirectory(prefix="cfsim-audit-cache-"))
+            with Progress(len(containers), "audit", "container", enabled=not args.no_progress, lines=True) as bar:
+                result = audit(containers=containers, simulate=not args.no_simulate, duration_s=args.duration,
+                               progress=bar, meta=meta, executor=executor, cache_dir=cache)
     except ExecutorUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    with contextlib.ExitStack() as stack:
-        cache = args.cache or stack.enter_context(tempfile.TemporaryDirectory(prefix="cfsim-audit-cache-"))
-        with Progress(len(containers), "audit", "container", enabled=not args.no_progress, lines=True) as bar:
-            try:
-                result = audit(containers=containers, simulate=not args.no_simulate, duration_s=args.duration,
-                               progress=bar, meta=meta, executor=executor, cache_dir=cache)
-            except ExecutorUnavailable as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 2
-        st = result.sim_stats
-        if not args.no_progress and st.get("simulated") is not None:
-            print(f"audit: {int(st['simulated'])} simulations run, {int(st['reused'])} reused, on "
-                  f"{st['executor']} x{st['workers']}", file=sys.stderr)
+    st = result.sim_stats
+    if not args.no_progress and st.get("simulated") is not None:
+        print(f"audit: {int(st['simulated'])} simulations run, {int(st['reused'])} reused, on "
+              f"{st['executor']} x{st['workers']}", file=sys.stderr)
     paths = {} if args.no_report else write_report(result, args.report)
     if args.emit != "report":
         docs, comments = _objects(result, args.emit)

@@ -16,6 +16,7 @@ on the observed usage) and a strategic-merge patch.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -197,7 +198,8 @@ def audit(path: str | Path | None = None, containers: Sequence[Container] | None
     :func:`evidence_severity` without simulation). ``progress(done, total)`` after each container.
 
     The containers run on the sweep's executors (:func:`cfsim.sweep.make_executor`: ``workers=0``
-    in this process, ``None`` all cores, ``dask`` a cluster), each with its own seed-carrying
+    in this process, ``None`` all cores, ``dask`` a cluster; or an ``executor`` the caller has
+    opened and closes), each with its own seed-carrying
     scenarios, and the results are put back in input order: the answer does not depend on the
     executor or the number of workers. Identical simulations run once per process, and once in
     all when ``cache_dir`` names a folder the workers share (:mod:`cfsim.advice.simcache`);
@@ -205,12 +207,12 @@ def audit(path: str | Path | None = None, containers: Sequence[Container] | None
     """
     from cfsim.sweep import make_executor
 
-    cs = list(containers) if containers is not None else load_containers(path)
     cache = cache_dir if cache_dir is None or cache_dir is False else str(cache_dir)
     ex = executor if executor is not None else make_executor(workers, dask)
     out: dict[int, tuple[Stats, list[Finding]]] = {}
     sim_stats: dict[str, float] = {}
-    with ex:
+    with (nullcontext(ex) if executor is not None else ex):   # a caller's executor stays open
+        cs = list(containers) if containers is not None else load_containers(path, executor=ex)
         norms: dict[Path, float] = {}
         grids = sorted({g for c in cs if (g := _grid_of(c)) is not None}) if simulate else []
         if grids:  # the grids' calibration twins first, once each, on all workers
