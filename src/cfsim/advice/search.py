@@ -285,6 +285,7 @@ class Searcher:
         self.executor = o.executor
         self.block = o.executor.workers if o.executor is not None else max(1, o.workers or 1)
         self._screen_shape = _screen_shape(base, self.uncertainty.nominal)
+        self._robust_shape = _screen_shape(base, self.uncertainty.pessimistic)
 
     # -- simulation --------------------------------------------------------------------------
     def _key(self, cand: Candidate, variant: str) -> tuple:
@@ -368,7 +369,7 @@ class Searcher:
         quota_us = limit_m * self.scenario["cgroup.period_us"] // 1000
         return Candidate(limit_m, _resolve(kind, limit_m), quota_us if burst else 0)
 
-    def _possible(self, limit_m: int, slos: Sequence[SLO]) -> bool:
+    def _possible(self, limit_m: int, slos: Sequence[SLO], robust: bool = False) -> bool:
         """False when no simulation at this limit can meet a throughput SLO (checked without
         burst only). Every item (record, request) costs at least the scenario's per-item CPU
         ``c`` (exactly, with ``workload.cpu_cv`` 0; GC, scheduling, server CPU and fan-out only
@@ -377,8 +378,9 @@ class Searcher:
         and the items in flight when the window opens (at most ``workers`` records or ``clients``
         requests) bring at most ``c`` each of work done before it. So the window's throughput is
         at most ``(that CPU + in flight x c) / (c x W)``; a limit is screened out only when this
-        bound, raised by a further ``SCREEN_MARGIN``, is below the SLO."""
-        shape = self._screen_shape
+        bound, raised by a further ``SCREEN_MARGIN``, is below the SLO. ``robust``: with the
+        pessimistic per-item CPU (a robust candidate must meet the SLOs there too)."""
+        shape = self._robust_shape if robust else self._screen_shape
         if shape is None or not self.options.screen:
             return True
         cost_s, in_flight = shape
@@ -392,10 +394,11 @@ class Searcher:
     def _walk(self, kind: str | int, burst: bool, limits_m: Sequence[int], slos: Sequence[SLO]) -> Evaluation | None:
         """The first limit (ascending) whose candidate meets ``slos`` robustly, simulating only
         as far as needed: blocks of as many limits as the executor has workers (one at a time in
-        this process). Limits screened out (:meth:`_possible`) count as not met. The answer is
-        the one evaluating every limit would give; only the simulations not needed are saved."""
+        this process). Limits that cannot be robust (:meth:`_possible` at the pessimistic cost)
+        are not simulated: only a robust candidate is ever an answer. The answer is the one
+        evaluating every limit would give; only the simulations not needed are saved."""
         block = max(1, self.block)
-        todo = [m for m in limits_m if burst or self._possible(m, slos)]
+        todo = [m for m in limits_m if burst or self._possible(m, slos, robust=True)]
         for i in range(0, len(todo), block):
             evs = self.evaluate([self._cand(kind, m, burst) for m in todo[i:i + block]], slos)
             for e in evs:
@@ -448,14 +451,15 @@ class Searcher:
 SCREEN_MARGIN = 0.05
 
 
-def _screen_shape(scenario: Scenario, nominal: Sequence[tuple[str, Any]]) -> tuple[float, int] | None:
-    """(the nominal CPU of one item [s], the most items in flight) for workloads whose every item
-    costs at least that much and whose concurrency is bounded; None for the others."""
+def _screen_shape(scenario: Scenario, *variants: Sequence[tuple[str, Any]]) -> tuple[float, int] | None:
+    """(the CPU of one item [s] in every variant (nominal, pessimistic): the smallest, the most
+    items in flight) for workloads whose every item costs at least that much and whose
+    concurrency is bounded; None for the others."""
     kind = scenario["workload.kind"]
     key = COST_KEYS.get(kind)
     if key is None or kind not in SCREENED_KINDS or scenario.get("workload.cpu_cv", 0.0):
         return None
-    cost_ms = float(dict(nominal).get(key, scenario[key]))
+    cost_ms = min(float(dict(variant).get(key, scenario[key])) for variant in variants)
     if not cost_ms > 0:
         return None
     return cost_ms / 1000.0, int(scenario["workload.workers" if kind == "stream" else "workload.clients"])
