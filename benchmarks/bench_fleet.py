@@ -252,6 +252,7 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=20.0, help="seconds simulated per fix (the audit's default)")
     ap.add_argument("--recommend-duration", type=float, default=20.0)
     ap.add_argument("--skip", default="", help="comma list of sections to skip: lab,fleet,recommend,sweep")
+    ap.add_argument("--no-lab-full", action="store_true", help="lab: the sample only (not all containers)")
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check the script runs")
     args = ap.parse_args()
     if args.quick:
@@ -267,7 +268,7 @@ def main() -> int:
         if "lab" not in skip:
             sample = lab_sample(args.lab_sample)
             audit_section("lab", before_src, [str(ROOT / "data/lab")], sample, args.duration, args.repeats,
-                          workers, tmp, skip_full=args.quick)
+                          workers, tmp, skip_full=args.quick or args.no_lab_full)
         if "fleet" not in skip:
             t0 = time.perf_counter()
             folder = plant_fleet(tmp / "fleet", args.containers, args.deployments)
