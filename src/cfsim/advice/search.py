@@ -391,48 +391,68 @@ class Searcher:
         bound = (cpu_s / cost_s + in_flight) / window_s * (1.0 + SCREEN_MARGIN)
         return not any(sl.key == "throughput_per_s" and sl.op in (">=", ">") and bound < sl.threshold for sl in slos)
 
-    def _walk(self, kind: str | int, burst: bool, limits_m: Sequence[int], slos: Sequence[SLO]) -> Evaluation | None:
+    def _walk(self, kind: str | int, burst: bool, limits_m: Sequence[int], slos: Sequence[SLO]):
         """The first limit (ascending) whose candidate meets ``slos`` robustly, simulating only
         as far as needed: blocks of as many limits as the executor has workers (one at a time in
         this process). Limits that cannot be robust (:meth:`_possible` at the pessimistic cost)
         are not simulated: only a robust candidate is ever an answer. The answer is the one
-        evaluating every limit would give; only the simulations not needed are saved."""
+        evaluating every limit would give; only the simulations not needed are saved.
+
+        A generator: it yields the ``(candidate, variant)`` pairs it needs next and returns the
+        evaluation (or None), so that :meth:`search` runs the walks of all series side by side,
+        their next simulations in one batch on the executor."""
         block = max(1, self.block)
         todo = [m for m in limits_m if burst or self._possible(m, slos, robust=True)]
         for i in range(0, len(todo), block):
-            evs = self.evaluate([self._cand(kind, m, burst) for m in todo[i:i + block]], slos)
-            for e in evs:
+            cands = [self._cand(kind, m, burst) for m in todo[i:i + block]]
+            yield [(c, "nominal") for c in cands]
+            for e in self.evaluate(cands, slos):
                 if not e.met:
                     continue
+                yield [(e.candidate, "pessimistic")]
                 self._check_robust([e], slos)
                 if e.robust:
                     return e
         return None
 
-    def _series_best(self, kind: str | int, burst: bool, slos: Sequence[SLO]) -> Evaluation | None:
+    def _series_best(self, kind: str | int, burst: bool, slos: Sequence[SLO]):
+        """A generator (see :meth:`_walk`) returning the series' cheapest robust candidate."""
         coarse = list(range(self.coarse_m, self.hi_m + 1, self.coarse_m))
         if not coarse or coarse[-1] != self.hi_m:
             coarse.append(self.hi_m)
         coarse = [m for m in coarse if m >= self.lo_m] or [self.hi_m]
-        found = self._walk(kind, burst, coarse, slos)
+        found = yield from self._walk(kind, burst, coarse, slos)
         if found is None:
             return None
         first = coarse.index(found.candidate.limit_m)
         below = coarse[first - 1] if first > 0 else self.lo_m - self.fine_m
         fine = [m for m in range(below + self.fine_m, coarse[first], self.fine_m) if m >= self.lo_m]
-        return self._walk(kind, burst, fine, slos) or found
+        better = yield from self._walk(kind, burst, fine, slos)
+        return better or found
 
     def search(self, slos: Sequence[SLO]) -> SearchResult:
         slos = list(slos)
         found: dict[str, Evaluation | None] = {}
         ranked: list[tuple[tuple, Evaluation]] = []
+        walks = {}
         for rank, kind in enumerate(self.kinds):
             for burst in ((False, True) if self.options.burst else (False,)):
-                name = f"{kind}{'+burst' if burst else ''}"
-                best = self._series_best(kind, burst, slos)
-                found[name] = best
-                if best is not None:
-                    ranked.append(((best.candidate.limit_m, burst, _margins(slos, best), rank), best))
+                walks[f"{kind}{'+burst' if burst else ''}"] = (rank, burst, self._series_best(kind, burst, slos))
+        done: dict[str, Evaluation | None] = {}
+        active = dict(walks)
+        while active:   # every series' next simulations in one batch
+            batch: list[tuple[Candidate, str]] = []
+            for name in list(active):
+                try:
+                    batch.extend(next(active[name][2]))
+                except StopIteration as stop:
+                    done[name] = stop.value
+                    del active[name]
+            self._run(batch)
+        for name, (rank, burst, _) in walks.items():
+            best = found[name] = done[name]
+            if best is not None:
+                ranked.append(((best.candidate.limit_m, burst, _margins(slos, best), rank), best))
         ranked.sort(key=lambda t: t[0])
         winner = ranked[0][1] if ranked else None
         runner = None
