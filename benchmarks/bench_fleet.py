@@ -170,10 +170,23 @@ def plant_fleet(folder: Path, containers: int, deployments: int, span_s: float =
 # ------------------------------------------------------------------------------------------------
 
 
-def lab_sample(step: int) -> list[str]:
+#: the lab grids of issue 15's "150 lab containers" (the grids added since are audited with --lab-grids all)
+ISSUE_GRIDS = ("alloc-stream", "closed-menu", "cpu-stream", "overprovisioned", "quota-steps",
+               "quota-steps-from-1.2", "vpa-in-the-loop")
+
+
+def lab_grids(which: str) -> list[str]:
+    lab = ROOT / "data" / "lab"
+    if which == "all":
+        return [str(lab)]
+    names = ISSUE_GRIDS if which == "issue" else tuple(which.split(","))
+    return [str(lab / n) for n in names if (lab / n).is_dir()]
+
+
+def lab_sample(step: int, grids: list[str]) -> list[str]:
     from cfsim.validation.twin import find_runs, is_calibration_run
 
-    runs = [r for r in find_runs(ROOT / "data" / "lab") if not is_calibration_run(r)]
+    runs = [r for g in grids for r in find_runs(g) if not is_calibration_run(r)]
     return [str(r) for r in runs[::step]]
 
 
@@ -252,6 +265,8 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=20.0, help="seconds simulated per fix (the audit's default)")
     ap.add_argument("--recommend-duration", type=float, default=20.0)
     ap.add_argument("--skip", default="", help="comma list of sections to skip: lab,fleet,recommend,sweep")
+    ap.add_argument("--lab-grids", default="issue",
+                    help="'issue' (the grids of the issue's 150 containers), 'all', or a comma list of grids")
     ap.add_argument("--no-lab-full", action="store_true", help="lab: the sample only (not all containers)")
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check the script runs")
     args = ap.parse_args()
@@ -266,8 +281,9 @@ def main() -> int:
         tmp = Path(tmp_s)
         before_src = export_before(args.before, tmp)
         if "lab" not in skip:
-            sample = lab_sample(args.lab_sample)
-            audit_section("lab", before_src, [str(ROOT / "data/lab")], sample, args.duration, args.repeats,
+            grids = lab_grids(args.lab_grids)
+            sample = lab_sample(args.lab_sample, grids)
+            audit_section("lab", before_src, grids, sample, args.duration, args.repeats,
                           workers, tmp, skip_full=args.quick or args.no_lab_full)
         if "fleet" not in skip:
             t0 = time.perf_counter()
