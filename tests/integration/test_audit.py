@@ -149,3 +149,24 @@ def test_flags_on_real_lab_runs(kind):
         res = audit(containers=[c], simulate=False)
         flags = set(res.flags_by_container()[c.name])
         assert EXPECT[kind](flags), (str(run), flags, [f.evidence for f in res.findings])
+
+
+def test_same_answer_on_any_number_of_workers_with_and_without_reuse(exports, tmp_path):
+    """1 process without any reuse, 2 workers sharing an on-disk cache, and a second audit that
+    simulates nothing (all reused from the disk): the same findings, fixes, effects and report."""
+    import json
+
+    from cfsim.advice.audit import summary_json
+    from cfsim.sweep import LocalExecutor
+
+    runs = [audit(exports, duration_s=6.0, workers=0, cache_dir=False)]
+    with LocalExecutor(2) as ex:
+        runs += [audit(exports, duration_s=6.0, executor=ex, cache_dir=tmp_path / "cache") for _ in range(2)]
+    texts = []
+    for i, r in enumerate(runs):
+        paths = write_report(r, tmp_path / f"r{i}" / "audit")
+        texts.append((json.dumps(summary_json(r), sort_keys=True, default=str),
+                      paths["csv"].read_text(), paths["md"].read_text()))
+    assert texts[0] == texts[1] == texts[2]
+    assert runs[1].sim_stats["workers"] == 2 and runs[1].sim_stats["simulated"] > 0
+    assert runs[2].sim_stats["simulated"] == 0 and runs[2].sim_stats["reused"] > 0

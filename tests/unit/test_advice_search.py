@@ -124,3 +124,38 @@ def test_cli_slo_error(capsys):
     assert rc == 2
     err = capsys.readouterr().err
     assert "SLO 'p99<=1': unknown key 'p99'" in err and "latency_p99_s" in err
+
+
+def _answer(res):
+    d = res.as_dict()
+    d.pop("simulations")
+    return json.dumps(d, sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("slos", [["throughput_per_s>=1500"], ["throughput_per_s>=1200", "latency_p99_s<=0.05"]])
+def test_lazy_walk_and_screen_give_the_exhaustive_answer(scenario, slos):
+    """The limit walk simulates only as far as the first robust limit, and the throughput screen
+    skips limits below ``throughput / per-item CPU``: the answer is the one of simulating every
+    coarse limit (a block as long as the lattice) without the screen."""
+    parsed = parse_slos(slos)
+    ref = Searcher(scenario, options=SearchOptions(**FAST, screen=False))
+    ref.block = 10_000
+    fast = Searcher(scenario, options=SearchOptions(**FAST))
+    assert _answer(fast.search(parsed)) == _answer(ref.search(parsed))
+    assert fast.simulations < ref.simulations
+
+
+def test_throughput_screen_is_an_upper_bound(scenario):
+    """Simulated throughput never exceeds the screen's bound (limit x window CPU over the per-item
+    CPU, plus the window's edges), here with GC and scheduling costs on, at limits below and above
+    the demand, GOMAXPROCS 1 and 4."""
+    s = Searcher(scenario, options=SearchOptions(**FAST))
+    cost_s, in_flight = s._screen_shape
+    assert cost_s == pytest.approx(scenario["workload.cpu_ms_per_item"] / 1000) and in_flight == 8
+    for limit_m in (300, 800, 1200, 1500):
+        for g in (1, 4):
+            thr = simulate(scenario.with_overrides(Candidate(limit_m, g).overrides(scenario))).summary[
+                "throughput_per_s"]
+            assert s._possible(limit_m, parse_slos([f"throughput_per_s>={thr}"]))
+        # 30 % above what the limit allows in steady state (the window's edges add ~9 % in 3 s)
+        assert not s._possible(limit_m, parse_slos([f"throughput_per_s>={1.3 * limit_m / 1000 / cost_s}"]))

@@ -217,11 +217,12 @@ def _clean_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def simulate_point(task: tuple[Scenario, tuple[tuple[str, Any], ...]]) -> dict[str, Any]:
-    """Picklable point function: the summary of ``scenario`` with ``overrides``."""
-    from cfsim.simulation import simulate
+    """Picklable point function: the summary of ``scenario`` with ``overrides`` (reused when an
+    identical scenario was simulated before in this process; :mod:`cfsim.advice.simcache`)."""
+    from cfsim.advice.simcache import summary_of
 
     scenario, overrides = task
-    return _clean_summary(simulate(scenario.with_overrides(list(overrides))).summary)
+    return _clean_summary(summary_of(scenario.with_overrides(list(overrides))))
 
 
 @dataclass
@@ -234,6 +235,8 @@ class SearchOptions:
     burst: bool = True
     duration_s: float | None = None       # shorten every simulation (run.duration_s)
     workers: int = 0                      # 0 = in this process; n = a local process pool
+    executor: Any = None                  # an open executor (cfsim.sweep.make_executor) to run on instead
+    screen: bool = True                   # skip limits that provably miss a throughput SLO (Searcher._possible)
     progress: Callable[[int], None] | None = None   # told after each simulation: the number done so far
 
 
@@ -279,6 +282,10 @@ class Searcher:
             self.coarse_m = -(-self.hi_m // MAX_COARSE // self.fine_m) * self.fine_m
         self.cache: dict[tuple, dict[str, Any]] = {}
         self.simulations = 0
+        self.executor = o.executor
+        self.block = o.executor.workers if o.executor is not None else max(1, o.workers or 1)
+        self._screen_shape = _screen_shape(base, self.uncertainty.nominal)
+        self._robust_shape = _screen_shape(base, self.uncertainty.pessimistic)
 
     # -- simulation --------------------------------------------------------------------------
     def _key(self, cand: Candidate, variant: str) -> tuple:
@@ -296,11 +303,14 @@ class Searcher:
         if not todo:
             return
         keys = sorted(todo)
-        if self.options.workers and len(keys) > 1:
+        if (self.executor is not None or self.options.workers) and len(keys) > 1:
+            from contextlib import nullcontext
+
             from cfsim.sweep import make_executor
 
             by_task = {id(todo[k]): k for k in keys}
-            with make_executor(self.options.workers) as ex:
+            with (nullcontext(self.executor) if self.executor is not None
+                  else make_executor(self.options.workers)) as ex:
                 for task, result, exc in ex.imap_unordered(simulate_point, [todo[k] for k in keys]):
                     if exc is not None:
                         raise exc
@@ -359,41 +369,90 @@ class Searcher:
         quota_us = limit_m * self.scenario["cgroup.period_us"] // 1000
         return Candidate(limit_m, _resolve(kind, limit_m), quota_us if burst else 0)
 
-    def _series_best(self, kind: str | int, burst: bool, slos: Sequence[SLO]) -> Evaluation | None:
+    def _possible(self, limit_m: int, slos: Sequence[SLO], robust: bool = False) -> bool:
+        """False when no simulation at this limit can meet a throughput SLO (checked without
+        burst only). Every item (record, request) costs at least the scenario's per-item CPU
+        ``c`` (exactly, with ``workload.cpu_cv`` 0; GC, scheduling, server CPU and fan-out only
+        add to it); the cgroup runs at most ``limit x (W + 2 periods) + cpus x slice`` CPU seconds
+        in a measured window of ``W`` seconds (quota per period; runtime handed out in slices);
+        and the items in flight when the window opens (at most ``workers`` records or ``clients``
+        requests) bring at most ``c`` each of work done before it. So the window's throughput is
+        at most ``(that CPU + in flight x c) / (c x W)``; a limit is screened out only when this
+        bound, raised by a further ``SCREEN_MARGIN``, is below the SLO. ``robust``: with the
+        pessimistic per-item CPU (a robust candidate must meet the SLOs there too)."""
+        shape = self._robust_shape if robust else self._screen_shape
+        if shape is None or not self.options.screen:
+            return True
+        cost_s, in_flight = shape
+        sc = self.scenario
+        window_s = sc["run.duration_s"] - sc["run.warmup_s"]
+        cpu_s = (limit_m / 1000.0 * (window_s + 2 * sc["cgroup.period_us"] / 1e6)
+                 + sc["host.cpus"] * sc["cgroup.slice_us"] / 1e6)
+        bound = (cpu_s / cost_s + in_flight) / window_s * (1.0 + SCREEN_MARGIN)
+        return not any(sl.key == "throughput_per_s" and sl.op in (">=", ">") and bound < sl.threshold for sl in slos)
+
+    def _walk(self, kind: str | int, burst: bool, limits_m: Sequence[int], slos: Sequence[SLO]):
+        """The first limit (ascending) whose candidate meets ``slos`` robustly, simulating only
+        as far as needed: blocks of as many limits as the executor has workers (one at a time in
+        this process). Limits that cannot be robust (:meth:`_possible` at the pessimistic cost)
+        are not simulated: only a robust candidate is ever an answer. The answer is the one
+        evaluating every limit would give; only the simulations not needed are saved.
+
+        A generator: it yields the ``(candidate, variant)`` pairs it needs next and returns the
+        evaluation (or None), so that :meth:`search` runs the walks of all series side by side,
+        their next simulations in one batch on the executor."""
+        block = max(1, self.block)
+        todo = [m for m in limits_m if burst or self._possible(m, slos, robust=True)]
+        for i in range(0, len(todo), block):
+            cands = [self._cand(kind, m, burst) for m in todo[i:i + block]]
+            yield [(c, "nominal") for c in cands]
+            for e in self.evaluate(cands, slos):
+                if not e.met:
+                    continue
+                yield [(e.candidate, "pessimistic")]
+                self._check_robust([e], slos)
+                if e.robust:
+                    return e
+        return None
+
+    def _series_best(self, kind: str | int, burst: bool, slos: Sequence[SLO]):
+        """A generator (see :meth:`_walk`) returning the series' cheapest robust candidate."""
         coarse = list(range(self.coarse_m, self.hi_m + 1, self.coarse_m))
         if not coarse or coarse[-1] != self.hi_m:
             coarse.append(self.hi_m)
         coarse = [m for m in coarse if m >= self.lo_m] or [self.hi_m]
-        evs = self.evaluate([self._cand(kind, m, burst) for m in coarse], slos)
-        first = None
-        for i, e in enumerate(evs):
-            if not e.met:
-                continue
-            self._check_robust([e], slos)
-            if e.robust:
-                first = i
-                break
-        if first is None:
+        found = yield from self._walk(kind, burst, coarse, slos)
+        if found is None:
             return None
+        first = coarse.index(found.candidate.limit_m)
         below = coarse[first - 1] if first > 0 else self.lo_m - self.fine_m
         fine = [m for m in range(below + self.fine_m, coarse[first], self.fine_m) if m >= self.lo_m]
-        fevs = self.evaluate([self._cand(kind, m, burst) for m in fine], slos, robust=True)
-        for e in fevs:
-            if e.robust:
-                return e
-        return evs[first]
+        better = yield from self._walk(kind, burst, fine, slos)
+        return better or found
 
     def search(self, slos: Sequence[SLO]) -> SearchResult:
         slos = list(slos)
         found: dict[str, Evaluation | None] = {}
         ranked: list[tuple[tuple, Evaluation]] = []
+        walks = {}
         for rank, kind in enumerate(self.kinds):
             for burst in ((False, True) if self.options.burst else (False,)):
-                name = f"{kind}{'+burst' if burst else ''}"
-                best = self._series_best(kind, burst, slos)
-                found[name] = best
-                if best is not None:
-                    ranked.append(((best.candidate.limit_m, burst, _margins(slos, best), rank), best))
+                walks[f"{kind}{'+burst' if burst else ''}"] = (rank, burst, self._series_best(kind, burst, slos))
+        done: dict[str, Evaluation | None] = {}
+        active = dict(walks)
+        while active:   # every series' next simulations in one batch
+            batch: list[tuple[Candidate, str]] = []
+            for name in list(active):
+                try:
+                    batch.extend(next(active[name][2]))
+                except StopIteration as stop:
+                    done[name] = stop.value
+                    del active[name]
+            self._run(batch)
+        for name, (rank, burst, _) in walks.items():
+            best = found[name] = done[name]
+            if best is not None:
+                ranked.append(((best.candidate.limit_m, burst, _margins(slos, best), rank), best))
         ranked.sort(key=lambda t: t[0])
         winner = ranked[0][1] if ranked else None
         runner = None
@@ -406,6 +465,29 @@ class Searcher:
                 if runner is not None:
                     break
         return SearchResult(slos, winner, runner, found, self.simulations)
+
+
+#: Relative margin kept by the throughput screen (:meth:`Searcher._possible`).
+SCREEN_MARGIN = 0.05
+
+
+def _screen_shape(scenario: Scenario, *variants: Sequence[tuple[str, Any]]) -> tuple[float, int] | None:
+    """(the CPU of one item [s] in every variant (nominal, pessimistic): the smallest, the most
+    items in flight) for workloads whose every item costs at least that much and whose
+    concurrency is bounded; None for the others."""
+    kind = scenario["workload.kind"]
+    key = COST_KEYS.get(kind)
+    if key is None or kind not in SCREENED_KINDS or scenario.get("workload.cpu_cv", 0.0):
+        return None
+    cost_ms = min(float(dict(variant).get(key, scenario[key])) for variant in variants)
+    if not cost_ms > 0:
+        return None
+    return cost_ms / 1000.0, int(scenario["workload.workers" if kind == "stream" else "workload.clients"])
+
+
+#: Workloads whose throughput counts items that each cost ``COST_KEYS[kind]`` ms of CPU or more,
+#: with a bounded number in flight (an open workload's backlog is not bounded).
+SCREENED_KINDS = ("stream", "closed")
 
 
 def _margins(slos: Sequence[SLO], e: Evaluation) -> tuple[float, ...]:

@@ -30,6 +30,11 @@ def add_parser(sub) -> None:
     p.add_argument("--emit", choices=("report", "patch", "vpa-status"), default="report",
                    help="patch: per workload container, a patch for `kubectl patch --type strategic` (yaml, one "
                         "document each; json: one object per line); vpa-status: the VPA status block")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes simulating containers (default: all cores; 0: this process)")
+    p.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster (tcp://scheduler:8786, or 'local')")
+    p.add_argument("--cache", metavar="DIR", help="keep simulated summaries in DIR and reuse them in later audits "
+                                                   "(default: a temporary folder the workers share during this run)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_prometheus_arguments(p)
     p.set_defaults(func=run)
@@ -86,7 +91,9 @@ def _objects(result, what: str) -> tuple[list[dict], list[str]]:
 
 
 def run(args) -> int:
+    import contextlib
     import json
+    import tempfile
 
     from cfsim.advice.audit import audit, load_containers, load_live_containers, summary_json, write_report
     from cfsim.progress import Progress
@@ -101,25 +108,41 @@ def run(args) -> int:
     if args.emit != "report" and fmt not in ("yaml", "json", "table"):
         print(f"error: --emit {args.emit} prints yaml or json, not {fmt}", file=sys.stderr)
         return 2
-    meta: dict = {}
-    if args.prometheus_url:
-        with one_line_errors():
-            src = live_source(args)
-            with Progress(None, "prometheus", "query", enabled=not args.no_progress) as bar:
-                containers, meta = load_live_containers(src.url, src.start_s, src.end_s, src.step,
-                                                        selection=src.selection, connection=src.connection,
-                                                        progress=bar)
-    else:
-        containers = []
-        for path in args.exports:
-            containers += load_containers(path, include_calibration=args.include_calibration)
-    if not containers:
-        where = args.prometheus_url or " ".join(args.exports)
-        print(f"error: {where}: no container CPU usage series found", file=sys.stderr)
+    if args.workers is not None and args.workers < 0:
+        print(f"error: --workers must be >= 0 (got {args.workers})", file=sys.stderr)
         return 2
-    with Progress(len(containers), "audit", "container", enabled=not args.no_progress) as bar:
-        result = audit(containers=containers, simulate=not args.no_simulate, duration_s=args.duration,
-                       progress=bar, meta=meta)
+    from cfsim.sweep import ExecutorUnavailable, make_executor
+
+    meta: dict = {}
+    try:
+        with make_executor(args.workers, args.dask) as executor, contextlib.ExitStack() as stack:
+            if args.prometheus_url:
+                with one_line_errors():
+                    src = live_source(args)
+                    with Progress(None, "prometheus", "query", enabled=not args.no_progress) as bar:
+                        containers, meta = load_live_containers(src.url, src.start_s, src.end_s, src.step,
+                                                                selection=src.selection, connection=src.connection,
+                                                                progress=bar)
+            else:
+                containers = []
+                for path in args.exports:
+                    containers += load_containers(path, include_calibration=args.include_calibration,
+                                                  executor=executor)
+            if not containers:
+                where = args.prometheus_url or " ".join(args.exports)
+                print(f"error: {where}: no container CPU usage series found", file=sys.stderr)
+                return 2
+            cache = args.cache or stack.enter_context(tempfile.TemporaryDirectory(prefix="cfsim-audit-cache-"))
+            with Progress(len(containers), "audit", "container", enabled=not args.no_progress, lines=True) as bar:
+                result = audit(containers=containers, simulate=not args.no_simulate, duration_s=args.duration,
+                               progress=bar, meta=meta, executor=executor, cache_dir=cache)
+    except ExecutorUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    st = result.sim_stats
+    if not args.no_progress and st.get("simulated") is not None:
+        print(f"audit: {int(st['simulated'])} simulations run, {int(st['reused'])} reused, on "
+              f"{st['executor']} x{st['workers']}", file=sys.stderr)
     paths = {} if args.no_report else write_report(result, args.report)
     if args.emit != "report":
         docs, comments = _objects(result, args.emit)

@@ -39,7 +39,9 @@ def add_parser(sub) -> None:
     p.add_argument("--max-limit", type=float, help="largest limit searched [cores] (default host.cpus)")
     p.add_argument("--duration", type=float, metavar="S",
                    help="simulate S seconds per candidate (default: the scenario's)")
-    p.add_argument("--workers", type=int, default=0, help="processes for the simulations (default 0: this one)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes for the simulations (default: all cores; 0: this process)")
+    p.add_argument("--dask", metavar="ADDRESS", help="simulate on a Dask cluster (tcp://scheduler:8786, or 'local')")
     p.add_argument("--no-peers", action="store_true", help="skip VPA/krr")
     p.add_argument("--vpa-rounds", type=int, default=3, help="re-apply VPA to its own consequence up to N times")
     p.add_argument("--observed-usage", action="store_true",
@@ -177,25 +179,36 @@ def run(args) -> int:
 
     from cfsim.overheads.report import band_lines, recommend_notes
 
+    if args.workers is not None and args.workers < 0:
+        print(f"error: --workers must be >= 0 (got {args.workers})", file=sys.stderr)
+        return 2
+    from cfsim.sweep import ExecutorUnavailable, make_executor
+
     answers, overheads = [], {}
-    for name, sc, unc, source, history, container, wl, ns, req_m in jobs:
-        opts = SearchOptions(coarse_step=args.coarse_step, fine_step=args.fine_step, max_limit=args.max_limit,
-                             gomaxprocs=kinds, burst=not args.no_burst, duration_s=args.duration,
-                             workers=args.workers)
-        try:
-            with Progress(None, f"recommend {name}" if len(jobs) > 1 else "recommend", "simulation",
-                          enabled=not args.no_progress) as bar:
-                opts.progress = lambda n, bar=bar: bar.advance(n - bar.done)
-                rep = recommend(sc, slos, unc, opts, peers=not args.no_peers, vpa_rounds=args.vpa_rounds,
-                                source=source, history=history)
-        except ValueError as exc:
-            if type(exc).__name__ == "ScenarioError":
-                raise
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        k8s = kubernetes_answer(rep, container, wl, ns, req_m) if (container or args.prometheus_url) else None
-        answers.append((name, rep, k8s))
-        overheads[name] = recommend_notes(sc, rep)   # the band and what lies outside our coverage
+    try:
+        executor = make_executor(args.workers, args.dask)
+        with executor:   # one pool for every search of this command
+            for name, sc, unc, source, history, container, wl, ns, req_m in jobs:
+                opts = SearchOptions(coarse_step=args.coarse_step, fine_step=args.fine_step,
+                                     max_limit=args.max_limit, gomaxprocs=kinds, burst=not args.no_burst,
+                                     duration_s=args.duration, executor=executor)
+                try:
+                    with Progress(None, f"recommend {name}" if len(jobs) > 1 else "recommend", "simulation",
+                                  enabled=not args.no_progress, lines=True) as bar:
+                        opts.progress = lambda n, bar=bar: bar.advance(n - bar.done)
+                        rep = recommend(sc, slos, unc, opts, peers=not args.no_peers, vpa_rounds=args.vpa_rounds,
+                                        source=source, history=history)
+                except ValueError as exc:
+                    if type(exc).__name__ == "ScenarioError":
+                        raise
+                    print(f"error: {exc}", file=sys.stderr)
+                    return 2
+                k8s = kubernetes_answer(rep, container, wl, ns, req_m) if (container or args.prometheus_url) else None
+                answers.append((name, rep, k8s))
+                overheads[name] = recommend_notes(sc, rep)   # the band and what lies outside our coverage
+    except ExecutorUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
     if args.emit != "report":
         if any(k is None for _, _, k in answers):

@@ -16,6 +16,7 @@ on the observed usage) and a strategic-merge patch.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -59,6 +60,8 @@ class AuditResult:
     stats: dict[Key, Stats]
     findings: list[Finding]
     meta: dict[str, Any] = field(default_factory=dict)
+    #: simulations run and reused, and on what (not part of the answer: it varies with the workers)
+    sim_stats: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def table(self) -> pd.DataFrame:
         rows = []
@@ -142,26 +145,103 @@ def evidence_severity(f: Finding, st: Stats) -> float:
     return 0.0
 
 
+def _grid_of(c: Container) -> Path | None:
+    return c.run_dir.parent if c.run_dir is not None else None
+
+
+def _grid_norm_task(grid: Path) -> float:
+    """A lab grid's calibration factor (the twins of its calibration runs; 1.0 without any)."""
+    return FixSimulator(0.0).grid_factor(grid)
+
+
+def _use_cache(cache_dir: str | None | bool) -> None:
+    """This process's simulation cache: on disk under ``cache_dir``, in memory (None), or no
+    reuse at all (False)."""
+    from cfsim.advice import simcache
+
+    cur = simcache.default_cache()
+    if cache_dir is False:
+        if cur.enabled:
+            simcache.set_default_cache(None, enabled=False)
+        return
+    want = Path(cache_dir) / simcache.code_fingerprint() if cache_dir else None
+    if cur.folder != want or not cur.enabled:
+        simcache.set_default_cache(cache_dir)
+
+
+def _audit_task(task: tuple) -> tuple[int, Stats, list[Finding], dict[str, float]]:
+    """Picklable: one container's statistics, flags and simulated fixes, and what it cost (the
+    cache's counts). The findings come back without their container (the caller re-attaches its
+    own object)."""
+    from cfsim.advice.simcache import default_cache
+
+    i, c, simulate, duration_s, norms, cache_dir = task
+    _use_cache(cache_dir)
+    before = default_cache().stats()
+    st, fs = analyse(c)
+    if simulate:
+        sim = FixSimulator(duration_s)
+        sim.norms.update(norms)
+        simulate_fixes(fs, st, sim)
+    else:
+        for f in fs:
+            f.impact = evidence_severity(f, st)
+    for f in fs:
+        f.container = None  # type: ignore[assignment]
+    after = default_cache().stats()
+    return i, st, fs, {k: after[k] - before[k] for k in after}
+
+
 def audit(path: str | Path | None = None, containers: Sequence[Container] | None = None, simulate: bool = True,
           duration_s: float = 20.0, progress: Callable[[int, int], None] | None = None,
-          meta: dict[str, Any] | None = None) -> AuditResult:
+          meta: dict[str, Any] | None = None, workers: int | None = 0, dask: str | None = None,
+          executor: Any = None, cache_dir: str | Path | None | bool = None) -> AuditResult:
     """Flag every container found at ``path`` (or given), simulate the fixes, rank the findings
     (performance findings first, then headroom; by simulated impact, or by
-    :func:`evidence_severity` without simulation). ``progress(done, total)`` after each container."""
-    cs = list(containers) if containers is not None else load_containers(path)
-    sim = FixSimulator(duration_s)
+    :func:`evidence_severity` without simulation). ``progress(done, total)`` after each container.
+
+    The containers run on the sweep's executors (:func:`cfsim.sweep.make_executor`: ``workers=0``
+    in this process, ``None`` all cores, ``dask`` a cluster; or an ``executor`` the caller has
+    opened and closes), each with its own seed-carrying
+    scenarios, and the results are put back in input order: the answer does not depend on the
+    executor or the number of workers. Identical simulations run once per process, and once in
+    all when ``cache_dir`` names a folder the workers share (:mod:`cfsim.advice.simcache`);
+    ``cache_dir=False`` reuses nothing (every simulation runs: the reference).
+    """
+    from cfsim.sweep import make_executor
+
+    cache = cache_dir if cache_dir is None or cache_dir is False else str(cache_dir)
+    ex = executor if executor is not None else make_executor(workers, dask)
+    out: dict[int, tuple[Stats, list[Finding]]] = {}
+    sim_stats: dict[str, float] = {}
+    with (nullcontext(ex) if executor is not None else ex):   # a caller's executor stays open
+        cs = list(containers) if containers is not None else load_containers(path, executor=ex)
+        norms: dict[Path, float] = {}
+        grids = sorted({g for c in cs if (g := _grid_of(c)) is not None}) if simulate else []
+        if grids:  # the grids' calibration twins first, once each, on all workers
+            for grid, factor, exc in ex.imap_unordered(_grid_norm_task, grids):
+                if exc is not None:
+                    raise exc
+                norms[grid] = factor
+        tasks = ((i, c, simulate, duration_s, norms, cache) for i, c in enumerate(cs))
+        for task, res, exc in ex.imap_unordered(_audit_task, tasks):
+            if exc is not None:
+                raise exc
+            i, st, fs, cost = res
+            for k, v in cost.items():
+                sim_stats[k] = sim_stats.get(k, 0) + v
+            for f in fs:
+                f.container = cs[i]
+            out[i] = (st, fs)
+            if progress:
+                progress(len(out), len(cs))
     stats: dict[Key, Stats] = {}
     findings: list[Finding] = []
     for i, c in enumerate(cs):
-        st, fs = analyse(c)
+        st, fs = out[i]
         stats[c.key] = st
-        if simulate:
-            simulate_fixes(fs, st, sim)
-        else:
-            for f in fs:
-                f.impact = evidence_severity(f, st)
         findings.extend(fs)
-        if progress:
-            progress(i + 1, len(cs))
     findings.sort(key=lambda f: (f.flag == "headroom", -f.impact, f.container.name, f.flag))
-    return AuditResult(cs, stats, findings, dict(meta or {}))
+    res = AuditResult(cs, stats, findings, dict(meta or {}))
+    res.sim_stats = {**sim_stats, "executor": ex.name, "workers": ex.workers}
+    return res

@@ -47,18 +47,26 @@ class FixSimulator:
         self.duration_s = duration_s
         self.norms: dict[Path, float] = {}
 
+    def grid_factor(self, grid: Path) -> float:
+        """A lab grid's calibration cost factor (1.0 without calibration runs), once per grid."""
+        if grid not in self.norms:
+            from cfsim.validation.normalise import grid_norm
+            from cfsim.validation.twin import find_runs
+
+            try:
+                self.norms[grid] = grid_norm(find_runs(grid)).factor
+            except FileNotFoundError:
+                self.norms[grid] = 1.0
+        return self.norms[grid]
+
     def base(self, c: Container, st: Stats, demand_cores: float) -> tuple[Scenario, str]:
         if c.run_dir is not None:
-            from cfsim.validation.normalise import COST_KEYS, grid_norm
-            from cfsim.validation.twin import find_runs, run_scenario
+            from cfsim.validation.normalise import COST_KEYS
+            from cfsim.validation.twin import run_scenario
 
             sc = run_scenario(c.run_dir)
             grid = c.run_dir.parent
-            if grid not in self.norms:
-                try:
-                    self.norms[grid] = grid_norm(find_runs(grid)).factor
-                except FileNotFoundError:
-                    self.norms[grid] = 1.0
+            self.grid_factor(grid)
             over: list[tuple[str, Any]] = []   # the run's own load profile and length
             key = COST_KEYS.get(sc["workload.kind"])
             if key and self.norms[grid] != 1.0:
@@ -69,9 +77,10 @@ class FixSimulator:
 
     @staticmethod
     def run(sc: Scenario, over: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
-        from cfsim.simulation import simulate
+        """The summary, reused when an identical scenario was simulated before (:mod:`cfsim.advice.simcache`)."""
+        from cfsim.advice.simcache import summary_of
 
-        return dict(simulate(sc.with_overrides(list(over))).summary)
+        return summary_of(sc.with_overrides(list(over)))
 
 
 def _fmt(k: str, v: Any) -> str:

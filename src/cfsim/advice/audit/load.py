@@ -391,8 +391,10 @@ def _lab_container(run: Path) -> Container | None:
     return c
 
 
-def load_containers(path: str | Path, include_calibration: bool = False) -> list[Container]:
-    """Containers from lab run folders at or below ``path``, else from the JSON exports in it."""
+def load_containers(path: str | Path, include_calibration: bool = False, executor: Any = None) -> list[Container]:
+    """Containers from lab run folders at or below ``path``, else from the JSON exports in it.
+    Lab runs are read on ``executor`` (an open :func:`cfsim.sweep.make_executor`) when given,
+    in run order whatever order they finish in."""
     from cfsim.validation.twin import is_calibration_run, is_run_folder
 
     root = Path(path)
@@ -401,14 +403,17 @@ def load_containers(path: str | Path, include_calibration: bool = False) -> list
     runs = [root] if is_run_folder(root) else sorted(p.parent for p in root.rglob("manifest.json")
                                                       if is_run_folder(p.parent))
     if runs:
-        out = []
-        for run in runs:
-            if is_calibration_run(run) and not include_calibration:
-                continue
-            c = _lab_container(run)
-            if c is not None:
-                out.append(c)
-        return out
+        runs = [r for r in runs if include_calibration or not is_calibration_run(r)]
+        if executor is not None and len(runs) > 1:
+            got: dict[Path, Container | None] = {}
+            for run, c, exc in executor.imap_unordered(_lab_container, runs):
+                if exc is not None:
+                    raise exc
+                got[run] = c
+            found = [got[r] for r in runs]
+        else:
+            found = [_lab_container(r) for r in runs]
+        return [c for c in found if c is not None]
     files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
     frames = []
     for f in files:
