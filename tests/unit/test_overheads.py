@@ -67,9 +67,11 @@ def test_client_rtt_adds_to_latency_and_handler_span_is_shorter():
 
 
 def test_scrapes_cost_their_cpu_and_hold_the_only_p():
-    base = simulate(open_sc(run__duration_s=4.0)).summary
+    # the scrape's own CPU, apart from its garbage's allocation CPU and sysmon's polls (tested elsewhere)
+    quiet = {"go__alloc_ns_per_kb": 0.0, "go__page_fault_us": 0.0, "go__sysmon_poll_us": 0.0}
+    base = simulate(open_sc(run__duration_s=4.0, **quiet)).summary
     scraped = simulate(open_sc(run__duration_s=4.0, workload__scrape_interval_s=0.5,
-                               workload__scrape_cpu_ms=3.0)).summary
+                               workload__scrape_cpu_ms=3.0, **quiet)).summary
     assert scraped["cpu_usage_cores"] - base["cpu_usage_cores"] == pytest.approx(3.0 / 500, rel=0.15)
     # at GOMAXPROCS 1 a request arriving during a 3 ms scrape waits behind it: a tail appears
     assert scraped["latency_max_s"] > base["latency_max_s"] + 1e-3
