@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cfsim.autoscalers.vpa_histogram import MEMORY_HISTOGRAM_OPTIONS, DecayingHistogram, HistogramOptions
-from cfsim.autoscalers.vpa_recommender import (amount_from_float, confidence, lower_multiplier, scale_amount,
-                                               upper_multiplier, with_margin)
+from cfsim.autoscalers.vpa_recommender import (Recommendation, amount_from_float, confidence, lower_multiplier,
+                                               scale_amount, upper_multiplier, with_margin)
 
 MiB = 1 << 20
 DAY_S = 86400.0
@@ -124,16 +124,8 @@ class MemoryContainer:
         return self.add_sample(agg, t_s, needed, is_oom=True)
 
 
-@dataclass(frozen=True)
-class MemoryRecommendation:
-    target: int
-    lower_bound: int
-    upper_bound: int
-    uncapped_target: int
-
-    def as_dict(self) -> dict[str, int]:
-        return {"target": self.target, "lower_bound": self.lower_bound, "upper_bound": self.upper_bound,
-                "uncapped_target": self.uncapped_target}
+#: a container's ``status.recommendation`` memory entries [bytes]: the same four amounts as CPU's
+MemoryRecommendation = Recommendation
 
 
 def pod_min_memory_bytes(pod_min_memory_mb: float, n_containers: int = 1) -> int:

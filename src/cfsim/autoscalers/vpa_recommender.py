@@ -53,7 +53,7 @@ class RecommenderConfig:
 
 @dataclass(frozen=True)
 class Recommendation:
-    """One container's ``status.recommendation`` CPU entries [millicores]."""
+    """One container's ``status.recommendation`` entries: CPU [millicores] or memory [bytes]."""
 
     target: int
     lower_bound: int
