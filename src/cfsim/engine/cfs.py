@@ -158,14 +158,14 @@ class CfsEngine:
     __slots__ = (
         "env", "ncpus", "tick_ns", "rng", "_speed", "_prefetch_on",
         # per CPU
-        "_nq", "_heap", "_vt", "_rr", "_upd", "_thr", "_thr_clock", "_ver", "_ev_t", "_rank",
+        "_queued", "_heap", "_work_done_ns", "_runtime_remaining_ns", "_updated_ns", "_throttled", "_thr_clock", "_ver", "_event_at_ns", "_rank",
         "_usage", "_pf_t1", "_pf_t2", "_pf_tk", "_epoch_end", "_overloaded", "_balance_pending",
         "_free_events", "_cpu_cb",
         # per thread
         "_t_cpu", "_t_last", "_t_start_v", "_t_end_v", "_t_gen", "_t_cb", "_t_base", "_t_name",
         "_seq",
         # group bandwidth
-        "_bw", "_quota", "_period", "_burst", "_slice", "_slice_eff", "_legacy", "_phase_ns",
+        "_bandwidth", "_quota", "_period", "_burst", "_slice", "_slice_eff", "_legacy", "_phase_ns",
         "_fifo", "_stat", "_periods", "_timer_active", "_timer_ver", "_next_fire", "_idle",
         "_slack_pending", "_pool", "_snap", "_usage_at_period",
     )
@@ -184,15 +184,15 @@ class CfsEngine:
         self.tick_ns = 10**9 // hz
         self.rng = np.random.default_rng(seed)
         # per-CPU state (lists: faster than arrays for scalar access)
-        self._nq = [0] * cpus             # group threads queued (runnable, incl. while throttled)
+        self._queued = [0] * cpus             # group threads queued (runnable, incl. while throttled)
         self._heap: list[list[tuple[float, int, int]]] = [[] for _ in range(cpus)]
-        self._vt = [0.0] * cpus           # work delivered to each queued thread so far [ns]
-        self._rr = [0] * cpus             # cfs_rq->runtime_remaining [ns]
-        self._upd = [0] * cpus            # time rr/vt/usage were last brought up to date
-        self._thr = [False] * cpus
+        self._work_done_ns = [0.0] * cpus           # work delivered to each queued thread so far [ns]
+        self._runtime_remaining_ns = [0] * cpus             # cfs_rq->runtime_remaining [ns]
+        self._updated_ns = [0] * cpus            # time rr/vt/usage were last brought up to date
+        self._throttled = [False] * cpus
         self._thr_clock = [-1] * cpus     # throttled_clock, -1 when not counting
         self._ver = [0] * cpus            # invalidates stale CPU events
-        self._ev_t = [-1] * cpus           # time of the pending valid CPU event, -1 if none
+        self._event_at_ns = [-1] * cpus           # time of the pending valid CPU event, -1 if none
         # which CPU's tick handler wins a race for the pool at the same instant: redrawn each
         # period (the kernel gives no order), so no CPU is favoured period after period
         self._rank = list(range(cpus))
@@ -230,7 +230,7 @@ class CfsEngine:
         self._pool = 0
         self._snap = 0
         self._usage_at_period = 0
-        self._bw: Bandwidth | None = None
+        self._bandwidth: Bandwidth | None = None
         self._phase_ns = 0
         if bandwidth is not None:
             self._configure(bandwidth, initial=True)
@@ -242,10 +242,10 @@ class CfsEngine:
 
     @property
     def bandwidth(self) -> Bandwidth | None:
-        return self._bw
+        return self._bandwidth
 
     def new_thread(self, name: str = "") -> int:
-        if self._bw is not None:
+        if self._bandwidth is not None:
             self._end_epoch(self.env._now)  # one more thread could draw from the pool
         tid = len(self._t_cpu)
         self._t_cpu.append(-1)
@@ -277,7 +277,7 @@ class CfsEngine:
             return 0
         now = self.env._now
         self._advance(c, now)
-        done_v = min(self._vt[c], self._t_end_v[tid])
+        done_v = min(self._work_done_ns[c], self._t_end_v[tid])
         left = self._t_end_v[tid] - done_v
         self._t_base[tid] += done_v - self._t_start_v[tid]
         self._dequeue(c, tid, now)
@@ -289,14 +289,14 @@ class CfsEngine:
 
     def is_throttled(self, tid: int) -> bool:
         c = self._t_cpu[tid]
-        return c >= 0 and self._thr[c]
+        return c >= 0 and self._throttled[c]
 
     def thread_cpu_ns(self, tid: int) -> int:
         c = self._t_cpu[tid]
         done = self._t_base[tid]
         if c >= 0:
             self._advance(c, self.env._now)
-            done += min(self._vt[c], self._t_end_v[tid]) - self._t_start_v[tid]
+            done += min(self._work_done_ns[c], self._t_end_v[tid]) - self._t_start_v[tid]
         return int(round(done))
 
     def call_at(self, t_ns: int, fn: Callable[..., None], *args: object) -> _Timer:
@@ -342,21 +342,21 @@ class CfsEngine:
         timer, zero every CPU's runtime and unthrottle every throttled CPU."""
         now = self.env._now
         self._sync_all(now)
-        if self._bw is not None:
+        if self._bandwidth is not None:
             self._end_epoch(now)
         if bandwidth is None:
-            self._bw = None
+            self._bandwidth = None
             self._timer_active = False
             self._timer_ver += 1
             while self._fifo:
                 self._unthrottle(self._fifo.popleft(), now)
             for c in range(self.ncpus):
-                self._rr[c] = 0
+                self._runtime_remaining_ns[c] = 0
                 self._schedule_cpu(c)
             return
         self._configure(bandwidth, initial=False)
         for c in range(self.ncpus):
-            self._rr[c] = 0
+            self._runtime_remaining_ns[c] = 0
         while self._fifo:
             self._unthrottle(self._fifo.popleft(), now)
         for c in range(self.ncpus):
@@ -364,8 +364,8 @@ class CfsEngine:
 
     # ------------------------------------------------------------------ configuration
     def _configure(self, bw: Bandwidth, initial: bool) -> None:
-        old = self._bw
-        self._bw = bw
+        old = self._bandwidth
+        self._bandwidth = bw
         self._quota = bw.quota_us * 1000
         self._period = bw.period_us * 1000
         self._burst = bw.burst_us * 1000
@@ -388,18 +388,18 @@ class CfsEngine:
 
     # ------------------------------------------------------------------ CPU bookkeeping
     def _advance(self, c: int, t: int) -> None:
-        dt = t - self._upd[c]
+        dt = t - self._updated_ns[c]
         if dt <= 0:
             return
-        self._upd[c] = t
-        k = self._nq[c]
-        if k and not self._thr[c]:
+        self._updated_ns[c] = t
+        k = self._queued[c]
+        if k and not self._throttled[c]:
             if self._speed != 1.0:
                 dt = round(dt * self._speed)  # the rest went to other processes on the host
-            self._vt[c] += dt / k
+            self._work_done_ns[c] += dt / k
             self._usage[c] += dt
-            if self._bw is not None:
-                self._rr[c] -= dt
+            if self._bandwidth is not None:
+                self._runtime_remaining_ns[c] -= dt
 
     def _sync_all(self, t: int) -> None:
         for c in range(self.ncpus):
@@ -407,10 +407,10 @@ class CfsEngine:
 
     def _schedule_cpu(self, c: int) -> None:
         """(Re)arm CPU c's single pending event: next completion or next runtime refill."""
-        k = self._nq[c]
-        if not k or self._thr[c]:
+        k = self._queued[c]
+        if not k or self._throttled[c]:
             self._ver[c] += 1
-            self._ev_t[c] = -1
+            self._event_at_ns[c] = -1
             return
         heap = self._heap[c]
         if heap:
@@ -424,17 +424,17 @@ class CfsEngine:
             # only the thread completing right now is queued (we are inside its callback):
             # the completion handler re-arms this CPU when the callback returns
             self._ver[c] += 1
-            self._ev_t[c] = -1
+            self._event_at_ns[c] = -1
             return
-        t0 = self._upd[c]
-        left = heap[0][0] - self._vt[c]
+        t0 = self._updated_ns[c]
+        left = heap[0][0] - self._work_done_ns[c]
         speed = self._speed
         if speed == 1.0:
             t_next = t0 + (math.ceil(left * k) if left > 0 else 0)
         else:
             t_next = t0 + (math.ceil(left * k / speed) if left > 0 else 0)
-        if self._bw is not None:
-            rr = self._rr[c]
+        if self._bandwidth is not None:
+            rr = self._runtime_remaining_ns[c]
             # the silo runs dry at t0 + rr; the next tick's update_curr notices it (no sooner
             # than t_dry, so only a silo that runs dry before t_next can move it)
             t_dry = t0 + (rr if speed == 1.0 else math.ceil(rr / speed))
@@ -445,11 +445,11 @@ class CfsEngine:
                     t_ref = t0
                 if t_ref < t_next:
                     t_next = t_ref
-        if t_next == self._ev_t[c]:
+        if t_next == self._event_at_ns[c]:
             return  # the pending event already fires then
         ver = self._ver[c] + 1
         self._ver[c] = ver
-        self._ev_t[c] = t_next
+        self._event_at_ns[c] = t_next
         free = self._free_events
         env = self.env
         ev = free.pop() if free else _CpuEvent(env)
@@ -465,12 +465,12 @@ class CfsEngine:
         self._free_events.append(ev)  # simpy is done with it (see _CpuEvent)
         if ev.ver != self._ver[c]:
             return
-        self._ev_t[c] = -1
+        self._event_at_ns[c] = -1
         now = self.env._now
-        if now > self._upd[c]:
+        if now > self._updated_ns[c]:
             self._advance(c, now)
         heap = self._heap[c]
-        vt = self._vt[c]
+        vt = self._work_done_ns[c]
         t_gen = self._t_gen
         t_cpu = self._t_cpu
         blocked = False
@@ -491,7 +491,7 @@ class CfsEngine:
             elif more and more > 0:
                 gen = t_gen[tid] + 1
                 t_gen[tid] = gen
-                start = self._vt[c]
+                start = self._work_done_ns[c]
                 self._t_start_v[tid] = start
                 end_v = start + float(more)
                 self._t_end_v[tid] = end_v
@@ -499,30 +499,30 @@ class CfsEngine:
             else:
                 self._dequeue(c, tid, now)
                 blocked = True
-            vt = self._vt[c]
+            vt = self._work_done_ns[c]
         # a thread that just keeps computing is no kernel event: only a tick or a dequeue
         # charges the silo here
         self._after_change(c, now, blocked or now % self.tick_ns == 0)
 
     def _after_change(self, c: int, now: int, charge: bool = True) -> None:
         """Charge runtime at a scheduling event (``update_curr``) and re-arm the CPU."""
-        if charge and self._bw is not None and self._nq[c] and not self._thr[c] and self._rr[c] <= 0:
+        if charge and self._bandwidth is not None and self._queued[c] and not self._throttled[c] and self._runtime_remaining_ns[c] <= 0:
             self._account(c, now)
-        if self._nq[c] == 0 and self._overloaded:
+        if self._queued[c] == 0 and self._overloaded:
             self._idle_balance(c, now)
         self._schedule_cpu(c)
 
     def _account(self, c: int, now: int) -> None:
         """Silo empty: take a slice, or throttle this CPU (``__account_cfs_rq_runtime``)."""
         self._start_timer()
-        rr = self._rr[c]
+        rr = self._runtime_remaining_ns[c]
         need = self._slice - rr
         if self._prefetch_on and self._pool >= need and not self._fifo and self._prefetch(c, now, need):
             return
-        self._pool, self._rr[c], amount = bwr.assign(self._pool, rr, self._slice)
+        self._pool, self._runtime_remaining_ns[c], amount = bwr.assign(self._pool, rr, self._slice)
         if amount > 0:
             self._idle = False
-        if self._rr[c] <= 0:
+        if self._runtime_remaining_ns[c] <= 0:
             self._throttle(c, now)
 
     # A speed-up that changes no observable result: while the pool provably covers every take
@@ -541,7 +541,7 @@ class CfsEngine:
         tk = t2 + ((self._epoch_end - 1 - t2) // sp) * sp  # its last take before H
         amount = need + (tk - now)
         self._pool -= amount
-        self._rr[c] = s + (tk - now)
+        self._runtime_remaining_ns[c] = s + (tk - now)
         self._pf_t1[c] = now
         self._pf_t2[c] = t2
         self._pf_tk[c] = tk
@@ -580,23 +580,23 @@ class CfsEngine:
         t_last = self._pf_t1[c] if now < t2 else t2 + ((now - t2) // sp) * sp
         extra = tk - t_last
         self._pool += extra
-        self._rr[c] -= extra
+        self._runtime_remaining_ns[c] -= extra
         self._pf_tk[c] = 0
 
     def _throttle(self, c: int, now: int) -> None:
-        self._thr[c] = True
+        self._throttled[c] = True
         self._fifo.append(c)
-        if self._nq[c]:
+        if self._queued[c]:
             self._thr_clock[c] = now
         self._overloaded.discard(c)
 
     def _unthrottle(self, c: int, now: int) -> None:
-        self._upd[c] = max(self._upd[c], now)
-        self._thr[c] = False
+        self._updated_ns[c] = max(self._updated_ns[c], now)
+        self._throttled[c] = False
         if self._thr_clock[c] >= 0:
             self._stat.throttled_time_ns += now - self._thr_clock[c]
             self._thr_clock[c] = -1
-        if self._nq[c] >= 2:
+        if self._queued[c] >= 2:
             self._overloaded.add(c)
             self._arm_balance()
         self._schedule_cpu(c)
@@ -604,60 +604,60 @@ class CfsEngine:
     # ------------------------------------------------------------------ queueing and placement
     def _enqueue(self, c: int, tid: int, work: float, arm: bool = True) -> None:
         now = self.env._now
-        if now > self._upd[c]:
+        if now > self._updated_ns[c]:
             self._advance(c, now)
-        n = self._nq[c] + 1
-        self._nq[c] = n
-        throttled = self._thr[c]
+        n = self._queued[c] + 1
+        self._queued[c] = n
+        throttled = self._throttled[c]
         if n == 2 and not throttled:
             self._overloaded.add(c)
             self._arm_balance()
         self._t_cpu[tid] = c
         gen = self._t_gen[tid] + 1
         self._t_gen[tid] = gen
-        start = self._vt[c]
+        start = self._work_done_ns[c]
         end = start + work
         self._t_start_v[tid] = start
         self._t_end_v[tid] = end
         heapq.heappush(self._heap[c], (end, tid, gen))
-        if self._bw is not None:
+        if self._bandwidth is not None:
             if throttled:
                 if n == 1 and self._thr_clock[c] < 0:
                     self._thr_clock[c] = now  # enqueue into a throttled runqueue starts the clock
-            elif self._rr[c] <= 0:
+            elif self._runtime_remaining_ns[c] <= 0:
                 # update_curr at enqueue (check_enqueue_throttle for an empty runqueue)
                 self._account(c, now)
         if arm:
             self._schedule_cpu(c)
 
     def _dequeue(self, c: int, tid: int, now: int) -> None:
-        n = self._nq[c]
+        n = self._queued[c]
         if n == 2:
             self._overloaded.discard(c)
-        self._nq[c] = n - 1
+        self._queued[c] = n - 1
         self._t_cpu[tid] = -1
         self._t_last[tid] = c
         self._t_gen[tid] += 1
-        if n == 1 and self._bw is not None:
-            if self._thr[c]:
+        if n == 1 and self._bandwidth is not None:
+            if self._throttled[c]:
                 if self._thr_clock[c] >= 0:
                     self._stat.throttled_time_ns += now - self._thr_clock[c]
                     self._thr_clock[c] = -1
             else:
                 if self._pf_tk[c] > now:
                     self._unprefetch(c, now)
-                if self._rr[c] <= 0:
+                if self._runtime_remaining_ns[c] <= 0:
                     # update_curr at dequeue charges first and may take a slice...
                     self._start_timer()
-                    self._pool, self._rr[c], amount = bwr.assign(self._pool, self._rr[c], self._slice)
+                    self._pool, self._runtime_remaining_ns[c], amount = bwr.assign(self._pool, self._runtime_remaining_ns[c], self._slice)
                     if amount > 0:
                         self._idle = False
-                    if self._rr[c] <= 0:
+                    if self._runtime_remaining_ns[c] <= 0:
                         # ...and if the pool had too little, put_prev_entity throttles the now
                         # empty cfs_rq (check_cfs_rq_runtime): no throttled time while it stays
                         # empty, but nr_throttled counts at the period timer and a wake-up on
                         # this CPU waits for distribution
-                        self._pool, self._rr[c], throttle = bwr.throttle_on_put_prev(self._pool, self._rr[c])
+                        self._pool, self._runtime_remaining_ns[c], throttle = bwr.throttle_on_put_prev(self._pool, self._runtime_remaining_ns[c])
                         if throttle:
                             self._throttle(c, now)
                             return
@@ -665,7 +665,7 @@ class CfsEngine:
                 self._return_slack(c, now)
 
     def _select_cpu(self, tid: int) -> int:
-        nq, thr = self._nq, self._thr
+        nq, thr = self._queued, self._throttled
         prev = self._t_last[tid]
         if prev >= 0 and (nq[prev] == 0 or thr[prev]):
             return prev
@@ -694,16 +694,16 @@ class CfsEngine:
         for c in range(self.ncpus):
             if not self._overloaded:
                 return
-            if self._nq[c] == 0 and not self._thr[c]:
+            if self._queued[c] == 0 and not self._throttled[c]:
                 self._idle_balance(c, now)
                 self._schedule_cpu(c)
 
     def _idle_balance(self, c: int, now: int) -> None:
         """New-idle balance: CPU c went idle; pull one thread from the busiest unthrottled CPU
         (throttled hierarchies are not migrated: ``throttled_lb_pair``)."""
-        if self._thr[c]:
+        if self._throttled[c]:
             return
-        nq = self._nq
+        nq = self._queued
         busiest, load = -1, 1
         for d in self._overloaded:
             n = nq[d]
@@ -711,7 +711,7 @@ class CfsEngine:
                 busiest, load = d, n
         if busiest < 0:
             return
-        if now > self._upd[busiest]:
+        if now > self._updated_ns[busiest]:
             self._advance(busiest, now)
         heap = self._heap[busiest]
         # migrate the queued thread with the most work left (least likely to finish soon)
@@ -720,8 +720,8 @@ class CfsEngine:
         for e, t, g in heap:
             if e > end_v and g == t_gen[t] and t_cpu[t] == busiest:
                 end_v, tid = e, t
-        left = end_v - self._vt[busiest]
-        self._t_base[tid] += self._vt[busiest] - self._t_start_v[tid]
+        left = end_v - self._work_done_ns[busiest]
+        self._t_base[tid] += self._work_done_ns[busiest] - self._t_start_v[tid]
         cb = self._t_cb[tid]
         self._dequeue(busiest, tid, now)
         self._t_cb[tid] = cb
@@ -734,7 +734,7 @@ class CfsEngine:
 
     def _start_timer(self) -> None:
         """``start_cfs_bandwidth``: arm the period timer on the fixed grid if it is idle."""
-        if self._timer_active or self._bw is None:
+        if self._timer_active or self._bandwidth is None:
             return
         self._timer_active = True
         self._arm_period(bwr.next_boundary(self.now, self._phase_ns, self._period))
@@ -748,7 +748,7 @@ class CfsEngine:
 
     def _on_period(self, ver: int) -> None:
         """``do_sched_cfs_period_timer``."""
-        if ver != self._timer_ver or self._bw is None:
+        if ver != self._timer_ver or self._bandwidth is None:
             return
         now = self.env._now
         self._sync_all(now)
@@ -762,12 +762,12 @@ class CfsEngine:
             st.burst_time_ns += burst_used
         if self._legacy:
             for c in range(self.ncpus):
-                if self._rr[c] > 0:
-                    self._rr[c] = bwr.legacy_expire(self._rr[c])
+                if self._runtime_remaining_ns[c] > 0:
+                    self._runtime_remaining_ns[c] = bwr.legacy_expire(self._runtime_remaining_ns[c])
                     self._schedule_cpu(c)
         usage = sum(self._usage)
         self._periods.append(_Period(now, usage - self._usage_at_period, throttled, len(self._fifo),
-                                     self._pool, burst_used, self._bw.quota_us))
+                                     self._pool, burst_used, self._bandwidth.quota_us))
         self._usage_at_period = usage
         if self._idle and not throttled:
             self._timer_active = False  # out_deactivate: nothing counted until the next request
@@ -788,16 +788,16 @@ class CfsEngine:
         if not fifo:
             return
         order = list(fifo)
-        self._pool, new_rr = bwr.distribute(self._pool, [self._rr[c] for c in order])
+        self._pool, new_rr = bwr.distribute(self._pool, [self._runtime_remaining_ns[c] for c in order])
         for c, rr in zip(order, new_rr):
-            self._rr[c] = rr
+            self._runtime_remaining_ns[c] = rr
             if rr > 0:
                 fifo.remove(c)
                 self._unthrottle(c, now)
 
     def _return_slack(self, c: int, now: int) -> None:
         # (the caller, _dequeue, has already handed prefetched slices back)
-        self._pool, self._rr[c] = bwr.return_slack(self._pool, self._rr[c])
+        self._pool, self._runtime_remaining_ns[c] = bwr.return_slack(self._pool, self._runtime_remaining_ns[c])
         # (no throttled CPU: the rule says no, so skip asking on this hot path)
         if self._fifo and bwr.should_arm_slack_timer(self._pool, self._slice, True,
                                                      self._ns_to_refresh(now), self._slack_pending):
@@ -806,7 +806,7 @@ class CfsEngine:
 
     def _on_slack(self) -> None:
         self._slack_pending = False
-        if self._bw is None:
+        if self._bandwidth is None:
             return
         now = self.env._now
         if bwr.slack_timer_distributes(self._pool, self._slice, self._ns_to_refresh(now)):

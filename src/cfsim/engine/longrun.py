@@ -442,16 +442,17 @@ def run_longrun(sc: Scenario, response: ResponseFn | None = None, response_mode:
         # ---- 4. updater loop
         if p.vpa_enabled and k % k_upd == 0:
             views = [PodView(pod.uid, pod.request_m, pod.limit_m, pod.created_s) for pod in pods]
-            mem_terms = None
+            memory_terms = None
             if p.mem_control and mem_rec is not None:
                 by_uid = {pod.uid: pod for pod in pods}
 
-                def mem_terms(view: PodView) -> tuple[bool, bool, float, bool]:
+                def pod_memory_terms(view: PodView) -> tuple[bool, bool, float, bool]:
                     pd = by_uid[view.uid]
                     out_, up_, diff_ = memory_priority(pd.mem_request_b, mem_rec)
                     qoom = pd.last_oom_ran_s is not None and quick_oom(True, pd.last_oom_ran_s)
                     return out_, up_, diff_, qoom
-            for act in vpa.updater_loop(t, views, replicas, memory=mem_terms):
+                memory_terms = pod_memory_terms
+            for act in vpa.updater_loop(t, views, replicas, memory=memory_terms):
                 idx = next(i for i, pod in enumerate(pods) if pod.uid == act.uid)
                 pod = pods[idx]
                 updates += 1

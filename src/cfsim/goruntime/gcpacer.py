@@ -16,7 +16,6 @@ TRIGGER_RATIO_DEN = 64
 MIN_TRIGGER_RATIO_NUM = 45            # ~0.70
 MAX_TRIGGER_RATIO_NUM = 61            # ~0.95
 DEFAULT_HEAP_MINIMUM = 4 << 20        # defaultHeapMinimum (x GOGC/100)
-MIN_RUNWAY = 64 << 10                 # heapGoalInternal: goal >= trigger-ish + 64 KiB
 GC_OVER_ASSIST_WORK = 64 << 10        # gcOverAssistWork: minimum scan work per assist
 MAX_OVERSHOOT = 1.1                   # revise: past the goal, extend it by 10 %
 MEMLIMIT_HEADROOM_PERCENT = 3         # memoryLimitHeapGoalHeadroomPercent

@@ -84,10 +84,10 @@ class MemoryParams:
     scavenge_ns_per_page: float = SCAVENGE_NS_PER_PAGE
 
 
-def non_heap_sys(heap_mapped: int, prm: MemoryParams) -> int:
+def non_heap_sys(heap_mapped: int, params: MemoryParams) -> int:
     """The runtime's mapped memory outside heap spans: fixed part, metadata growing with the heap
     it describes, stacks (``/memory/classes`` minus ``heap/*``)."""
-    return int(prm.base_bytes + prm.metadata_fraction * heap_mapped + prm.stack_bytes)
+    return int(params.base_bytes + params.metadata_fraction * heap_mapped + params.stack_bytes)
 
 
 def memory_limit_goal(limit: int | None, mapped_ready: int, heap_free: int, heap_alloc: int,
@@ -158,12 +158,12 @@ class HeapMemory:
     ``alloc`` is ``heapAlloc`` (object bytes in use, garbage included until swept).
     """
 
-    __slots__ = ("prm", "inuse", "free", "released", "alloc", "peak_mapped", "last_inuse",
+    __slots__ = ("params", "inuse", "free", "released", "alloc", "peak_mapped", "last_inuse",
                  "scavenged_bytes", "faulted_bytes", "grown_bytes", "mapped_ready", "_frag1")
 
-    def __init__(self, prm: MemoryParams, heap_alloc: int):
-        self.prm = prm
-        self._frag1 = 1.0 + prm.frag_fraction
+    def __init__(self, params: MemoryParams, heap_alloc: int):
+        self.params = params
+        self._frag1 = 1.0 + params.frag_fraction
         self.alloc = int(heap_alloc)
         self.inuse = self._spans_for(self.alloc)
         self.free = 0
@@ -182,7 +182,7 @@ class HeapMemory:
     def _update(self) -> None:
         """``mappedReady``: everything the runtime has mapped and not released (kept current on
         every change, it is read at every allocation)."""
-        self.mapped_ready = self.inuse + self.free + non_heap_sys(self.inuse + self.free + self.released, self.prm)
+        self.mapped_ready = self.inuse + self.free + non_heap_sys(self.inuse + self.free + self.released, self.params)
 
     @property
     def heap_mapped(self) -> int:
@@ -195,7 +195,7 @@ class HeapMemory:
 
     @property
     def non_heap(self) -> int:
-        return non_heap_sys(self.heap_mapped, self.prm)
+        return non_heap_sys(self.heap_mapped, self.params)
 
     def allocate(self, nbytes: int, limit: int | None, limiter_on: bool) -> int:
         """Objects of ``nbytes`` allocated: spans grow from free memory, then from released
@@ -265,13 +265,13 @@ class HeapMemory:
             want = max(want, self.mapped_ready - mem_goal)
         if want <= 0:
             return 0
-        budget = scavenge_rate_bytes_per_s(gomaxprocs, self.prm.scavenge_ns_per_page) * dt_ns / 1e9
+        budget = scavenge_rate_bytes_per_s(gomaxprocs, self.params.scavenge_ns_per_page) * dt_ns / 1e9
         return self.scavenge(min(want, budget))
 
 
 def rss_bytes(mem: HeapMemory) -> int:
     """Process RSS: the runtime's committed memory plus the binary's resident file pages."""
-    return mem.mapped_ready + mem.prm.file_bytes
+    return mem.mapped_ready + mem.params.file_bytes
 
 
 def cgroup_anon_bytes(mem: HeapMemory) -> int:

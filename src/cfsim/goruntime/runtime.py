@@ -231,8 +231,8 @@ class GoRuntime:
     def __init__(self, engine, params: GoParams, cpus: int, base_limit: float | None,
                  limit_schedule=None, period_us: int = 100_000, name: str = "go",
                  sample_ns: int = SAMPLE_NS_DEFAULT):
-        self.eng = engine
-        self.prm = params
+        self.engine = engine
+        self.params = params
         self.cpus = cpus
         self.base_limit = base_limit
         self.limit_schedule = limit_schedule
@@ -308,7 +308,7 @@ class GoRuntime:
         self.dead = False
         self._commit()
         self.last_gc_end = 0
-        self.wc = gcpacer.worker_counts(self.nprocs)
+        self.worker_counts = gcpacer.worker_counts(self.nprocs)
         self.ded_running = 0
         self.idlew_running = 0
         self.mark_inflight = 0
@@ -322,7 +322,7 @@ class GoRuntime:
         self.assist_pt0 = 0.0
         self.idlemark_pt0 = 0.0
         self.frac_ns: dict[int, float] = {}
-        self.awpb = 0.0
+        self.assist_work_per_byte = 0.0
         self.periodic = False
         # STW state
         self.stw_wait = 0
@@ -341,7 +341,7 @@ class GoRuntime:
         if self.updates:
             max_procs = max(max_procs, cpus)
         for _ in range(max_procs + 4):
-            m = _M(self.eng.new_thread(f"{self.name}-M{len(self.ms)}"))
+            m = _M(self.engine.new_thread(f"{self.name}-M{len(self.ms)}"))
             self.ms[m.tid] = m
             self.idle_ms.append(m)
         # sysmon: its own M without a P (see goruntime.sched.Sysmon); its polls are counted lazily
@@ -349,7 +349,7 @@ class GoRuntime:
         self.sysmon: Sysmon | None = None
         if self.costs.sysmon_poll_ns > 0:
             self.sysmon = Sysmon()
-            self.sm_tid = self.eng.new_thread(f"{self.name}-sysmon")
+            self.sm_tid = self.engine.new_thread(f"{self.name}-sysmon")
             self.sm_owed = 0          # CPU [ns] of polls counted but not yet burnt
             self.sm_run = 0           # CPU [ns] of the sysmon segment running now
             self.sm_charged = 0       # CPU [ns] of sysmon segments finished
@@ -360,15 +360,15 @@ class GoRuntime:
         # each CPU-second then scans less (gcDrain's work stealing and gcw balancing, plus the
         # memory system): scan rate / (1 + gc_parallel_cost x (concurrent CPUs - 1))
         conc = max(1, min(procs, self.cpus))
-        self.scan_rate = (self.prm.scan_bytes_per_ns / (1.0 + self.prm.gc_parallel_cost * (conc - 1))
-                          / scan_miss_slowdown(self.prm.live_heap_bytes + self.prm.process_heap_bytes,
-                                               self.prm.llc_bytes, self.prm.gc_scan_miss_factor))
+        self.scan_rate = (self.params.scan_bytes_per_ns / (1.0 + self.params.gc_parallel_cost * (conc - 1))
+                          / scan_miss_slowdown(self.params.live_heap_bytes + self.params.process_heap_bytes,
+                                               self.params.llc_bytes, self.params.gc_scan_miss_factor))
         c = self.costs
         self.c_wake, self.c_park, self.c_switch = c.wake(), c.park(), c.switch()
         self.c_spin, self.c_steal = c.spin(procs, self.cpus), c.steal(procs, self.cpus)
         self.c_lock = c.lock()
         self.c_sysmon = c.sysmon_poll(procs)
-        self.smt = self.prm.threads_per_core > 1 and self.prm.smt_slowdown > 0
+        self.smt = self.params.threads_per_core > 1 and self.params.smt_slowdown > 0
 
     def _lock_ns(self) -> int:
         """``sched.lock`` contention of one slow path: the other Ms that can be in the scheduler."""
@@ -386,15 +386,15 @@ class GoRuntime:
         cores first), and a shared core does each thread's work slower."""
         if not self.smt:
             return 1.0
-        return smt_inflation(min(len(self.holders), self.cpus), self.cpus, self.prm.threads_per_core,
-                             self.prm.smt_slowdown)
+        return smt_inflation(min(len(self.holders), self.cpus), self.cpus, self.params.threads_per_core,
+                             self.params.smt_slowdown)
 
     # ------------------------------------------------------------------ setup
     def start(self) -> None:
-        self.eng.call_at(0, self._sample)
+        self.engine.call_at(0, self._sample)
         if self.updates:
-            self.eng.call_later(gmp.SYSMON_UPDATE_NS, self._sysmon_gomaxprocs)
-        self.eng.call_later(gcpacer.FORCEGC_PERIOD_NS, self._forcegc)
+            self.engine.call_later(gmp.SYSMON_UPDATE_NS, self._sysmon_gomaxprocs)
+        self.engine.call_later(gcpacer.FORCEGC_PERIOD_NS, self._forcegc)
         if self.source is not None and self.source.has_work():
             self.ready(1)
 
@@ -406,14 +406,14 @@ class GoRuntime:
             for i in range(len(ims) - 2, -1, -1):   # never the M whose callback is running
                 if ims[i] is not self._cur:
                     return ims.pop(i)
-        m = _M(self.eng.new_thread(f"{self.name}-M{len(self.ms)}"))
+        m = _M(self.engine.new_thread(f"{self.name}-M{len(self.ms)}"))
         self.ms[m.tid] = m
         return m
 
     # ------------------------------------------------------------------ accounting
     def _acc(self) -> list[int]:
         """Cumulative P-time per class [ns] now."""
-        now = self.eng.now
+        now = self.engine.now
         return [n * now - g for n, g in zip(self.ni, self.neg)]
 
     def _pc_move(self, old: int, new: int) -> None:
@@ -421,7 +421,7 @@ class GoRuntime:
             self.n_pc[old] -= 1
             self.n_pc[new] += 1
             if not self.stw:
-                now = self.eng.now
+                now = self.engine.now
                 self.ni[old] -= 1
                 self.neg[old] -= now
                 self.ni[new] += 1
@@ -429,7 +429,7 @@ class GoRuntime:
 
     def _integ_stw(self, begin: bool) -> None:
         """Switch the integrated counts to "all Ps paused" (begin) or back to the P states."""
-        now = self.eng.now
+        now = self.engine.now
         ni, neg = self.ni, self.neg
         for i in range(6):
             if ni[i]:
@@ -456,7 +456,7 @@ class GoRuntime:
         m.seg = seg
         m.work = total
         m.pre = pre
-        m.t_seg = self.eng.now
+        m.t_seg = self.engine.now
         return total
 
     def _acquire_p(self, m: _M) -> None:
@@ -482,7 +482,7 @@ class GoRuntime:
     def _sysmon_busy(self) -> None:
         """The first P of an idle process is taken: sysmon's last poll (if due) saw every P
         idle; a sysmon in deep sleep is woken by the goroutine's system call (futex wake)."""
-        sm, now = self.sysmon, self.eng.now
+        sm, now = self.sysmon, self.engine.now
         self.sm_owed += sm.advance(now, busy=False) * self.c_sysmon
         if sm.deep:
             sm.wake(now)
@@ -492,14 +492,14 @@ class GoRuntime:
         """The last P was released: count the polls of the busy spell; burn them once they add
         up to ``SYSMON_BATCH_NS`` (and at every sample), which keeps the engine's events per
         request unchanged and the CPU in the right period."""
-        self.sm_owed += self.sysmon.advance(self.eng.now, busy=True) * self.c_sysmon
+        self.sm_owed += self.sysmon.advance(self.engine.now, busy=True) * self.c_sysmon
         if self.sm_owed >= SYSMON_BATCH_NS:
             self._sysmon_flush()
 
     def _sysmon_flush(self) -> None:
-        if self.sm_owed > 0 and not self.eng.is_runnable(self.sm_tid):
+        if self.sm_owed > 0 and not self.engine.is_runnable(self.sm_tid):
             self.sm_run, self.sm_owed = int(self.sm_owed), 0
-            self.eng.run(self.sm_tid, self.sm_run, self._sysmon_done)
+            self.engine.run(self.sm_tid, self.sm_run, self._sysmon_done)
 
     def _sysmon_done(self, tid: int) -> int | None:
         self.cpu_l[_SCHED] += self.sm_run
@@ -547,7 +547,7 @@ class GoRuntime:
             if self._cur is not None:
                 # inside a completion callback: stopping a thread of the same CPU there is not
                 # supported by the engine, so act at the same instant from a timer
-                self.eng.call_later(0, self._yield_idle_worker)
+                self.engine.call_later(0, self._yield_idle_worker)
             else:
                 self._yield_idle_worker()
 
@@ -576,16 +576,16 @@ class GoRuntime:
             m.debt = 0
             w = self._schedule(m, extra)
             if w:
-                self.eng.run(m.tid, w, self._on_done)
+                self.engine.run(m.tid, w, self._on_done)
             else:
                 self._burn_futile(m)
             return
         w = self._seg(m, WAKE, 0, self.c_wake + self._lock_ns() + m.debt)
         m.debt = 0
         if delay:
-            self.eng.call_later(delay, self._run_woken, m, w, m.t_seg)
+            self.engine.call_later(delay, self._run_woken, m, w, m.t_seg)
         else:
-            self.eng.run(m.tid, w, self._on_done)
+            self.engine.run(m.tid, w, self._on_done)
 
     def _os_wake_delay(self) -> int:
         """The OS's wake-up latency of a woken M on a host other processes use: with the chance
@@ -608,17 +608,17 @@ class GoRuntime:
             pass
         w = max(1, int(m.debt))
         m.debt = 0
-        m.seg, m.work, m.pre, m.t_seg, m.infl = PARK, w, w, self.eng.now, 1.0
+        m.seg, m.work, m.pre, m.t_seg, m.infl = PARK, w, w, self.engine.now, 1.0
         return w
 
     def _burn_futile(self, m: _M) -> None:
         if m.p < 0 and m.debt > 0 and m is not self._cur:
-            self.eng.run(m.tid, self._futile_seg(m), self._on_done)
+            self.engine.run(m.tid, self._futile_seg(m), self._on_done)
 
     def _run_woken(self, m: _M, w: int, t_seg: int) -> None:
-        if m.p < 0 or m.seg != WAKE or m.t_seg != t_seg or self.eng.is_runnable(m.tid):
+        if m.p < 0 or m.seg != WAKE or m.t_seg != t_seg or self.engine.is_runnable(m.tid):
             return   # stopped meanwhile (stop the world) or already running
-        self.eng.run(m.tid, w, self._on_done)
+        self.engine.run(m.tid, w, self._on_done)
 
     def _yield_idle_worker(self) -> None:
         """``pollWork``: idle mark workers notice runnable goroutines (within ~100 us, taken as
@@ -629,7 +629,7 @@ class GoRuntime:
         for m in sorted((m for m in self.holders if m.seg == IDLEW and not m.stopped), key=lambda m: m.p):
             if not src.has_work():
                 return
-            left = self.eng.stop(m.tid)
+            left = self.engine.stop(m.tid)
             self._charge(m, left)
             # m acts as the M whose callback runs (as in _on_done): what its rescheduling starts
             # on m itself (a GC transition it coordinates, a futile search it burns) is returned
@@ -642,7 +642,7 @@ class GoRuntime:
             finally:
                 self._cur = None
             if w:
-                self.eng.run(m.tid, w, self._on_done)
+                self.engine.run(m.tid, w, self._on_done)
 
     # ------------------------------------------------------------------ engine callback
     def _charge(self, m: _M, left: int = 0) -> None:
@@ -716,7 +716,7 @@ class GoRuntime:
         # mark worker or park. The search is decided at once (no work appears in its few us in
         # this model) and its CPU is owed by the M, burnt at its next run. For the rule, an M
         # counts as spinning (and as holding its P) until its search would have ended.
-        now = self.eng.now
+        now = self.engine.now
         ends = self.spin_ends
         while ends and ends[0] <= now:
             heapq.heappop(ends)
@@ -733,7 +733,7 @@ class GoRuntime:
     def _idle_or_park(self, m: _M) -> int | None:
         """End of ``findRunnable``: an idle mark worker, else release the P and park. The park's
         CPU is owed and burnt at the M's next wake-up (one event fewer per park)."""
-        if self.phase == MARK and self.mark_unclaimed > 0 and self.idlew_running < self.wc.max_idle:
+        if self.phase == MARK and self.mark_unclaimed > 0 and self.idlew_running < self.worker_counts.max_idle:
             self.idlew_running += 1
             w = self._mark_seg(m, IDLEW, pre=m.debt)
             m.debt = 0
@@ -778,7 +778,7 @@ class GoRuntime:
         alloc, work = c.alloc, c.work
         if alloc <= 0 or work <= 0:
             return infl
-        extra = alloc * self.prm.alloc_ns_per_byte
+        extra = alloc * self.params.alloc_ns_per_byte
         debt = self.mm_debt_ns
         if debt > 0:
             take = min(debt, work)
@@ -795,8 +795,8 @@ class GoRuntime:
         f0, r0 = self._mm_seen
         if faulted != f0 or released != r0:
             self._mm_seen = (faulted, released)
-            self.mm_debt_ns += ((faulted - f0) * self.prm.page_fault_ns
-                                + (released - r0) * self.prm.page_release_ns) / gmem.PAGE
+            self.mm_debt_ns += ((faulted - f0) * self.params.page_fault_ns
+                                + (released - r0) * self.params.page_release_ns) / gmem.PAGE
 
     def _count_alloc(self, alloc: int, work: int) -> None:
         """Heap accounting of a chunk's allocation (``heapLive``, ``/gc/heap/allocs``, the spans
@@ -806,14 +806,14 @@ class GoRuntime:
         self.heap_live += alloc
         self.alloc_total += alloc
         mem = self.mem
-        gml = self.prm.gomemlimit_bytes
+        gml = self.params.gomemlimit_bytes
         if (mem.alloc + alloc) * mem._frag1 > mem.inuse:   # the spans grow (else reused in place)
             mem.allocate(alloc, gml, self.limiter.enabled)
             self._mm_charge()
             usage = mem.mapped_ready
             if usage > self.mem_hwm:
                 self.mem_hwm = usage
-                lim = self.prm.memory_limit_bytes
+                lim = self.params.memory_limit_bytes
                 if lim is not None and kmem.oom_kill(usage, 0, 0, lim):
                     self._oom_kill()
                     return
@@ -830,17 +830,17 @@ class GoRuntime:
         """The kernel's OOM killer ends the process (its anonymous memory cannot be reclaimed
         below the cgroup limit): every thread stops; nothing more is processed."""
         self.dead = True
-        self.oom_ns = self.eng.now
+        self.oom_ns = self.engine.now
         self.phase = OFF
         if self._cur is not None:
-            self.eng.call_later(0, self._stop_all)
+            self.engine.call_later(0, self._stop_all)
         else:
             self._stop_all()
 
     def _stop_all(self) -> None:
         for m in self.ms.values():
-            if m is not self._cur and self.eng.is_runnable(m.tid):
-                left = self.eng.stop(m.tid)
+            if m is not self._cur and self.engine.is_runnable(m.tid):
+                left = self.engine.stop(m.tid)
                 self._charge(m, left)
 
     def _allocated(self, m: _M, c: Claim, t0: int) -> int | None:
@@ -851,7 +851,7 @@ class GoRuntime:
         segment (an assist, or the stop-the-world), or None."""
         alloc = c.alloc
         if alloc <= 0:
-            self.source.done(c, t0, self.eng.now)
+            self.source.done(c, t0, self.engine.now)
             return None
         self._count_alloc(alloc, c.work)
         if self.dead:
@@ -860,7 +860,7 @@ class GoRuntime:
             debt = self._assist_debt(alloc)
             if debt > 0:
                 return self._assist(m, c, t0, debt)
-        self.source.done(c, t0, self.eng.now)
+        self.source.done(c, t0, self.engine.now)
         if self.phase == OFF and not self.stw and self.goal and self.heap_live >= self.trigger_bytes:
             return self._gc_start(m, periodic=False)
         return None
@@ -868,7 +868,7 @@ class GoRuntime:
     # ------------------------------------------------------------------ GC: pacer
     def _commit(self) -> None:
         """``commit``: the GOGC goal and the runway, then the goal and trigger (``trigger``)."""
-        p = self.prm
+        p = self.params
         self.gogc_goal = gcpacer.gogc_heap_goal(self.heap_marked, p.roots_bytes, 0, p.gogc)
         self.runway_bytes = gcpacer.runway(self.cons.value, self.base_live, p.roots_bytes, 0)
         self._update_goal()
@@ -880,7 +880,7 @@ class GoRuntime:
         (``memoryLimitHeapGoal``), so it moves as the heap's non-heap memory and overage do."""
         mem = self.mem
         goal = self.gogc_goal
-        lim_goal = gmem.memory_limit_goal(self.prm.gomemlimit_bytes, mem.mapped_ready, mem.free, mem.alloc,
+        lim_goal = gmem.memory_limit_goal(self.params.gomemlimit_bytes, mem.mapped_ready, mem.free, mem.alloc,
                                           self.heap_marked)
         if lim_goal is not None and (goal is None or lim_goal < goal):
             goal = lim_goal
@@ -893,8 +893,8 @@ class GoRuntime:
 
     def _revise(self) -> None:
         exp = int(self.mark_total)
-        self.awpb = gcpacer.assist_work_per_byte(self.heap_live, self.goal, self.triggered, int(self.scan_done),
-                                                 exp, exp, self.prm.gogc)
+        self.assist_work_per_byte = gcpacer.assist_work_per_byte(self.heap_live, self.goal, self.triggered, int(self.scan_done),
+                                                 exp, exp, self.params.gogc)
 
     def _assist(self, m: _M, c: Claim, t0: int, debt: float) -> int | None:
         """One pass of ``gcAssistAlloc``'s retry loop for a debt left after stealing credit:
@@ -929,11 +929,11 @@ class GoRuntime:
         the goroutine's many small allocations, each assisting for itself: once the limiter is
         on, the ones still to come skip their assists, so a parked goroutine owes only the
         allocation it is in (at most ``gcOverAssistWork`` of scan)."""
-        if self.prm.gc_cpu_limiter:
+        if self.params.gc_cpu_limiter:
             self._limiter_update()
             if self.limiter.enabled:
                 if self.bg_credit > 0:
-                    self.source.done(c, t0, self.eng.now)
+                    self.source.done(c, t0, self.engine.now)
                 else:
                     self.assistq.append([c, t0, min(rest, gcpacer.GC_OVER_ASSIST_WORK)])
                 return None
@@ -942,19 +942,19 @@ class GoRuntime:
         self.bg_credit -= take
         rest -= take
         if rest <= 0:
-            self.source.done(c, t0, self.eng.now)
+            self.source.done(c, t0, self.engine.now)
             return None
         return self._assist(m, c, t0, rest)
 
     def _assist_debt(self, alloc: int) -> float:
         """Scan work an allocation of ``alloc`` bytes owes after stealing background credit
         (``gcAssistAlloc``); 0 while the GC CPU limiter is on (assists are skipped)."""
-        if self.prm.gc_cpu_limiter:
+        if self.params.gc_cpu_limiter:
             self._limiter_update()
             if self.limiter.enabled:
                 return 0.0
         self._revise()
-        debt = alloc * self.awpb
+        debt = alloc * self.assist_work_per_byte
         take = min(self.bg_credit, debt)
         self.bg_credit -= take
         return debt - take
@@ -969,7 +969,7 @@ class GoRuntime:
             if self.bg_credit >= g[2]:
                 self.bg_credit -= g[2]
                 q.popleft()
-                self.source.done(g[0], g[1], self.eng.now)
+                self.source.done(g[0], g[1], self.engine.now)
                 woken += 1
             else:
                 g[2] -= self.bg_credit
@@ -981,7 +981,7 @@ class GoRuntime:
         """``gcWakeAllAssists`` at the end of the mark: every parked goroutine runs again."""
         q = self.assistq
         n = len(q)
-        now = self.eng.now
+        now = self.engine.now
         while q:
             g = q.popleft()
             self.source.done(g[0], g[1], now)
@@ -1016,7 +1016,7 @@ class GoRuntime:
     def _limiter_update(self, force: bool = False, gc_on: bool | None = None) -> None:
         """Feed the limiter the P-time since its last update (at most every 10 ms, and at each
         GC phase change so that a window never straddles one)."""
-        now = self.eng.now
+        now = self.engine.now
         if not force and now - self._lim_t < gcpacer.LIMITER_UPDATE_PERIOD_NS:
             return
         acc = self._acc()
@@ -1034,7 +1034,7 @@ class GoRuntime:
         accumulation after the window the transition's start flushed (so a limiter a short
         mutator window has just turned off turns on again when the pause covers its headroom,
         and stays on across back-to-back cycles)."""
-        now = self.eng.now
+        now = self.engine.now
         if self.limiter.enabled:
             self.limiter_enabled_ns += now - self._lim_t
         self.limiter.accumulate(0.0, (now - self._lim_t) * self.nprocs, self.gc_cycles)
@@ -1049,10 +1049,10 @@ class GoRuntime:
         return self._stw_begin(m, self._gc_mark_begin)
 
     def _gc_mark_begin(self) -> None:
-        p = self.prm
+        p = self.params
         self.phase = MARK
-        self.wc = gcpacer.worker_counts(self.nprocs, self.periodic)
-        self.mark_start = self.eng.now
+        self.worker_counts = gcpacer.worker_counts(self.nprocs, self.periodic)
+        self.mark_start = self.engine.now
         self.triggered = self.heap_live
         self.scan_expected = self.base_live + p.roots_bytes
         # mark work: scanning (heap + roots) plus the per-cycle overheads (c0 + c1 P), in scan units
@@ -1073,8 +1073,7 @@ class GoRuntime:
         self._revise()
 
     def _gc_mark_end(self) -> None:
-        p = self.prm
-        now = self.eng.now
+        now = self.engine.now
         wall = now - self.mark_start
         alloc_during = self.heap_live - self.triggered
         acc = self._acc()
@@ -1095,20 +1094,20 @@ class GoRuntime:
         self._commit()
 
     def _frac_run_ns(self, m: _M) -> float | None:
-        return gcpacer.fractional_run_ns(self.wc.fractional_goal, self.frac_ns.get(m.p, 0.0),
-                                         self.eng.now - self.mark_start)
+        return gcpacer.fractional_run_ns(self.worker_counts.fractional_goal, self.frac_ns.get(m.p, 0.0),
+                                         self.engine.now - self.mark_start)
 
     def _gc_worker(self, m: _M, extra: float = 0) -> int | None:
         """``findRunnableGCWorker``: a dedicated worker if one is still needed, else a fractional
         one if this P is behind its share."""
         if self.mark_unclaimed <= 0:
             return None
-        if self.ded_running < self.wc.dedicated:
+        if self.ded_running < self.worker_counts.dedicated:
             self.ded_running += 1
             w = self._mark_seg(m, DED, pre=extra)
             self._unspin(m)
             return w
-        if self.wc.fractional_goal > 0:
+        if self.worker_counts.fractional_goal > 0:
             x = self._frac_run_ns(m)
             if x is not None:
                 w = self._mark_seg(m, FRAC, max(x, DRAIN_CHECK_NS), pre=extra)
@@ -1128,7 +1127,7 @@ class GoRuntime:
         # the mark work is shared through work buffers among every worker that can run: the
         # running ones, and idle Ps about to start idle workers
         workers = max(1, min(self.nprocs, self.ded_running + self.idlew_running
-                             + min(len(self.free_ps), self.wc.max_idle - self.idlew_running) + 1))
+                             + min(len(self.free_ps), self.worker_counts.max_idle - self.idlew_running) + 1))
         ns = self.mark_unclaimed / rate / workers
         ns = min(max(ns, DRAIN_CHECK_NS), max_ns, self.mark_unclaimed / rate)
         b = ns * rate
@@ -1151,7 +1150,7 @@ class GoRuntime:
             # stopped by the mark's end: the assist is over, the goroutine allocates on
             c, t0, _ = m.owed
             m.owed = None
-            self.source.done(c, t0, self.eng.now)
+            self.source.done(c, t0, self.engine.now)
 
     def _mark_progress(self, m: _M, scanned: float, ns: float) -> None:
         self.mark_inflight -= 1
@@ -1162,19 +1161,19 @@ class GoRuntime:
             if m.owed is not None and m.owed[2] <= 0:
                 c, t0, _ = m.owed
                 m.owed = None
-                self.source.done(c, t0, self.eng.now)
+                self.source.done(c, t0, self.engine.now)
             return
         self.bg_credit += scanned
         if self.assistq:
             self._flush_bg_credit()
         if seg == FRAC:
-            self.frac_ns[m.p] = self.frac_ns.get(m.p, 0.0) + (self.eng.now - m.t_seg)
+            self.frac_ns[m.p] = self.frac_ns.get(m.p, 0.0) + (self.engine.now - m.t_seg)
 
     def _mark_done(self, m: _M) -> int | None:
         seg = m.seg
         self._mark_progress(m, m.mark_bytes, m.work)
         m.mark_bytes = 0.0
-        if seg == ASSIST and self.prm.gc_cpu_limiter:
+        if seg == ASSIST and self.params.gc_cpu_limiter:
             # gcAssistAlloc1: an assist of more than gcAssistTimeSlack (5 us) updates the limiter
             self._limiter_update(force=True)
         if m.owed is not None and seg == ASSIST:
@@ -1186,7 +1185,7 @@ class GoRuntime:
                 if w is not None:
                     return w
             else:
-                self.source.done(c, t0, self.eng.now)
+                self.source.done(c, t0, self.engine.now)
         # the mark is done when all its scan work is: work buffers are shared, so assists may
         # have done what in-flight workers hold (their rest is stopped by the STW)
         if self.phase == MARK and ((self.mark_unclaimed <= 1e-6 and self.mark_inflight == 0)
@@ -1215,7 +1214,7 @@ class GoRuntime:
         throttled M delays the stop); the coordinator burns the STW work; when all are stopped,
         ``then()`` runs and the world restarts. Returns the coordinator's CPU when it is the M
         whose callback is running."""
-        now = self.eng.now
+        now = self.engine.now
         self._integ_stw(begin=True)
         self.stw = True
         self.stw_t0 = now
@@ -1223,7 +1222,7 @@ class GoRuntime:
         self.stw_wait = 0
         self.stw_coord_done = False
         self.stw_preempted = False
-        work = max(1, int(self.prm.stw_base_ns + self.prm.stw_per_p_ns * self.nprocs))
+        work = max(1, int(self.params.stw_base_ns + self.params.stw_per_p_ns * self.nprocs))
         if coord is None:
             coord = self._new_m()     # a runtime M without a P (sysmon/forcegc path)
         coord.coord = True
@@ -1234,25 +1233,25 @@ class GoRuntime:
         if self._cur is not None:
             # inside a completion callback: preempt the others at the same instant from a timer
             # (the engine cannot stop a thread of the CPU whose completion is being handled)
-            self.eng.call_later(0, self._stw_preempt)
+            self.engine.call_later(0, self._stw_preempt)
         else:
             self._stw_preempt()
         if coord is self._cur:
             return self._seg(coord, STWK, work)
         w = self._seg(coord, STWK, work + coord.debt)
         coord.debt = 0
-        self.eng.run(coord.tid, w, self._on_done)
+        self.engine.run(coord.tid, w, self._on_done)
         return None
 
     def _stw_preempt(self) -> None:
-        now = self.eng.now
+        now = self.engine.now
         coord = self.stw_coord
-        preempt = max(1, int(self.prm.preempt_ns))
+        preempt = max(1, int(self.params.preempt_ns))
         for m in sorted(self.holders, key=lambda m: m.p):
             if m is coord or m.stopped:
                 continue
-            if self.eng.is_runnable(m.tid):
-                left = self.eng.stop(m.tid)
+            if self.engine.is_runnable(m.tid):
+                left = self.engine.stop(m.tid)
                 self._charge(m, left)
                 self._save_partial(m, left)
             if m.spinning:
@@ -1261,13 +1260,13 @@ class GoRuntime:
             self._seg(m, ACK, preempt)
             m.t_seg = now
             self.stw_wait += 1
-            self.eng.run(m.tid, preempt, self._on_done)
+            self.engine.run(m.tid, preempt, self._on_done)
         self.stw_preempted = True
         if self.stw_wait == 0 and self.stw_coord_done:
             # nobody to wait for and the coordinator already blocked: restart from here
             w = self._stw_check(coord)
             if w:
-                self.eng.run(coord.tid, w, self._on_done)
+                self.engine.run(coord.tid, w, self._on_done)
 
     def _save_partial(self, m: _M, left: int) -> None:
         seg = m.seg
@@ -1277,11 +1276,11 @@ class GoRuntime:
             left = min(int(left / m.infl), c.work)
             if left > 0 and c.work > 0:
                 done_alloc = int(c.alloc * (1 - left / c.work))
-                self.source.requeue(c, left, m.t_seg, self.eng.now)
+                self.source.requeue(c, left, m.t_seg, self.engine.now)
                 self.heap_live += done_alloc
                 self.alloc_total += done_alloc
             else:
-                self.source.done(c, m.t_seg, self.eng.now)
+                self.source.done(c, m.t_seg, self.engine.now)
                 self.heap_live += c.alloc
                 self.alloc_total += c.alloc
         elif seg in _MARK_SEGS:
@@ -1309,7 +1308,7 @@ class GoRuntime:
         self.nprocs = n
         self._costs_for(n)
         self.limiter.resize(n)
-        self.gomaxprocs_changes.append((self.eng.now / 1e9, n))
+        self.gomaxprocs_changes.append((self.engine.now / 1e9, n))
         holders = sorted(self.holders, key=lambda m: m.p)
         keep = holders[:n]
         for m in holders[n:]:
@@ -1328,7 +1327,7 @@ class GoRuntime:
             m.seg = ACK
 
     def _start_world(self, cur: _M) -> int | None:
-        now = self.eng.now
+        now = self.engine.now
         pause = now - self.stw_t0
         self.pauses_ns.append(pause)
         self.pause_end_ns.append(now)
@@ -1359,7 +1358,7 @@ class GoRuntime:
             if m is cur:
                 ret = w
             elif w:
-                self.eng.run(m.tid, w, self._on_done)
+                self.engine.run(m.tid, w, self._on_done)
         if cur.p < 0 and ret is None and cur not in self.idle_ms:
             cur.seg = PARK
             self.idle_ms.append(cur)
@@ -1368,7 +1367,7 @@ class GoRuntime:
         if self.phase == MARK:
             # startTheWorld's wakep and the spinning chain take idle Ps for the remaining
             # dedicated workers first (findRunnableGCWorker runs before anything else)
-            while self.free_ps and self.ded_running < self.wc.dedicated and self.mark_unclaimed > 0:
+            while self.free_ps and self.ded_running < self.worker_counts.dedicated and self.mark_unclaimed > 0:
                 self._startm(spinning=False)
         return ret
 
@@ -1377,38 +1376,38 @@ class GoRuntime:
         if self.dead:
             return
         due = self.last_gc_end + gcpacer.FORCEGC_PERIOD_NS
-        now = self.eng.now
-        if self.phase == OFF and not self.stw and self.prm.gogc >= 0 and now >= due:
+        now = self.engine.now
+        if self.phase == OFF and not self.stw and self.params.gogc >= 0 and now >= due:
             self._gc_start(None, periodic=True)
-            self.eng.call_later(gcpacer.FORCEGC_PERIOD_NS, self._forcegc)
+            self.engine.call_later(gcpacer.FORCEGC_PERIOD_NS, self._forcegc)
         else:
-            self.eng.call_at(max(due, now + 1_000_000), self._forcegc)
+            self.engine.call_at(max(due, now + 1_000_000), self._forcegc)
 
     def _sysmon_gomaxprocs(self) -> None:
         if self.dead:
             return
-        now = self.eng.now
+        now = self.engine.now
         # the limit in force now, as the runtime reads it from the cgroup: the engine's live
         # bandwidth (a resize may come from a schedule or from a VPA acting during the run)
-        bw = getattr(self.eng, "bandwidth", False)
+        bw = getattr(self.engine, "bandwidth", False)
         if bw is False:
             lim = gmp.limit_at(now / 1e9, self.base_limit, self.limit_schedule)
         else:
             lim = None if bw is None else bw.cpu_limit_cores
-        want = gmp.gomaxprocs_value(self.prm.gomaxprocs, lim, self.cpus, self.prm.version, self.prm.round,
+        want = gmp.gomaxprocs_value(self.params.gomaxprocs, lim, self.cpus, self.params.version, self.params.round,
                                     self.period_us)
         if want != self.nprocs:
             if self.stw or self.phase != OFF:
-                self.eng.call_later(10_000_000, self._sysmon_gomaxprocs)
+                self.engine.call_later(10_000_000, self._sysmon_gomaxprocs)
                 return
             self.pending_procs = want
             self._stw_begin(None, None)
-        self.eng.call_later(gmp.SYSMON_UPDATE_NS, self._sysmon_gomaxprocs)
+        self.engine.call_later(gmp.SYSMON_UPDATE_NS, self._sysmon_gomaxprocs)
 
     def _cpu_now(self) -> dict[str, float]:
         """Real CPU per class including the part of every running segment burnt so far."""
         cpu = dict(zip(CPU_CLASSES, self.cpu_l))
-        eng = self.eng
+        eng = self.engine
         for m in self.ms.values():
             if eng.is_runnable(m.tid):
                 used = eng.thread_cpu_ns(m.tid) - m.charged
@@ -1426,24 +1425,24 @@ class GoRuntime:
         cpu = self._cpu_now()
         mem = self.mem
         usage = 0 if self.dead else kmem.usage_bytes(gmem.cgroup_anon_bytes(mem))
-        return (self.eng.now, self.nprocs, *self._acc(), *(cpu[k] for k in CPU_CLASSES),
+        return (self.engine.now, self.nprocs, *self._acc(), *(cpu[k] for k in CPU_CLASSES),
                 self.gc_cycles, self.heap_live, self.goal, usage, max(usage, self.mem_hwm),
                 0 if self.dead else gmem.rss_bytes(mem), self.alloc_total, self.heap_marked)
 
     def _sample(self) -> None:
         if self.sysmon is not None:
             if len(self.free_ps) < self.nprocs:
-                self.sm_owed += self.sysmon.advance(self.eng.now, busy=True) * self.c_sysmon
+                self.sm_owed += self.sysmon.advance(self.engine.now, busy=True) * self.c_sysmon
             self._sysmon_flush()
         if not self.dead:
             # the background scavenger, paced over the sampling interval (mgcscavenge.go)
             self.mem.scavenge_background(self.sample_ns if self.samples else 0, self.nprocs,
-                                         self.prm.gomemlimit_bytes, self.goal, self.last_goal)
+                                         self.params.gomemlimit_bytes, self.goal, self.last_goal)
             self._mm_charge()
         row = self._row()
         self.samples.append(row)
         self.mem_hwm = row[C_USAGE]
-        self.eng.call_later(self.sample_ns, self._sample)
+        self.engine.call_later(self.sample_ns, self._sample)
 
     # ------------------------------------------------------------------ reporting
     def pclass_totals(self) -> dict[str, float]:
@@ -1520,10 +1519,10 @@ class GoRuntime:
             "gc_heap_live_bytes": int(self.heap_marked),
             "gc_pause_total_s": pause,
             "gc_limiter_last_enabled_cycle": int(self.limiter.last_enabled_cycle),
-            "gogc_percent": int(self.prm.gogc),
-            "gomemlimit_bytes": self.prm.gomemlimit_bytes,
+            "gogc_percent": int(self.params.gogc),
+            "gomemlimit_bytes": self.params.gomemlimit_bytes,
             "gc_alloc_bytes": int(now_row[C_ALLOC] - start[C_ALLOC]),
-            "memory_limit_bytes": self.prm.memory_limit_bytes,
+            "memory_limit_bytes": self.params.memory_limit_bytes,
             "memory_usage_bytes": int(usage),
             "memory_usage_mean_bytes": float(np.mean([r[C_USAGE] for r in rows])),
             "memory_max_usage_bytes": int(hwm),
@@ -1531,7 +1530,7 @@ class GoRuntime:
             "process_rss_bytes": int(now_row[C_RSS]),
             # VmHWM: the peak since the process started (the usage high-water mark + its file pages)
             "process_rss_peak_bytes": int(max([r[C_USAGE_HWM] for r in self.samples if r[0] <= t1_ns]
-                                              + [now_row[C_USAGE_HWM]]) + self.mem.prm.file_bytes),
+                                              + [now_row[C_USAGE_HWM]]) + self.mem.params.file_bytes),
             "oom_kills": int(killed),
             "oom_time_s": self.oom_ns / 1e9 if killed else None,
             "heap_released_bytes": int(self.mem.released),

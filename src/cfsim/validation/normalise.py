@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from cfsim.scenario import Scenario
-from cfsim.validation.twin import is_calibration_run, observed_summary, run_scenario, twin
+from cfsim.validation.twin import is_calibration_run, observed_summary, twin
 from cfsim.workloads import kind_names, workload_kind
 
 #: the scenario key of each workload kind's CPU per item (as the kind declares it)

@@ -113,17 +113,17 @@ class Scrapes:
 
     def __init__(self, engine, rt: GoRuntime, side: WithSideWork, interval_ns: int, cpu_ns: int,
                  alloc_bytes: float, phase_ns: int):
-        self.eng, self.rt, self.side = engine, rt, side
+        self.engine, self.rt, self.side = engine, rt, side
         self.interval_ns, self.cpu_ns, self.alloc = interval_ns, cpu_ns, alloc_bytes
         self.phase_ns = phase_ns
 
     def start(self) -> None:
-        self.eng.call_at(self.phase_ns, self._scrape)
+        self.engine.call_at(self.phase_ns, self._scrape)
 
     def _scrape(self) -> None:
         self.side.inject(_SideG(self.cpu_ns, self.alloc))
         self.rt.ready(1)
-        self.eng.call_later(self.interval_ns, self._scrape)
+        self.engine.call_later(self.interval_ns, self._scrape)
 
 
 def with_scrapes(engine, rt: GoRuntime, source, scenario) -> Scrapes | None:

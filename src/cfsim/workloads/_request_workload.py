@@ -12,7 +12,7 @@ from cfsim.workloads._request_source import RequestSource
 
 class RequestWorkload:
     def __init__(self, engine, scenario, rng: np.random.Generator):
-        self.eng = engine
+        self.engine = engine
         self.sc = scenario
         self.rng = rng
         w = scenario.section("workload")
@@ -34,11 +34,11 @@ class RequestWorkload:
         if self.scrapes is not None:
             self.scrapes.start()
         self.rt.start()
-        self.eng.call_at(0, self._sample)
+        self.engine.call_at(0, self._sample)
 
     def _sample(self) -> None:
-        self.samples.append((self.eng.now, *self.src.sample()))
-        self.eng.call_later(self.sample_ns, self._sample)
+        self.samples.append((self.engine.now, *self.src.sample()))
+        self.engine.call_later(self.sample_ns, self._sample)
 
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
         out = self.src.summary(t0_ns, t1_ns)

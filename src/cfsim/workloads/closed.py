@@ -34,14 +34,14 @@ class ClosedWorkload(RequestWorkload):
     def start(self) -> None:
         super().start()
         for c in range(self.clients):
-            self.eng.call_at(0, lambda c=c: self.src.arrive(self.eng.now, c))
+            self.engine.call_at(0, lambda c=c: self.src.arrive(self.engine.now, c))
 
     def _on_response(self, req, t_ns: int) -> None:
         # the response travels back, the client thinks, the next request travels in
         c = req.client
         delay = self.think_ns + self.rtt_ns
         if delay > 0:
-            self.eng.call_later(delay, lambda: self.src.arrive(self.eng.now, c))
+            self.engine.call_later(delay, lambda: self.src.arrive(self.engine.now, c))
         else:
             self.src.arrive(t_ns, c)
 

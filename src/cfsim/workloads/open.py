@@ -44,16 +44,16 @@ class OpenWorkload(RequestWorkload):
     def start(self) -> None:
         super().start()
         if self.times_ns.size:
-            self.eng.call_at(int(self.times_ns[0]), self._arrive)
+            self.engine.call_at(int(self.times_ns[0]), self._arrive)
 
     def _arrive(self) -> None:
-        now = self.eng.now
+        now = self.engine.now
         times = self.times_ns
         while self.i < times.size and times[self.i] <= now:
             self.src.arrive(int(times[self.i]))
             self.i += 1
         if self.i < times.size:
-            self.eng.call_at(int(times[self.i]), self._arrive)
+            self.engine.call_at(int(times[self.i]), self._arrive)
 
 
 def build(engine, scenario, rng: np.random.Generator) -> OpenWorkload:

@@ -35,7 +35,7 @@ RUN_NS = 10_000_000
 
 class SingleThreadWorkload:
     def __init__(self, engine, scenario, rng: np.random.Generator):
-        self.eng = engine
+        self.engine = engine
         w = scenario.section("workload")
         rate = RateFn(w["rate_per_s"], scenario["run.duration_s"] + 1.0)
         self.stream = RecordStream(rate, w["cpu_ms_per_item"] * 1e6, 0.0, 1, w["initial_backlog"])
@@ -48,41 +48,41 @@ class SingleThreadWorkload:
         self.samples: list[tuple] = []
 
     def start(self) -> None:
-        self.eng.call_at(0, self._fetch)
-        self.eng.call_at(0, self._sample)
+        self.engine.call_at(0, self._fetch)
+        self.engine.call_at(0, self._sample)
 
     def _fetch(self) -> None:
-        self.stream.deliver(self.eng.now)
+        self.stream.deliver(self.engine.now)
         if not self.busy and self.stream.has_work():
             self.busy = True
-            self.eng.run(self.tid, self._next(), self._done)
-        self.eng.call_later(self.fetch_ns, self._fetch)
+            self.engine.run(self.tid, self._next(), self._done)
+        self.engine.call_later(self.fetch_ns, self._fetch)
 
     def _next(self) -> int:
         s = self.stream
         s.share = s.arrived - s.head   # one thread: it takes every waiting record in turn
         self.claim = s.claim(RUN_NS)
-        self.t0 = self.eng.now
+        self.t0 = self.engine.now
         return self.claim.work
 
     def _done(self, tid: int) -> int | None:
-        self.stream.done(self.claim, self.t0, self.eng.now)
+        self.stream.done(self.claim, self.t0, self.engine.now)
         if self.stream.has_work():
             return self._next()
         self.busy = False
         return None
 
     def _sample(self) -> None:
-        self.samples.append(sample_row(self.stream, self.eng.now))
-        self.eng.call_later(self.sample_ns, self._sample)
+        self.samples.append(sample_row(self.stream, self.engine.now))
+        self.engine.call_later(self.sample_ns, self._sample)
 
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
-        out = record_summary(self.stream, self.samples, t0_ns, t1_ns, self.eng.now)
+        out = record_summary(self.stream, self.samples, t0_ns, t1_ns, self.engine.now)
         out.update({
             "gomaxprocs": 1,
             "gc_cycles": 0, "gc_cpu_fraction": 0.0, "sched_cpu_fraction": 0.0,
             "user_cpu_fraction": 1.0,
-            "thread_cpu_s": self.eng.thread_cpu_ns(self.tid) / 1e9,
+            "thread_cpu_s": self.engine.thread_cpu_ns(self.tid) / 1e9,
         })
         return out
 

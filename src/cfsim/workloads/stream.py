@@ -194,7 +194,7 @@ class RecordStream:
 
 class StreamWorkload:
     def __init__(self, engine, scenario, rng: np.random.Generator):
-        self.eng = engine
+        self.engine = engine
         self.sc = scenario
         w = scenario.section("workload")
         self.rate = RateFn(w["rate_per_s"], scenario["run.duration_s"] + 1.0)
@@ -212,24 +212,24 @@ class StreamWorkload:
         if self.scrapes is not None:
             self.scrapes.start()
         self.rt.start()
-        self.eng.call_at(0, self._fetch)
-        self.eng.call_at(0, self._sample)
+        self.engine.call_at(0, self._fetch)
+        self.engine.call_at(0, self._sample)
 
     def _fetch(self) -> None:
         self.stream.parallel = min(self.stream.workers, self.rt.nprocs)
-        if self.stream.deliver(self.eng.now) > 0 or self.stream.has_work():
+        if self.stream.deliver(self.engine.now) > 0 or self.stream.has_work():
             self.rt.ready(1, spawns=True)   # the consumer goroutine, which hands records to workers
-        self.eng.call_later(self.fetch_ns, self._fetch)
+        self.engine.call_later(self.fetch_ns, self._fetch)
 
     def _sample(self) -> None:
-        self.samples.append(sample_row(self.stream, self.eng.now))
-        self.eng.call_later(self.sample_ns, self._sample)
+        self.samples.append(sample_row(self.stream, self.engine.now))
+        self.engine.call_later(self.sample_ns, self._sample)
 
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
         s = self.stream
         span = (t1_ns - t0_ns) / 1e9
         arrived_in = (s.initial if t0_ns <= 0 else 0) + float(s.rate.cum(t1_ns / 1e9) - s.rate.cum(t0_ns / 1e9))
-        out = record_summary(s, self.samples, t0_ns, t1_ns, self.eng.now)
+        out = record_summary(s, self.samples, t0_ns, t1_ns, self.engine.now)
         out["arrival_rate_per_s"] = arrived_in / span
         out.update(self.rt.summary(t0_ns, t1_ns))
         return out
