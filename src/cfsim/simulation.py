@@ -31,6 +31,9 @@ class SimulationResult:
     series: pd.DataFrame
     workload_series: pd.DataFrame = field(default_factory=pd.DataFrame)
     wall_s: float = 0.0
+    #: quota changes cfsim's own VPA made during the run (``lab.vpa_in_the_loop``), as the lab
+    #: records them in ``manifest.json`` ``cgroup.quota_changes``
+    quota_changes: list[dict[str, Any]] = field(default_factory=list)
 
 
 def bandwidth_for(scenario: Scenario, cpu_limit_cores: float | None = None) -> Bandwidth | None:
@@ -89,6 +92,7 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
     for t_s, lim in scenario["cgroup.limit_schedule"] or []:
         bw = bandwidth_for(scenario, lim) if lim is not None else None
         engine.call_at(int(round(t_s * 1e9)), lambda bw=bw: engine.set_bandwidth(bw))
+    quota_changes = _vpa_in_the_loop(engine, scenario) if scenario["lab.vpa_in_the_loop"] else []
 
     samples: list[tuple] = []
 
@@ -121,8 +125,39 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
         "container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_throttled_seconds_total",
         "container_spec_cpu_quota", "container_spec_cpu_period"])
     wall = time.perf_counter() - wall0
+    if scenario["lab.vpa_in_the_loop"]:
+        summary["vpa_resizes"] = len(quota_changes)
     return SimulationResult(scenario, summary, engine.periods_frame(), series,
-                            workload.series(SCRAPE_INTERVAL_NS), wall)
+                            workload.series(SCRAPE_INTERVAL_NS), wall, quota_changes)
+
+
+def _vpa_in_the_loop(engine: CfsEngine, scenario: Scenario) -> list[dict[str, Any]]:
+    """cfsim's VPA acting on the simulated cgroup while the run goes on, as the lab's hardware in
+    the loop does on a real one (:class:`cfsim.lab.vpa_loop.LabVpa`, the same object: samples of
+    the cgroup's usage, the recommender, the updater, in-place resizes of the quota).
+
+    Returns the list the resizes are appended to as they happen."""
+    from cfsim.lab.vpa_loop import LabVpa
+
+    changes: list[dict[str, Any]] = []
+
+    def apply_limit(lim: float) -> None:
+        engine.set_bandwidth(bandwidth_for(scenario, lim))
+
+    start = scenario["cgroup.cpu_limit"]
+    for t_s, lim in scenario["cgroup.limit_schedule"] or []:
+        if t_s <= 0:
+            start = lim
+    vpa = LabVpa(scenario, lambda: engine.cpu_stat().usage_ns, apply_limit, start)
+
+    def tick(t_s: float) -> None:
+        change = vpa.tick(t_s)
+        if change:
+            changes.append({**change, "applied_t_s": t_s})
+
+    for t_s in vpa.tick_times(scenario["run.duration_s"]):
+        engine.call_at(int(round(t_s * 1e9)), tick, t_s)
+    return changes
 
 
 def write_result(result: SimulationResult, out_dir: str | Path) -> Path:

@@ -152,4 +152,18 @@ def compute_trap() -> dict[str, Any]:
         out[f"fix_{name}_request_cores"] = fx["final"]["request_cores"]
         out[f"fix_{name}_gomaxprocs"] = fx["final"]["gomaxprocs"]
         out[f"fix_{name}_lag_growing"] = fx["final"]["lag_growing"]
+    out.update(compute_trap_event_point(d["final"]["request_cores"]))
     return out
+
+
+TRAP_EVENT_RUN = ["vpa.enabled=false", "run.duration_s=6", "run.warmup_s=2"]
+
+
+def compute_trap_event_point(limit_cores: float) -> dict[str, Any]:
+    """The trapped state on the event engine: the scenario at the limit the VPA settled at (the
+    analytic response says usage 1.0 core, GOMAXPROCS 1, lag growing; this is the engine's own)."""
+    from cfsim import simulate
+
+    s = simulate("grab-sinktos3", [*TRAP_EVENT_RUN, f"cgroup.cpu_limit={limit_cores}"]).summary
+    return {"event_final_usage_cores": s["cpu_usage_cores"], "event_final_throughput_per_s": s["throughput_per_s"],
+            "event_final_throttled_ratio": s["throttled_ratio"], "event_final_gomaxprocs": s["gomaxprocs"]}

@@ -75,7 +75,8 @@ def regenerate_scenarios(reset: bool = False) -> Path:
         _report(name, case, old.get(name))
         data[name] = case
     case = {"how": f"cfsim.trap.run_trap('grab-sinktos3', {goldenlib.TRAP_OVERRIDES!r}, "
-                   f"response_mode='analytic')",
+                   f"response_mode='analytic'); event_final_*: cfsim.simulate('grab-sinktos3', "
+                   f"{goldenlib.TRAP_EVENT_RUN!r} + ['cgroup.cpu_limit=<final request>']) on the event engine",
             "values": _values(goldenlib.compute_trap(), old.get("trap:grab-sinktos3"), reset)}
     _report("trap:grab-sinktos3", case, old.get("trap:grab-sinktos3"))
     data["trap:grab-sinktos3"] = case

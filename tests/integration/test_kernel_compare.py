@@ -1,124 +1,175 @@
-"""The model against the real kernel: real busy processes in a real cgroup v1 CPU quota.
+"""The engine against the real kernel, on cases a fluid model gets wrong.
 
-Runs a few seconds per case. Skips, with the reason, where the cgroup v1 cpu controller is not
-writable (not root, or a cgroup2-only host).
+Busy processes in a real cgroup v1 quota on this machine (``cfsim.validation.kernel_compare``),
+20 s per bursty case and 8 s per classic one (about 100 s of real runs, plus the wait for the
+machine's measurement lock, which each run holds); the engine simulates the same case with twelve
+seeds (start phases, random sleeps). Compared per case: CPU usage, the throttled-period ratio
+(``nr_throttled / nr_periods``), throttled time per second, and the mean length of runs of
+consecutive throttled periods (``cpu.stat`` read every 100 ms: the per-period throttled counts).
+
+Two of the six cases are classic shapes any model gets right (a CPU-bound group above its quota, a
+light one far below). Four are bursty - bursts at random times (exponential sleeps), as requests
+arrive: 10 ms bursts at 0.40 of a 0.5-core limit, 40 ms bursts at 0.40 of 0.5, 16 threads at 0.80
+of 1.0, and 5 ms bursts with 5 ms sleeps (the bandwidth slice) at 1.0 over 0.9. A *fluid* model
+(``usage = min(demand, limit)``, every period throttled iff demand > limit) says the first three are
+never throttled and the fourth always: the real kernel throttles 34-42 % of the periods of the
+first three, and the fourth in runs of 5-7 periods, not throughout.
+``test_fluid_model_fails_the_bursty_cases`` checks that the fluid model falls outside the same
+tolerances the engine must meet.
+
+Tolerances come from repeated real runs of ``python scripts/kernel_spread.py`` on Linux
+6.18.44-fc-v669 (HZ 250, task-based throttling), 2 vCPUs (AMD EPYC), a machine shared with other
+work, in two sessions on 2026-11-23: session A (5 repeats, the bursty cases at 12 s, each on a
+quiet host; the classic cases at 8 s in two rounds of 5, which measure the same with 0.8-1.5 cores
+of other load) and session B (4 repeats at 20 s, the length this test runs; short-bursts beside
+~1 core of nice-19 work, long-bursts beside 0.3-0.4 cores of other processes' kernel time, the
+other two with < 0.01 cores of other work at normal priority). Real mean [min, max] sd per
+session | engine mean, sd over 20 seeds at 20 s | fluid:
+
+============== ================== ============================ ============================ =========== =====
+case           metric             real A (12 s, 5 runs)        real B (20 s, 4 runs)        engine      fluid
+============== ================== ============================ ============================ =========== =====
+cpu-bound      usage [cores]      0.500 [0.499, 0.502] 0.001   -                            0.500 0.000 0.5
+3x1000/0@0.5   throttled ratio    1.000                        -                            1.000       1.0
+               throttled s/s      1.460 [1.437, 1.476] 0.012   -                            1.499 0.002 -
+far-under      usage              0.200 [0.200, 0.202] 0.001   -                            0.200 0.000 0.2
+1x4/16@1.5     throttled ratio    0.000                        -                            0.000       0.0
+short-bursts   usage              0.386 [0.374, 0.392] 0.008   0.392 [0.386, 0.399] 0.006   0.390 0.011 0.4
+4x10/e90@0.5   throttled ratio    0.340 [0.317, 0.375] 0.029   0.335 [0.305, 0.370] 0.032   0.307 0.041 0.0
+               throttled s/s      0.125 [0.099, 0.141] 0.017   0.097 [0.065, 0.140] 0.033   0.098 0.020 -
+               throttled run mean 2.28  [1.56, 2.75]   0.45    1.93  [1.59, 2.31]   0.33    1.95  0.23  -
+long-bursts    usage              0.360 [0.344, 0.385] 0.019   0.335 [0.309, 0.354] 0.020   0.353 0.015 0.4
+2x40/e160@0.5  throttled ratio    0.421 [0.377, 0.471] 0.041   0.371 [0.345, 0.410] 0.029   0.431 0.035 0.0
+               throttled s/s      0.228 [0.160, 0.281] 0.049   0.188 [0.164, 0.208] 0.018   0.246 0.026 -
+               throttled run mean 2.32  [2.05, 2.63]   0.23    1.96  [1.86, 2.16]   0.14    2.36  0.26  -
+many-threads   usage              0.778 [0.748, 0.804] 0.020   0.787 [0.773, 0.803] 0.014   0.786 0.023 0.8
+16x20/e380@1   throttled ratio    0.342 [0.283, 0.392] 0.041   0.345 [0.300, 0.365] 0.031   0.351 0.048 0.0
+               throttled s/s      0.133 [0.092, 0.168] 0.031   0.129 [0.107, 0.139] 0.015   0.145 0.027 -
+               throttled run mean 2.02  [1.48, 2.29]   0.33    2.21  [1.82, 2.50]   0.30    2.20  0.33  -
+slice-sleeps   usage              0.891 [0.887, 0.895] 0.003   0.890 [0.886, 0.895] 0.003   0.895 0.002 0.9
+2x5/e5@0.9     throttled ratio    0.840 [0.775, 0.900] 0.051   0.799 [0.770, 0.816] 0.020   0.871 0.035 1.0
+               throttled s/s      0.200 [0.177, 0.220] 0.019   0.162 [0.144, 0.178] 0.015   0.214 0.010 -
+               throttled run mean 6.74  [4.36, 9.82]   2.30    5.26  [4.67, 5.55]   0.41    8.58  2.17  200
+============== ================== ============================ ============================ =========== =====
+
+One real run is compared with the engine's mean over ``ENGINE_SEEDS``; the tolerance of a metric is
+three standard deviations of that difference, ``3 sqrt(sd_run^2 + sd_engine^2 / seeds)``, with a
+floor (``FLOOR``) where the spread is ~0 (usage 0.02 cores). ``sd_run``, the spread of one real
+20 s run, is the larger of (a) the spread of all nine real runs of both sessions, session A's
+scaled by sqrt(12/20), *including the difference between the sessions' means* (the kernel's
+answer moves between sessions more than within one: long-bursts throttled 0.42 then 0.37 of the
+periods), and (b) the engine's spread over 20 seeds (the workload's own randomness, bursts at
+random times, which four or five real repeats underestimate). ``sd_engine`` is the engine's
+spread over those seeds. The throttled-time floor of 0.08 s/s covers the one systematic difference
+of the classic cases: with a CPU-bound group the engine's throttled time is 3 % above the kernel's
+(1.499 vs 1.460 s/s).
+
+Where the engine differs: with short bursts it throttles a little less often than the kernel
+(0.31 vs 0.34 of the periods); with 5 ms bursts and sleeps over the limit a little more often
+(0.87 vs 0.80-0.84), for longer (0.21 vs 0.16-0.20 s/s) and in longer runs (8.6 vs 5.3-6.7
+periods): within the spread, but on the edge for the session-B kernel.
+
+Each bursty case is measured on a quiet host (up to 3 attempts): other work at normal priority
+delays the bursts and changes the throttling (one run of slice-sleeps on a busy host gave
+usage 0.84 and ratio 0.29 against 0.89 and 0.84). Niced work does not count (the group's 102400
+CPU shares and its nice -10 tasks outweigh it: short-bursts beside ~1 core of nice-19 work measured
+0.335 of the periods throttled, on a quiet host 0.340). If the host never goes quiet the case is
+skipped, naming the load it saw: such a measurement says nothing about the model. Skips, with the
+reason, where the cgroup v1 cpu controller is not writable (not root, or a cgroup2-only host).
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
+import math
 
 import pytest
 
-from cfsim.lab.lock import machine_lock
-from cfsim.simulation import simulate
+from cfsim.validation import kernel_compare as kc
 
-CPU = Path("/sys/fs/cgroup/cpu")
-CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+pytestmark = [pytest.mark.kernel, pytest.mark.skipif(kc.unavailable() is not None, reason=str(kc.unavailable()))]
 
-BURNER = r"""
-import sys, time
-burn, sleep = float(sys.argv[1]) / 1e3, float(sys.argv[2]) / 1e3
-while True:
-    end = time.process_time() + burn
-    while time.process_time() < end:
-        pass
-    if sleep:
-        time.sleep(sleep)
-"""
-
-
-def _writable() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to create cgroups"
-    if not (CPU / "cpu.cfs_quota_us").exists() or not (CPUACCT / "cpuacct.usage").exists():
-        return "no cgroup v1 cpu/cpuacct controllers at /sys/fs/cgroup (cgroup2-only host)"
-    return None
-
-
-pytestmark = [pytest.mark.kernel, pytest.mark.skipif(_writable() is not None, reason=str(_writable()))]
+#: seconds of each real run: bursty cases are noisier (random burst counts) and run longer
+SECONDS = {name: (20.0 if name in kc.BURSTY else 8.0) for name in kc.CASES}
+ENGINE_SEEDS = tuple(range(1, 13))
+METRICS = ("cpu_usage_cores", "throttled_ratio", "throttled_s_per_s", "throttled_runs_mean")
+#: (sd of one real run, sd of one engine seed) per case and metric (see the docstring)
+SPREAD = {
+    "cpu-bound": {"cpu_usage_cores": (0.001, 0.000), "throttled_ratio": (0.0, 0.0),
+                  "throttled_s_per_s": (0.012, 0.002), "throttled_runs_mean": (0.0, 0.0)},
+    "far-under": {"cpu_usage_cores": (0.001, 0.000), "throttled_ratio": (0.0, 0.0),
+                  "throttled_s_per_s": (0.0, 0.0), "throttled_runs_mean": (0.0, 0.0)},
+    "short-bursts": {"cpu_usage_cores": (0.011, 0.011), "throttled_ratio": (0.041, 0.041),
+                     "throttled_s_per_s": (0.027, 0.020), "throttled_runs_mean": (0.367, 0.226)},
+    "long-bursts": {"cpu_usage_cores": (0.021, 0.015), "throttled_ratio": (0.039, 0.035),
+                    "throttled_s_per_s": (0.036, 0.026), "throttled_runs_mean": (0.261, 0.261)},
+    "many-threads": {"cpu_usage_cores": (0.023, 0.023), "throttled_ratio": (0.048, 0.048),
+                     "throttled_s_per_s": (0.027, 0.027), "throttled_runs_mean": (0.334, 0.334)},
+    "slice-sleeps": {"cpu_usage_cores": (0.003, 0.002), "throttled_ratio": (0.037, 0.035),
+                     "throttled_s_per_s": (0.024, 0.010), "throttled_runs_mean": (2.171, 2.171)},
+}
+#: where the spread is ~0: usage [cores], ratio, throttled time [s/s], run length [periods]
+FLOOR = {"cpu_usage_cores": 0.02, "throttled_ratio": 0.03, "throttled_s_per_s": 0.08, "throttled_runs_mean": 0.5}
 
 
-def _read_stat(d: Path) -> dict[str, int]:
-    return {k: int(v) for k, v in (line.split() for line in (d / "cpu.stat").read_text().splitlines())}
+def tolerance(case: str, metric: str) -> float:
+    sd_real, sd_engine = SPREAD[case][metric]
+    return max(FLOOR[metric], 3.0 * math.sqrt(sd_real ** 2 + sd_engine ** 2 / len(ENGINE_SEEDS)))
 
 
-def run_real(procs: int, burn_ms: float, sleep_ms: float, limit: float, seconds: float) -> dict:
-    with machine_lock(f"kernel comparison {procs}x{burn_ms}/{sleep_ms} ms at {limit}"):
-        return _run_real(procs, burn_ms, sleep_ms, limit, seconds)
+def disagreement(case: str, model: dict, real: dict, stated_only: bool = False) -> dict[str, str]:
+    """Metric -> why ``model`` is outside the tolerance around ``real`` (empty: it agrees).
+
+    A run length of None means no throttled period at all, which differs from any run length;
+    with ``stated_only`` a metric the model leaves None is not compared (the fluid model states
+    no throttled time, and its "no throttled period" is already its throttled ratio of 0)."""
+    out = {}
+    for m in METRICS:
+        a, b = model.get(m), real.get(m)
+        if a is None and (stated_only or b is None):
+            continue
+        if a is None or b is None:
+            out[m] = f"model {a}, real {b}"
+            continue
+        tol = tolerance(case, m)
+        if abs(a - b) > tol:
+            out[m] = f"model {a:.3f}, real {b:.3f}, tolerance {tol:.3f}"
+    return out
 
 
-def _run_real(procs: int, burn_ms: float, sleep_ms: float, limit: float, seconds: float) -> dict:
-    name = f"cfsim-ktest-{os.getpid()}"
-    cpu_dir, acct_dir = CPU / name, CPUACCT / name
-    cpu_dir.mkdir()
-    acct_dir.mkdir()
-    children: list[subprocess.Popen] = []
-    try:
-        # a large CPU weight against sibling cgroups (other work on this shared machine)
-        (cpu_dir / "cpu.shares").write_text("102400")
-        (cpu_dir / "cpu.cfs_period_us").write_text("100000")
-        (cpu_dir / "cpu.cfs_quota_us").write_text(str(int(limit * 100000)))
-
-        def enter() -> None:
-            # above other work on this shared machine, so host contention does not masquerade
-            # as CFS behaviour (the quota, not the host, should be what limits them)
-            os.nice(-10)
-            pid = str(os.getpid())
-            (cpu_dir / "cgroup.procs").write_text(pid)
-            (acct_dir / "cgroup.procs").write_text(pid)
-        for _ in range(procs):
-            children.append(subprocess.Popen([sys.executable, "-c", BURNER, str(burn_ms), str(sleep_ms)],
-                                             preexec_fn=enter))
-        time.sleep(0.5)  # interpreters started
-        s0, u0, t0 = _read_stat(cpu_dir), int((acct_dir / "cpuacct.usage").read_text()), time.monotonic()
-        time.sleep(seconds)
-        s1, u1, t1 = _read_stat(cpu_dir), int((acct_dir / "cpuacct.usage").read_text()), time.monotonic()
-    finally:
-        for ch in children:
-            ch.send_signal(signal.SIGKILL)
-        for ch in children:
-            ch.wait()
-        for d in (cpu_dir, acct_dir):
-            for _ in range(50):
-                try:
-                    d.rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-    periods = s1["nr_periods"] - s0["nr_periods"]
-    return {
-        "cpu_usage_cores": (u1 - u0) / 1e9 / (t1 - t0),
-        "throttled_ratio": (s1["nr_throttled"] - s0["nr_throttled"]) / max(periods, 1),
-        "nr_periods": periods,
-    }
+_REAL: dict[str, tuple[dict, list[float]]] = {}
 
 
-def run_model(procs: int, burn_ms: float, sleep_ms: float, limit: float, seconds: float) -> dict:
-    return simulate({
-        "host": {"cpus": os.cpu_count() or 1, "hz": 250},
-        "cgroup": {"cpu_limit": limit},
-        "workload": {"kind": "threads", "threads": procs, "burn_ms": burn_ms, "sleep_ms": sleep_ms,
-                     "jitter_ms": burn_ms + sleep_ms},
-        "run": {"duration_s": seconds + 1.0, "warmup_s": 1.0, "seed": 7},
-    }).summary
+def real_run(name: str) -> dict:
+    """One real run of the case; for a bursty case a clean one (the rest of the host at most
+    ``QUIET_OTHERS_CORES`` busy, up to 3 attempts), else the test skips naming the load it saw."""
+    if name not in _REAL:
+        _REAL[name] = kc.run_real_quiet(kc.CASES[name], SECONDS[name], attempts=3 if name in kc.BURSTY else 1)
+    real, tried = _REAL[name]
+    if name in kc.BURSTY and real["others_unniced_cores"] > kc.QUIET_OTHERS_CORES:
+        pytest.skip(f"the host was never quiet for {name}: other processes used {tried} cores during the "
+                    f"attempts (at most {kc.QUIET_OTHERS_CORES} allowed for a clean measurement)")
+    return real
 
 
-@pytest.mark.parametrize("procs, burn_ms, sleep_ms, limit, usage_tol, ratio_tol", [
-    (3, 1000.0, 0.0, 0.5, 0.08, 0.05),   # CPU-bound, more threads than quota: every period throttled
-    (2, 8.0, 12.0, 0.6, 0.12, 0.25),     # bursty, demand 0.8 > 0.6 cores
-    (1, 4.0, 16.0, 1.5, 0.15, 0.05),     # far under the limit: never throttled
-    (8, 2.0, 48.0, 0.5, 0.15, 0.15),     # many small bursts, demand 0.32 under a 0.5 limit (Linux >= 5.4:
-                                         # little throttling; 4.18-5.3 expiry throttled this shape)
-])
-def test_model_agrees_with_real_kernel(procs, burn_ms, sleep_ms, limit, usage_tol, ratio_tol):
-    real = run_real(procs, burn_ms, sleep_ms, limit, seconds=3.0)
-    model = run_model(procs, burn_ms, sleep_ms, limit, seconds=3.0)
-    print(f"real {real} model {{usage {model['cpu_usage_cores']:.3f}, ratio {model['throttled_ratio']:.3f}}}")
-    assert real["nr_periods"] > 0
-    assert model["cpu_usage_cores"] == pytest.approx(real["cpu_usage_cores"], rel=usage_tol)
-    assert abs(model["throttled_ratio"] - real["throttled_ratio"]) <= ratio_tol
+@pytest.mark.parametrize("name", list(kc.CASES))
+def test_engine_agrees_with_real_kernel(name):
+    real = real_run(name)
+    model = kc.run_model(kc.CASES[name], SECONDS[name], seeds=ENGINE_SEEDS)
+    print(f"{name}: real {real} engine {model}")
+    assert real["nr_periods"] >= 0.9 * SECONDS[name] * 10
+    bad = disagreement(name, model, real)
+    assert not bad, f"{kc.CASES[name].describe()}: engine outside the real spread: {bad}"
+
+
+@pytest.mark.parametrize("name", kc.BURSTY)
+def test_fluid_model_fails_the_bursty_cases(name):
+    real = real_run(name)
+    fluid = kc.run_fluid(kc.CASES[name], SECONDS[name])
+    bad = disagreement(name, fluid, real, stated_only=True)
+    assert bad, (f"{kc.CASES[name].describe()}: the fluid model min(demand, limit) agrees with the real kernel "
+                 f"({fluid} vs {real}): this case does not test the bandwidth mechanism")
+
+
+def test_tolerances_cover_every_case_and_metric():
+    assert set(SPREAD) == set(kc.CASES) and set(kc.BURSTY) < set(kc.CASES)
+    for case in SPREAD.values():
+        assert set(case) == set(METRICS)

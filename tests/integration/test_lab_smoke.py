@@ -12,7 +12,8 @@ import os
 
 import pytest
 
-from cfsim.lab import build, cgroup, launch, preflight
+from cfsim.goruntime.gomaxprocs import gomaxprocs_value
+from cfsim.lab import build, cgroup, preflight
 from cfsim.scenario import load_scenario
 
 pytestmark = pytest.mark.lab
@@ -82,7 +83,7 @@ def test_gomaxprocs_follows_policy(lab_run):
     _, out, s = lab_run
     ncpu = len(os.sched_getaffinity(0))
     # Go >= 1.25 default: min(CPUs, max(2, ceil(0.5))) = min(CPUs, 2)
-    assert s["gomaxprocs"] == launch.expected_gomaxprocs("go1.25", LIMIT_CORES, ncpu) == min(ncpu, 2)
+    assert s["gomaxprocs"] == gomaxprocs_value("go1.25", LIMIT_CORES, ncpu, version="1.25") == min(ncpu, 2)
     observed = json.loads((out / "manifest.json").read_text())["gomaxprocs"]["observed"]
     assert observed["values"] == [min(ncpu, 2)]
 

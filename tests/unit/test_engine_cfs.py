@@ -269,3 +269,50 @@ def test_engine_events_mix_with_other_simpy_processes_on_a_shared_environment():
     assert shared.cpu_stat() == alone.cpu_stat()
     assert shared.periods_frame().equals(alone.periods_frame())
     assert len(ticks) == 1999 and ticks[-1] == 1_999_000_000
+
+
+def _empty_throttle_engine(seed=0):
+    """2 CPUs, 10 ms of quota per 1 s period, 10 ms ticks. Thread a takes a 5 ms slice at T and
+    runs 6 ms (no tick between T and T + 9 ms, so only its dequeue notices the 1 ms overrun);
+    thread c takes the other 5 ms at T + 4 ms, leaving the pool empty when a blocks at T + 6 ms.
+    c blocks at T + 6.5 ms with 2.5 ms unused and gives 1.5 ms back to the pool."""
+    MS = 10**6
+    eng = CfsEngine(cpus=2, hz=100, bandwidth=Bandwidth(quota_us=10_000, period_us=1_000_000), seed=seed)
+    a, c = eng.new_thread("a"), eng.new_thread("c")
+    T = 1 * MS  # just after a tick: ticks are on the 10 ms grid
+    eng.call_at(T, eng.run, a, 6 * MS, lambda t: None)
+    eng.call_at(T + 4 * MS, eng.run, c, int(2.5 * MS), lambda t: None)
+    return eng, a, c, T, MS
+
+
+def test_last_thread_leaving_an_exhausted_cpu_throttles_the_empty_runqueue():
+    """fair.c: put_prev_entity -> check_cfs_rq_runtime -> throttle_cfs_rq throttles the cfs_rq a
+    task leaves with its runtime exhausted and the pool empty, though nothing is queued on it:
+    the period timer counts it in nr_throttled, no throttled time accrues while it stays empty."""
+    eng, a, c, T, MS = _empty_throttle_engine()
+    eng.run_until(T + 20 * MS)
+    assert eng.periods_frame().empty  # no period boundary yet (seed 0: the first is ~850 ms)
+    assert eng.thread_cpu_ns(a) == 6 * MS and not eng.is_runnable(a)
+    eng.run_until(2 * 10**9)
+    st = eng.cpu_stat()
+    assert st.nr_throttled == 1           # the empty runqueue was on the throttled list
+    assert st.throttled_time_ns == 0      # ...but nothing waited on it
+    per = eng.periods_frame()
+    assert per["throttled"].iloc[0] and per["throttled_cpus"].iloc[0] == 1
+
+
+def test_wake_up_on_an_empty_throttled_cpu_waits_for_distribution():
+    """The thread a left behind a throttled CPU; woken again there (its previous CPU looks idle)
+    it waits for the period timer's distribution even though the pool holds the 1.5 ms thread c
+    returned (before the rule it took that at once and ran)."""
+    eng, a, c, T, MS = _empty_throttle_engine()
+    eng.call_at(T + 7 * MS, eng.run, a, MS // 2, lambda t: None)
+    eng.run_until(T + 20 * MS)
+    assert eng.periods_frame().empty
+    assert eng.is_throttled(a) and eng.thread_cpu_ns(a) == 6 * MS
+    eng.run_until(2 * 10**9)
+    st = eng.cpu_stat()
+    boundary_ns = int(round(eng.periods_frame()["end_s"].iloc[0] * 1e9))
+    assert eng.thread_cpu_ns(a) == int(6.5 * MS)
+    assert st.nr_throttled == 1
+    assert st.throttled_time_ns == pytest.approx(boundary_ns - (T + 7 * MS), abs=1)

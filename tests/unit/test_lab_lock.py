@@ -41,3 +41,25 @@ def test_lock_is_released_when_the_holder_is_killed():
     t0 = time.monotonic()
     with machine_lock("me", timeout_s=5):
         assert time.monotonic() - t0 < 5
+
+
+def test_a_waiter_gets_its_turn_from_a_holder_that_retakes_the_lock_at_once():
+    # a grid releases the lock after a run and takes it again a few milliseconds later: a waiter
+    # that polled (every POLL_S) would almost never see it free; one blocked in flock is woken
+    proc = subprocess.Popen([sys.executable, "-c",
+                             "import time\nfrom cfsim.lab.lock import machine_lock\n"
+                             "print('start', flush=True)\n"
+                             "for i in range(40):\n"
+                             "    with machine_lock(f'run {i}'):\n        time.sleep(0.1)\n"
+                             "    time.sleep(0.002)\n"
+                             "print('done', flush=True)"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "start"
+        time.sleep(0.2)
+        with machine_lock("waiter") as waited:
+            assert proc.poll() is None, "the holder finished all its runs before the waiter got a turn"
+            assert waited < 2.0
+    finally:
+        proc.kill()
+        proc.wait()

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from cfsim.goruntime.gomaxprocs import gomaxprocs_value
 from cfsim.lab import cgroup, derive, grid, launch, queries, runner, summary
 from cfsim.scenario import ScenarioError, load_scenario
 
@@ -22,8 +23,9 @@ from cfsim.scenario import ScenarioError, load_scenario
     ("automaxprocs", 0.25, 2, "floor", 1),  # minimum 1
     ("automaxprocs", 8.0, 4, "floor", 8),   # no cap at the CPU count
 ])
-def test_expected_gomaxprocs(policy, limit, ncpu, round_, want):
-    assert launch.expected_gomaxprocs(policy, limit, ncpu, round_) == want
+def test_lab_expects_the_runtime_rule(policy, limit, ncpu, round_, want):
+    # the lab predicts a run's GOMAXPROCS with the model's own rule (one home for the policy)
+    assert gomaxprocs_value(policy, limit, ncpu, version="1.25", round_=round_) == want
 
 
 def test_gomaxprocs_env_per_policy():

@@ -87,3 +87,18 @@ def test_calibrate_command_reports_bad_arguments_without_a_traceback(grid, capsy
     assert main(["calibrate", str(grid), *train, *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and "Traceback" not in err
+
+
+def test_runs_a_fit_touched_are_training_not_held_out(grid, tmp_path):
+    train = [grid / "p_limit=0.5"]
+    rep = validate(grid, train_runs=train)
+    rows = {r["run"].split("/")[-1]: r for r in rep.runs}
+    assert not rows["p_limit=0.5"]["held_out"] and rows["p_limit=0.5"]["fit"] == "training"
+    assert rows["p_limit=1.0"]["held_out"] and rows["p_limit=1.5"]["held_out"]
+    assert rep.errors["cpu_usage_cores"]["n"] == 2 and sum(rep.regime_counts.values()) == 2
+    table = rep.table()
+    assert {"regime", "held_out"} <= set(table.columns)
+    md = write_report(rep, tmp_path / "r") / "report.md"
+    assert "2 held-out runs" in md.read_text() and "1 training runs" in md.read_text()
+    js = rep.to_json()
+    assert set(js["headline"]) == {"uncapped", "contended"}

@@ -56,19 +56,23 @@ def run(args) -> int:
     except ValueError as exc:  # a bad --train or --param: say which, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from cfsim.validation.report import summarise_errors
+
     with Progress(len(train_runs) + len(test_runs), "validate", "run", enabled=not args.no_progress) as bar:
         tick = (lambda run_id: bar.advance(1, run_id))
-        train_report = validate(args.path, params=cal.params, only=train_runs, progress=tick)
+        # the runs the fit used are training, not held out: their errors are summarised apart
+        train_report = validate(args.path, params=cal.params, only=train_runs, progress=tick, train_runs=train_runs)
         test_report = validate(args.path, params=cal.params, only=test_runs, progress=tick) if test_runs else None
+    train_errors = summarise_errors(train_report.runs, held_out_only=False)
     if args.out:
-        errors = {"train": train_report.errors, "validation": test_report.errors if test_report else {}}
+        errors = {"train": train_errors, "validation": test_report.errors if test_report else {}}
         flat = {f"{part}.{metric}": v for part, e in errors.items() for metric, v in e.items()}
         Path(args.out).write_text(cal.to_toml(flat))
     if args.report and test_report:
         write_report(test_report, args.report)
     sigma = {k: (v if v < MAX_SIGMA_LOG else None) for k, v in cal.sigma_log.items()}
     data = {"params": cal.params, "sigma_log": sigma, "train_runs": len(train_runs),
-            "validation_runs": len(test_runs), "train_errors": train_report.errors,
+            "validation_runs": len(test_runs), "train_errors": train_errors,
             "validation_errors": test_report.errors if test_report else {}}
     rows = [{"param": k, "value": v, "sigma_log": sigma[k]} for k, v in cal.params.items()]
 

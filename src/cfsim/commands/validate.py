@@ -11,8 +11,8 @@ def add_parser(sub) -> None:
     p.add_argument("--params", metavar="TOML", help="calibrated parameters (from `cfsim calibrate`)")
     p.add_argument("--no-normalise", action="store_true",
                    help="do not scale per-item CPU by the grid's calibration runs")
-    add_format_argument(p, "the validation (json/yaml: {runs, errors, grids}; csv/markdown/html: one row per run "
-                           "and metric)")
+    add_format_argument(p, "the validation (json/yaml: {headline, by_regime, regime_counts, errors, grids, runs}; "
+                           "csv/markdown/html: one row per run and metric, with its regime)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -20,14 +20,15 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from cfsim.progress import Progress
     from cfsim.validation import validate, write_report
-    from cfsim.validation.calibrate import read_params
+    from cfsim.validation.calibrate import read_params, read_train_runs
     from cfsim.validation.report import to_markdown
     from cfsim.validation.twin import find_runs
 
     params = read_params(args.params) if args.params else None
+    train = read_train_runs(args.params) if args.params else None  # runs the params were fitted on
     with Progress(len(find_runs(args.path)), "validate", "run", enabled=not args.no_progress) as bar:
         report = validate(args.path, params=params, normalise=not args.no_normalise,
-                          progress=lambda run_id: bar.advance(1, run_id))
+                          progress=lambda run_id: bar.advance(1, run_id), train_runs=train)
     if args.report:
         write_report(report, args.report)
     rows = report.table().to_dict("records")

@@ -10,8 +10,11 @@ Bandwidth follows ``kernel/sched/fair.c`` through the pure steps of
 :mod:`cfsim.kernel.bandwidth`: a per-group pool refilled at each period boundary (with burst);
 per-CPU runtime ("silo") taken in slices; exhaustion noticed at the next tick or scheduling event
 on that CPU, with the overrun repaid from the next take; per-CPU throttling queued FIFO;
-distribution at the period timer; return of all but 1 ms when a CPU's last thread leaves; the
-slack timer; a period timer that stops after an idle period, on a grid with a random phase.
+distribution at the period timer; return of all but 1 ms when a CPU's last thread leaves, or, when
+that thread leaves an exhausted silo the pool cannot refill, the throttle of the now empty per-CPU
+runqueue (``put_prev_entity`` -> ``check_cfs_rq_runtime``: counted in ``nr_throttled``, no throttled
+time while empty, later wake-ups on that CPU wait for distribution); the slack timer; a period
+timer that stops after an idle period, on a grid with a random phase.
 
 Thread placement mimics the wake-up path: the previous CPU if it looks idle, else the next idle
 CPU (a CPU whose group runqueue is throttled looks idle to the host, so wake-ups do land there),
@@ -649,6 +652,15 @@ class CfsEngine:
                     self._pool, self._rr[c], amount = bwr.assign(self._pool, self._rr[c], self._slice)
                     if amount > 0:
                         self._idle = False
+                    if self._rr[c] <= 0:
+                        # ...and if the pool had too little, put_prev_entity throttles the now
+                        # empty cfs_rq (check_cfs_rq_runtime): no throttled time while it stays
+                        # empty, but nr_throttled counts at the period timer and a wake-up on
+                        # this CPU waits for distribution
+                        self._pool, self._rr[c], throttle = bwr.throttle_on_put_prev(self._pool, self._rr[c])
+                        if throttle:
+                            self._throttle(c, now)
+                            return
                 # ...then the last dequeue gives back all but 1 ms
                 self._return_slack(c, now)
 

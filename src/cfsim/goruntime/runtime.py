@@ -986,7 +986,13 @@ class GoRuntime:
 
     def _sysmon_gomaxprocs(self) -> None:
         now = self.eng.now
-        lim = gmp.limit_at(now / 1e9, self.base_limit, self.limit_schedule)
+        # the limit in force now, as the runtime reads it from the cgroup: the engine's live
+        # bandwidth (a resize may come from a schedule or from a VPA acting during the run)
+        bw = getattr(self.eng, "bandwidth", False)
+        if bw is False:
+            lim = gmp.limit_at(now / 1e9, self.base_limit, self.limit_schedule)
+        else:
+            lim = None if bw is None else bw.cpu_limit_cores
         want = gmp.gomaxprocs_value(self.prm.gomaxprocs, lim, self.cpus, self.prm.version, self.prm.round,
                                     self.period_us)
         if want != self.nprocs:

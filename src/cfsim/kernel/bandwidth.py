@@ -59,6 +59,32 @@ def assign(pool_ns: int, runtime_remaining_ns: int, target_ns: int) -> tuple[int
     return pool_ns, runtime_remaining_ns + amount, amount
 
 
+def throttle_on_put_prev(pool_ns: int, runtime_remaining_ns: int) -> tuple[int, int, bool]:
+    """``put_prev_entity`` -> ``check_cfs_rq_runtime`` -> ``throttle_cfs_rq`` when a CPU's task
+    is put (e.g. the last one blocks) while its silo is exhausted: one last try for 1 ns from the
+    pool (``__assign_cfs_rq_runtime(cfs_b, cfs_rq, 1)``), else the cfs_rq is throttled, even if
+    it is now empty.
+
+    Returns ``(pool_ns, runtime_remaining_ns, throttle)``. An empty throttled cfs_rq accrues no
+    throttled time (the clock starts only with a queued task: ``throttle_cfs_rq`` since 6.6,
+    "sched: don't account throttle time for empty groups"; from 6.18 when the first task is
+    actually throttled on its return to user space, ``record_throttle_clock``), but it sits on the
+    throttled list, so the period timer counts ``nr_throttled``, and a task waking on that CPU
+    waits for distribution.
+
+    >>> throttle_on_put_prev(0, -300)       # pool empty: throttled
+    (0, -300, True)
+    >>> throttle_on_put_prev(500, -300)     # raced with a refill: repaid, 1 ns left, runs on
+    (199, 1, False)
+    >>> throttle_on_put_prev(0, 2000)       # runtime left: nothing to do
+    (0, 2000, False)
+    """
+    if runtime_remaining_ns > 0:
+        return pool_ns, runtime_remaining_ns, False
+    pool_ns, runtime_remaining_ns, _ = assign(pool_ns, runtime_remaining_ns, 1)
+    return pool_ns, runtime_remaining_ns, runtime_remaining_ns <= 0
+
+
 def distribute(pool_ns: int, runtime_remaining_ns: Sequence[int]) -> tuple[int, list[int]]:
     """Unthrottle at the period timer or slack timer (``distribute_cfs_runtime``): walk the
     throttled CPUs in FIFO order, giving each only enough to get back above zero (1 ns).

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from cfsim.lab import summary
 from cfsim.lab.cgroup import CpuStat, MemoryStat
+from cfsim.lab.queries import metric_family
 
 SUMMARY_NOTES = {
     "window": "summary uses direct reads at t_start+warmup_s and t_start+duration_s (an OOM kill ends the "
@@ -144,8 +145,8 @@ def snapshots(manifest: Mapping[str, Any]) -> tuple[summary.Snapshot, summary.Sn
     pm = manifest.get("process_memory") or {}
     workload = {end: dict(ws["workload"][end]) for end in ("start", "end")}
     if "memory_counters" not in manifest and workload["end"]:
-        zeros = _ALWAYS_EXPOSED + (_ALWAYS_EXPOSED_STREAM if manifest["scenario"]["workload"]["kind"]
-                                   in ("stream", "single-thread") else ())
+        zeros = _ALWAYS_EXPOSED + (_ALWAYS_EXPOSED_STREAM if metric_family(manifest["scenario"]["workload"]["kind"])
+                                   == "items" else ())
         for end in ("start", "end"):
             for name in zeros:
                 workload[end].setdefault(name, 0.0)

@@ -1,13 +1,13 @@
-"""Scenario -> command lines and environments of the workload and the load generator, and the
-GOMAXPROCS each policy should give. Pure functions (tested without running anything)."""
+"""Scenario -> command lines and environments of the workload and the load generator (the GOMAXPROCS
+a policy gives is the model's rule, cfsim.goruntime.gomaxprocs). Pure functions (tested without running anything)."""
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from cfsim.lab.queries import metric_family
 from cfsim.scenario import Scenario, ScenarioError
 from cfsim.workloads.arrivals import parse_rate
 
@@ -32,21 +32,6 @@ def gomaxprocs_env(policy: Any) -> tuple[dict[str, str], list[str]]:
     if policy == "automaxprocs":
         return {}, ["-automaxprocs"]
     return {}, []  # go1.25: the runtime's container-aware default, updated by sysmon every second
-
-
-def expected_gomaxprocs(policy: Any, cpu_limit_cores: float | None, ncpu: int, round_: str = "floor") -> int:
-    """What the policy gives at start-up (Go >= 1.25 main module):
-    go1.25: min(ncpu, max(2, ceil(limit))); automaxprocs: max(1, floor|ceil(limit)), no cap at ncpu,
-    runtime default when unlimited; host: ncpu; integer: itself."""
-    if isinstance(policy, int):
-        return policy
-    if policy == "host" or cpu_limit_cores is None:
-        return ncpu
-    if policy == "automaxprocs":
-        f = math.ceil if round_ == "ceil" else math.floor
-        # automaxprocs reads quota/period as floats; guard against 1.9999999 from float error
-        return max(1, int(f(round(cpu_limit_cores, 9))))
-    return min(ncpu, max(2, math.ceil(round(cpu_limit_cores, 9))))
 
 
 def workload_command(binary: Path, sc: Scenario, listen: str) -> list[str]:
@@ -111,7 +96,7 @@ def workload_env(sc: Scenario, base: Mapping[str, str] | None = None) -> dict[st
 def loadgen_command(binary: Path, sc: Scenario, target_url: str, listen: str) -> list[str] | None:
     """The load generator's command line, or None for kinds that produce their own load."""
     w = sc.section("workload")
-    if w["kind"] not in ("closed", "open"):
+    if metric_family(w["kind"]) != "requests":
         return None
     argv = [str(binary), "-url", target_url, "-listen", listen, "-mode", w["kind"],
             "-seed", str(sc["run.seed"]), "-duration-s", f"{sc['run.duration_s'] + 5:g}"]

@@ -54,7 +54,12 @@ def machine_lock(what: str, timeout_s: float | None = None) -> Iterator[float]:
     try:
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if timeout_s is None:
+                    # block in the kernel: woken the moment the holder releases, not up to POLL_S
+                    # later (a grid re-takes the lock within milliseconds between its runs)
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                else:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if timeout_s is not None and time.monotonic() - t0 >= timeout_s:

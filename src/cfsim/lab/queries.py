@@ -3,6 +3,21 @@ and the rate() queries a dashboard would draw. Only metrics the analysis needs, 
 committed data small; histograms' buckets only for the kind's own latency."""
 from __future__ import annotations
 
+#: the metric family each ``[workload] kind`` of the lab's Go workload exports (lab/internal): consumed
+#: records with lag, requests measured by the load generator, or bursts of the threads workload.
+#: The one place the lab switches on kind names.
+FAMILIES = {"stream": "items", "single-thread": "items", "closed": "requests", "open": "requests",
+            "threads": "bursts"}
+
+
+def metric_family(kind: str) -> str:
+    """``items``, ``requests`` or ``bursts``: what the lab's workload of this kind counts and times."""
+    try:
+        return FAMILIES[kind]
+    except KeyError:
+        raise ValueError(f"workload.kind: the lab has no Go workload for kind {kind!r}; "
+                         f"it runs {', '.join(FAMILIES)}") from None
+
 CADVISOR = ("container_cpu_usage_seconds_total", "container_cpu_cfs_periods_total",
             "container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_throttled_seconds_total",
             "container_spec_cpu_quota", "container_spec_cpu_period",
@@ -34,9 +49,10 @@ def histogram(name: str) -> tuple[str, ...]:
 
 
 def latency_histograms(kind: str) -> tuple[str, ...]:
-    if kind in ("stream", "single-thread"):
+    family = metric_family(kind)
+    if family == "items":
         return ("cfsim_item_latency_seconds",)
-    if kind in ("closed", "open"):
+    if family == "requests":
         return ("cfsim_loadgen_request_duration_seconds", "cfsim_request_duration_seconds")
     return ("cfsim_burn_duration_seconds",)
 
@@ -73,9 +89,8 @@ def rate_queries(kind: str, window_s: float) -> dict[str, str]:
         "memory_working_set_bytes": "container_memory_working_set_bytes",
         "gc_pause_seconds_per_s": f"rate(go_gc_duration_seconds_sum{w})",
     }
-    done = {"stream": "cfsim_records_consumed_total", "single-thread": "cfsim_records_consumed_total",
-            "closed": "cfsim_loadgen_requests_total", "open": "cfsim_loadgen_requests_total",
-            "threads": "cfsim_burns_total"}[kind]
+    done = {"items": "cfsim_records_consumed_total", "requests": "cfsim_loadgen_requests_total",
+            "bursts": "cfsim_burns_total"}[metric_family(kind)]
     q["throughput_per_s"] = f"rate({done}{w})"
     # quantiles only (their buckets are not exported: the summary reads them directly)
     extra = ("cfsim_go_sched_latencies_seconds",) + (("cfsim_loadgen_send_lag_seconds",) if kind == "open" else ())

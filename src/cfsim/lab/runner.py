@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from cfsim.goruntime.gomaxprocs import gomaxprocs_value
 from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, preflight, prometheus, queries, summary
 from cfsim.lab.lock import machine_lock
@@ -168,7 +169,7 @@ def check_scenario(sc: Scenario) -> None:
     if sc["lab.quota_at"] == "run" and sc["go.gomaxprocs"] in ("automaxprocs", "go1.25"):
         raise ScenarioError("lab.quota_at", "'run' would hide the quota from the GOMAXPROCS policy "
                                             f"{sc['go.gomaxprocs']!r} at start-up; use 'start-up'")
-    if sc["workload.kind"] not in ("threads", "stream", "single-thread", "closed", "open"):
+    if sc["workload.kind"] not in queries.FAMILIES:
         raise ScenarioError("workload.kind", f"the lab has no workload {sc['workload.kind']!r}")
     if sc["go.gomemlimit_policy"] == "automemlimit" and sc["go.gomemlimit_mb"] is not None:
         raise ScenarioError("go.gomemlimit_mb", "set together with go.gomemlimit_policy = 'automemlimit' "
@@ -763,8 +764,9 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         warmup, duration = sc["run.warmup_s"], sc["run.duration_s"]
         gmp = (observed_gomaxprocs(raw_bodies["go_sched_gomaxprocs_threads"], window.start_unix_s)
                if "go_sched_gomaxprocs_threads" in raw_bodies else {"changes_t_s": [], "values": [], "final": None})
-        expected = launch.expected_gomaxprocs(sc["go.gomaxprocs"], start_limit, len(os.sched_getaffinity(0)),
-                                              sc["go.round"])
+        # the lab's binaries are built with go >= 1.25 in go.mod: the container-aware default applies
+        expected = gomaxprocs_value(sc["go.gomaxprocs"], start_limit, len(os.sched_getaffinity(0)),
+                                    version="1.25", round_=sc["go.round"], period_us=sc["cgroup.period_us"])
         expected_gml = launch.expected_gomemlimit(sc, os.sysconf("SC_PAGE_SIZE"))
         s0, s1 = window.snap0, window.snap1
         ncpu = os.cpu_count() or 1

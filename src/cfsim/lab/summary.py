@@ -14,6 +14,7 @@ from typing import Iterable, Mapping
 from prometheus_client.parser import text_string_to_metric_families
 
 from cfsim.lab.cgroup import CpuStat, MemoryStat
+from cfsim.lab.queries import metric_family
 
 SUMMARY_KEYS = ("cpu_limit_cores", "cpu_usage_cores", "nr_periods", "nr_throttled", "throttled_ratio",
                 "throttled_time_s", "gomaxprocs", "throughput_per_s", "latency_p50_s", "latency_p99_s",
@@ -211,11 +212,12 @@ def summarize(kind: str, s0: Snapshot, s1: Snapshot, cpu_limit_cores: float | No
         throttled_time_s=(s1.stat.throttled_ns - s0.stat.throttled_ns) / 1e9,
         gomaxprocs=int(w1["go_sched_gomaxprocs_threads"]) if "go_sched_gomaxprocs_threads" in w1 else None,
     )
-    if kind in ("stream", "single-thread"):
+    family = metric_family(kind)
+    if family == "items":
         done, hist = _delta("cfsim_records_consumed_total", w0, w1), bucket_deltas("cfsim_item_latency_seconds", w0, w1)
         out["backlog_final"] = w1.get("cfsim_backlog_records")
         out["lag_final_s"] = w1.get("cfsim_lag_seconds")
-    elif kind in ("closed", "open"):
+    elif family == "requests":
         # client-side view, as a load tester (k6) reports it; the server side beside it
         done = _delta("cfsim_loadgen_requests_total", l0, l1)
         hist = bucket_deltas("cfsim_loadgen_request_duration_seconds", l0, l1)
@@ -226,11 +228,11 @@ def summarize(kind: str, s0: Snapshot, s1: Snapshot, cpu_limit_cores: float | No
         out["burn_p50_s"] = histogram_quantile(0.5, burns)
         out["burn_p99_s"] = histogram_quantile(0.99, burns)
         out["burn_max_s"] = w1.get("cfsim_burn_max_seconds")
-    if kind in ("stream", "single-thread"):
+    if family == "items":
         arrived = _delta("cfsim_records_produced_total", w0, w1)
         out["arrival_rate_per_s"] = None if arrived is None else arrived / dt
         lat_sum, lat_n = _delta("cfsim_item_latency_seconds_sum", w0, w1), _delta("cfsim_item_latency_seconds_count", w0, w1)
-    elif kind in ("closed", "open"):
+    elif family == "requests":
         lat_sum = _delta("cfsim_loadgen_request_duration_seconds_sum", l0, l1)
         lat_n = _delta("cfsim_loadgen_request_duration_seconds_count", l0, l1)
     else:

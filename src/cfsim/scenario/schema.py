@@ -162,6 +162,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "burn_ms": Key(10.0, "float", "CPU per burn [ms] (kind=threads)", _gt(0)),
         "sleep_ms": Key(0.0, "float", "sleep between burns [ms]; 0 = CPU-bound", _ge(0)),
         "jitter_ms": Key(0.0, "float", "uniform random phase jitter of each thread's start [ms]", _ge(0)),
+        "sleep_dist": Key("fixed", "str", "each sleep lasts sleep_ms (fixed) or is drawn from an exponential "
+                                          "distribution with mean sleep_ms (bursts at random times)",
+                          choices=("fixed", "exponential")),
         # stream / single-thread (records) and open (requests): arrivals
         "rate_per_s": Key(1000.0, "any", "arrival rate [1/s]: a number, [[t_s, rate], ...] steps, "
                                          "'diurnal:<mean>:<amplitude>:<period_s>' or a CSV path (t_s,rate_per_s)",

@@ -105,6 +105,13 @@ def read_params(path: str | Path) -> dict[str, float]:
     return {k: float(v) for k, v in data["params"].items()}
 
 
+def read_train_runs(path: str | Path) -> list[str]:
+    """The training runs recorded in a file written by :func:`calibrate` (``[fit] train_runs``):
+    a validation with these parameters reports those runs as training, not held out."""
+    data = tomllib.loads(Path(path).read_text())
+    return [str(r) for r in (data.get("fit") or {}).get("train_runs", [])]
+
+
 def apply_params(run: Path, params: Mapping[str, float], base_factor: float) -> dict[str, Any]:
     """Scenario overrides for one run: the per-item CPU scaled, runtime keys set."""
     scenario = run_scenario(run)

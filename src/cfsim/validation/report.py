@@ -1,10 +1,17 @@
 """Validate the model against lab runs: one run folder, a grid, or a tree of grids.
 
-For each run the simulated twin (same resolved scenario; the grid's cost factor from its own
-calibration runs; optional calibrated parameters) is compared with the observed ``summary.json``
-metric by metric (:mod:`cfsim.validation.metrics`). Per grid the measured noise is reported beside
-the errors: the drift of the calibration runs and the difference between the repeated
-configuration and its original.
+For each run the simulated twin (:func:`cfsim.validation.twin.twin_spec`: the resolved scenario,
+the machine facts the lab recorded, independently measured neighbours; the grid's cost factor from
+its own calibration runs; optional calibrated parameters) is compared with the observed
+``summary.json`` metric by metric (:mod:`cfsim.validation.metrics`). Every run is classified by
+regime (:mod:`cfsim.validation.regimes`) and the errors are reported per regime: the headline is
+the *uncapped* and *contended* runs, where the model predicts; in the capped regimes a cap decides
+the CPU. Per grid the measured noise is reported beside the errors: the drift of the calibration
+runs and the difference between the repeated configuration and its original. Hardware-in-the-loop
+runs are also compared on the VPA's resize trajectory (:mod:`cfsim.validation.trajectory`).
+
+"Held out" means no fit touched the run: calibration runs set the grid's cost factor, and runs a
+``cfsim calibrate --train`` selection fitted parameters on (``train_runs``) are training runs.
 """
 from __future__ import annotations
 
@@ -18,9 +25,12 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from cfsim.simulation import simulate
 from cfsim.validation import metrics as vm
 from cfsim.validation.normalise import GridNorm, grid_norm
-from cfsim.validation.twin import find_runs, is_calibration_run, observed_summary, run_scenario, twin
+from cfsim.validation.regimes import OUT_OF_SCOPE, PREDICTED, REGIMES, run_regime
+from cfsim.validation.trajectory import compare_trajectories
+from cfsim.validation.twin import find_runs, is_calibration_run, observed_summary, run_manifest, twin_spec
 
 #: scenario keys shown beside each run (what varies across the lab grids)
 SCENARIO_COLUMNS = ("cgroup.cpu_limit", "go.gomaxprocs", "workload.kind")
@@ -29,16 +39,24 @@ SCENARIO_COLUMNS = ("cgroup.cpu_limit", "go.gomaxprocs", "workload.kind")
 @dataclass
 class ValidationReport:
     runs: list[dict[str, Any]]
-    errors: dict[str, dict[str, Any]]
+    errors: dict[str, dict[str, Any]]       # over every held-out run (all regimes)
     grids: dict[str, dict[str, Any]] = field(default_factory=dict)
     simulated: dict[str, Any] = field(default_factory=dict)  # run id -> SimulationResult
+    by_regime: dict[str, dict[str, Any]] = field(default_factory=dict)  # regime -> {metric: ...}
+    regime_counts: dict[str, int] = field(default_factory=dict)          # held-out runs per regime
+
+    @property
+    def headline(self) -> dict[str, Any]:
+        """The regimes where the model predicts (uncapped, contended): n and errors per metric."""
+        return {r: {"n": self.regime_counts.get(r, 0), "errors": self.by_regime.get(r, {})} for r in PREDICTED}
 
     def table(self) -> pd.DataFrame:
-        """One row per run and metric: observed, simulated, error, error kind, goal."""
+        """One row per run and metric: observed, simulated, error, error kind, goal, regime."""
         rows = []
         for run in self.runs:
             for m in vm.METRICS:
                 rows.append({"run": run["run"], "grid": run["grid"], "role": run["role"],
+                             "regime": run["regime"], "held_out": run["held_out"],
                              **{k: run["scenario"].get(k) for k in SCENARIO_COLUMNS},
                              "metric": m.name, "kind": m.kind, "observed": run["observed"].get(m.name),
                              "simulated": run["simulated"].get(m.name), "error": run["errors"].get(m.name),
@@ -46,8 +64,9 @@ class ValidationReport:
         return pd.DataFrame(rows)
 
     def to_json(self) -> dict[str, Any]:
-        return {"runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs],
-                "errors": self.errors, "grids": self.grids}
+        return {"headline": self.headline, "by_regime": self.by_regime, "regime_counts": self.regime_counts,
+                "errors": self.errors, "grids": self.grids,
+                "runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs]}
 
 
 def _roles(grid_dir: Path) -> dict[str, str]:
@@ -86,12 +105,18 @@ def _noise(grid_runs: dict[str, dict[str, Any]]) -> dict[str, float | None]:
     return out
 
 
-def summarise_errors(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("point", "repeat")) -> dict[str, Any]:
-    """``{metric: {"median", "median_abs", "worst", "worst_run", "n", "goal"}}`` over the runs."""
+def summarise_errors(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("point", "repeat"),
+                     held_out_only: bool = True) -> dict[str, Any]:
+    """``{metric: {"median", "median_abs", "worst", "worst_run", "n", "goal"}}`` over the runs
+    (by default the held-out point and repeat runs; runs out of the model's scope, ``OUT_OF_SCOPE``,
+    only when ``runs`` holds nothing else: their own regime's table)."""
     out: dict[str, Any] = {}
+    if any(r.get("regime") not in OUT_OF_SCOPE for r in runs):
+        runs = [r for r in runs if r.get("regime") not in OUT_OF_SCOPE]
     for m in vm.METRICS:
         vals = [(r["errors"][m.name], r["run"]) for r in runs
-                if r["role"] in roles and r["errors"].get(m.name) is not None]
+                if r["role"] in roles and (r.get("held_out", True) or not held_out_only)
+                and r["errors"].get(m.name) is not None]
         if not vals:
             continue
         errs = np.array([v for v, _ in vals], dtype=float)
@@ -102,9 +127,22 @@ def summarise_errors(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("poin
     return out
 
 
+def summarise_by_regime(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("point", "repeat")
+                        ) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    """Per regime: ``{regime: {metric: summary}}`` and the number of held-out runs in it."""
+    by: dict[str, dict[str, Any]] = {}
+    counts: dict[str, int] = {}
+    for regime in REGIMES:
+        sel = [r for r in runs if r["regime"] == regime and r["role"] in roles and r.get("held_out", True)]
+        counts[regime] = len(sel)
+        if sel:
+            by[regime] = summarise_errors(sel, roles)
+    return by, counts
+
+
 def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalise: bool = True,
              include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
-             only: list[Path] | None = None) -> ValidationReport:
+             only: list[Path] | None = None, train_runs: list[str | Path] | None = None) -> ValidationReport:
     """Validate every run folder at or below ``path``.
 
     Parameters
@@ -116,11 +154,13 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
         factor, so their errors are not validation)
     only : validate only these run folders (e.g. the runs held out of a calibration)
     progress : True prints each run's errors as it goes; a callable is called with each run's id
+    train_runs : run folders ``params`` were fitted on: reported, but as training, not held out
     """
     from cfsim.validation.calibrate import apply_params
 
     root = Path(path)
     runs = find_runs(root)
+    trained = {Path(t).resolve() for t in (train_runs or [])}
     by_grid: dict[Path, list[Path]] = defaultdict(list)
     for run in runs:
         by_grid[run.parent].append(run)
@@ -138,29 +178,43 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
                 continue
             if only is not None and run not in only:
                 continue
-            scenario = run_scenario(run)
             run_params = apply_params(run, params or {}, norm.factor)
-            sim = twin(run, run_params)
-            observed = _derived(observed_summary(run))
+            spec = twin_spec(run, run_params)
+            sim = simulate(spec.scenario)
+            scenario = spec.scenario
+            obs_summary = observed_summary(run)
+            observed = _derived(obs_summary)
             simulated = _derived(sim.summary)
             errors = {m.name: vm.error(m, observed[m.name], simulated[m.name]) for m in vm.METRICS}
+            regime, regime_inputs = run_regime(run, obs_summary)
+            held_out = role in ("point", "repeat") and run.resolve() not in trained
+            if role in ("point", "repeat") and not held_out:
+                role_note = "training"
+            else:
+                role_note = role
             run_id = str(run.relative_to(root.parent)) if run != root else run.name
-            row = {"run": run_id, "grid": grid_dir.name, "role": role, "path": str(run),
+            row = {"run": run_id, "grid": grid_dir.name, "role": role, "fit": role_note, "held_out": held_out,
+                   "regime": regime, "regime_inputs": regime_inputs, "path": str(run),
                    "scenario": {k: scenario.get(k) for k in SCENARIO_COLUMNS} | {
                        "cgroup.limit_schedule": scenario.get("cgroup.limit_schedule")},
-                   "params": run_params, "observed": observed, "simulated": simulated, "errors": errors}
+                   "twin": spec.as_dict(), "params": run_params,
+                   "observed": observed, "simulated": simulated, "errors": errors}
+            if spec.vpa_in_the_loop:
+                recorded = (run_manifest(run).get("cgroup") or {}).get("quota_changes") or []
+                row["trajectory"] = compare_trajectories(recorded, sim.quota_changes)
             sims[run_id] = sim
             report_runs.append(row)
             grid_rows[run.name] = row
             if callable(progress):
                 progress(run_id)
             elif progress:
-                print(f"  {run_id}: " + ", ".join(
+                print(f"  {run_id} [{regime}]: " + ", ".join(
                     f"{k} {v:+.3f}" for k, v in errors.items() if v is not None and k in
                     ("throughput_per_s", "cpu_usage_cores", "throttled_ratio")), flush=True)
         grids[grid_dir.name] = {"cost_factor": norm.factor, "calibration_factors": norm.factors,
                                 "drift": norm.drift, **_noise(grid_rows)}
-    return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims)
+    by_regime, counts = summarise_by_regime(report_runs)
+    return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims, by_regime, counts)
 
 
 def _fmt(v: Any) -> str:
@@ -171,25 +225,73 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+#: metrics shown in the per-regime tables (the others are in errors.csv and the JSON)
+REGIME_TABLE_METRICS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "gc_cpu_share",
+                        "latency_p50_s", "latency_p99_s")
+
+
+def _regime_table(report: ValidationReport, regimes: tuple[str, ...]) -> list[str]:
+    head = "| regime | n runs | " + " | ".join(f"{m} (n, median abs)" for m in REGIME_TABLE_METRICS) + " |"
+    lines = [head, "|---|---|" + "---|" * len(REGIME_TABLE_METRICS)]
+    for regime in regimes:
+        errs = report.by_regime.get(regime, {})
+        cells = []
+        for m in REGIME_TABLE_METRICS:
+            e = errs.get(m)
+            cells.append(f"{e['n']}, {e['median_abs']:.4f}" if e else "-")
+        lines.append(f"| {regime} | {report.regime_counts.get(regime, 0)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def to_markdown(report: ValidationReport) -> str:
-    lines = ["# cfsim validation", "", "## Errors over held-out runs", "",
-             "| metric | kind | median | median abs | worst | worst run | n | goal |",
-             "|---|---|---|---|---|---|---|---|"]
+    held = sum(1 for r in report.runs if r["held_out"])
+    training = sum(1 for r in report.runs if r["fit"] == "training")
+    lines = ["# cfsim validation", "",
+             f"{held} held-out runs (no fit touched them; calibration runs only set each grid's cost factor)"
+             + (f", {training} training runs (reported apart)" if training else "") + ".", "",
+             "## Headline: where the model predicts", "",
+             "Uncapped runs (no cap decided their CPU) and contended runs (other processes on a saturated "
+             "host): n runs, and per metric the number of runs with a value and the median |error| "
+             "(relative for rates, absolute for ratios).", ""]
+    lines += _regime_table(report, PREDICTED)
+    lines += ["", "## Every regime", "",
+              "In the capped regimes a cap (quota, GOMAXPROCS, host CPUs) decides the CPU: their agreement "
+              "checks the cap, not the model's prediction. Runs the OOM killer ended (oom-killed) are out of "
+              "the model's scope (it has no OOM kill): listed, in no other table.", ""]
+    lines += _regime_table(report, REGIMES)
+    lines += ["", "## Errors over all held-out runs" + (" (but the oom-killed)" if report.regime_counts.get(
+        "oom-killed") else ""), "",
+              "| metric | kind | median | median abs | worst | worst run | n | goal |",
+              "|---|---|---|---|---|---|---|---|"]
     for name, e in report.errors.items():
         lines.append(f"| {name} | {e['kind']} | {e['median']:+.4f} | {e['median_abs']:.4f} | {e['worst']:+.4f} | "
                      f"{e['worst_run']} | {e['n']} | {_fmt(e['goal'])} |")
+    loops = [r for r in report.runs if r.get("trajectory")]
+    if loops:
+        lines += ["", "## Hardware in the loop: VPA resize trajectory (lab vs twin's own VPA)", "",
+                  "| run | resizes lab / twin | median abs dt [s] | median abs limit error | final limit lab / twin |",
+                  "|---|---|---|---|---|"]
+        for r in loops:
+            t = r["trajectory"]
+            lines.append(f"| {r['run']} | {t['resizes_lab']} / {t['resizes_sim']} | {_fmt(t['median_abs_dt_s'])} | "
+                         f"{_fmt(t['median_abs_limit_error'])} | {_fmt(t['final_limit_lab_cores'])} / "
+                         f"{_fmt(t['final_limit_sim_cores'])} |")
     lines += ["", "## Grid noise (measured)", "", "| grid | cost factor | calibration drift | repeat throughput | "
               "repeat CPU |", "|---|---|---|---|---|"]
     for name, g in report.grids.items():
         lines.append(f"| {name} | {_fmt(g['cost_factor'])} | {_fmt(g['drift'])} | "
                      f"{_fmt(g.get('repeat_throughput_per_s'))} | {_fmt(g.get('repeat_cpu_usage_cores'))} |")
-    lines += ["", "## Runs", "", "| run | limit | GOMAXPROCS | throughput obs / sim | CPU obs / sim | "
-              "throttled obs / sim |", "|---|---|---|---|---|---|"]
+    lines += ["", "## Runs", "", "| run | regime | limit | GOMAXPROCS | HZ | contention | throughput obs / sim | "
+              "CPU obs / sim | throttled obs / sim |", "|---|---|---|---|---|---|---|---|---|"]
     for r in report.runs:
         o, s = r["observed"], r["simulated"]
-        lines.append(f"| {r['run']} | {_fmt(r['scenario']['cgroup.cpu_limit'])} | "
-                     f"{_fmt(r['scenario']['go.gomaxprocs'])} | {_fmt(o['throughput_per_s'])} / "
-                     f"{_fmt(s['throughput_per_s'])} | {_fmt(o['cpu_usage_cores'])} / {_fmt(s['cpu_usage_cores'])} | "
+        tw = r["twin"]
+        hz = f"{tw['host.hz']}" + ("" if tw["hz"] == "recorded" else f" ({tw['hz']})")
+        lines.append(f"| {r['run']} | {r['regime']}{'' if r['held_out'] else ' (' + r['fit'] + ')'} | "
+                     f"{_fmt(r['scenario']['cgroup.cpu_limit'])} | "
+                     f"{_fmt(r['scenario']['go.gomaxprocs'])} | {hz} | {tw['contention']} | "
+                     f"{_fmt(o['throughput_per_s'])} / {_fmt(s['throughput_per_s'])} | "
+                     f"{_fmt(o['cpu_usage_cores'])} / {_fmt(s['cpu_usage_cores'])} | "
                      f"{_fmt(o['throttled_ratio'])} / {_fmt(s['throttled_ratio'])} |")
     return "\n".join(lines) + "\n"
 

@@ -1,18 +1,42 @@
-"""A lab run's simulated twin: the same resolved scenario, run on the event engine.
+"""A lab run's simulated twin: a prediction from what was known before the run, on the event engine.
 
-A lab run folder holds ``scenario.toml`` (the resolved scenario the real run used) and
-``manifest.json``. The twin simulates that scenario, optionally with calibrated parameters
-(``{"section.key": value}``) and with the workload's measured cost per item from the grid's
-calibration runs (the machine's speed drifts between runs: comparisons normalise by it).
+A lab run folder holds ``scenario.toml`` (the resolved scenario the real run used),
+``manifest.json`` (how the run was made, plus what it measured) and ``summary.json`` (what it
+measured). The twin is a *prediction*, so :func:`twin_spec` - the one function that builds the
+twin's scenario - reads only:
+
+* the run's ``scenario.toml``;
+* ``params``: calibrated parameters (``cfsim calibrate``) and the grid's cost factor (from the
+  grid's calibration runs, :mod:`cfsim.validation.normalise`);
+* machine facts the lab recorded in ``manifest.json``: ``host.hz``, ``host.affinity_cpus`` /
+  ``host.host_cpus``, ``host.kernel``, ``host.kernel_version``, ``host.hostname`` (for runs without
+  ``host.hz``: other manifests of the same data tree from the same kernel build on the same host,
+  :func:`recorded_hz`; never the validating machine);
+* what the lab set up before the run and recorded in ``manifest.json``: the Prometheus targets
+  (``processes.prometheus.targets``: a scraped workload serves ``/metrics`` every
+  ``lab.scrape_interval_s``, :func:`recorded_scrape_interval_s`);
+* independent measurements of *other* processes, never derived from the workload's own usage:
+  ``host_cpu.pre_run`` (measured before the workload started), ``host_cpu.harness_cores`` (the
+  harness cgroup's own ``cpuacct``), and the CPU weights ``host_cpu.weights`` /
+  ``cgroup.cpu_shares`` / ``cgroup.harness_shares`` (:func:`neighbour_background_cores`).
+
+It never reads ``summary.json``, the workload's measured usage, throughput or GOMAXPROCS, or the
+host's busy CPU during the run (``host_cpu.host_busy_cores``, ``others_cores``, ``workload_cores``,
+``tenants_cores``): those are what the twin is compared with. Runs recorded before the lab measured
+its neighbours independently run with no contention input (``contention = "unknown"``).
+
+A hardware-in-the-loop run (``lab.vpa_in_the_loop``) is not given the quota writes it recorded:
+the simulation runs cfsim's own recommender and updater on the simulated cgroup
+(:func:`cfsim.simulation.simulate`), and the report compares the two resize trajectories.
 """
 from __future__ import annotations
 
+import functools
 import json
-import platform
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.simulation import SimulationResult, simulate
 
@@ -41,6 +65,7 @@ def run_scenario(run_dir: Path) -> Scenario:
 
 
 def observed_summary(run_dir: Path) -> dict[str, Any]:
+    """What the run measured (``summary.json``): compared with the twin, never given to it."""
     return json.loads((run_dir / "summary.json").read_text())
 
 
@@ -53,73 +78,290 @@ def is_calibration_run(run_dir: Path) -> bool:
     return run_dir.name.startswith("calib")
 
 
-#: the host counts as saturated (other processes took CPU the workload could have used) when
-#: it was this busy on average during the run
-SATURATED_FRACTION = 0.9
+# ------------------------------------------------------------------ machine facts: the tick rate
+
+#: the tick rate a twin runs at when no record of the run's kernel states it: the scenario's own
+#: ``host.hz`` (the schema default is 1000); flagged ``hz = "unknown"`` in the spec and the report
+HZ_UNKNOWN_NOTE = "no record of the run's kernel tick rate: the scenario's host.hz is used (flagged unknown)"
 
 
-def host_contention_cores(run_dir: Path, scenario: Scenario) -> float:
-    """CPU other processes took from the workload on a saturated host [cores], else 0.
-
-    The lab records the host's busy CPU and the part outside the workload's cgroup (other
-    tenants, the harness, the load generator, Prometheus). Only when the host was saturated,
-    and only beyond the CPUs the workload's limit left free, did that CPU come out of what the
-    workload could get; the twin then runs with ``host.background_cores`` set to it.
-    """
-    cpus = scenario["host.cpus"]
-    host = run_manifest(run_dir).get("host_cpu") or {}
-    busy, others = host.get("host_busy_cores"), host.get("others_cores")
-    if busy is None or others is None or busy < SATURATED_FRACTION * cpus:
-        return 0.0
-    limits = [scenario["cgroup.cpu_limit"]] + [lim for _, lim in scenario["cgroup.limit_schedule"] or []]
-    reach = cpus if any(lim is None for lim in limits) else min(cpus, max(limits))
-    gomaxprocs = observed_summary(run_dir).get("gomaxprocs")
-    if isinstance(gomaxprocs, (int, float)) and gomaxprocs > 0 and scenario["workload.kind"] != "threads":
-        reach = min(reach, gomaxprocs)  # a Go process runs user code on at most GOMAXPROCS CPUs
-    stolen = max(0.0, others - (cpus - reach))
-    return float(min(stolen, 0.9 * cpus))
-
-
-def run_hz(run_dir: Path) -> int | None:
-    """The tick rate of the kernel the run used: recorded by the lab, or (for runs recorded
-    before it was) read from this machine when the run was made on this same kernel."""
-    host = run_manifest(run_dir).get("host") or {}
-    if host.get("hz"):
-        return int(host["hz"])
-    if host.get("kernel") == platform.release():
-        return kernel_hz()
-    return None
-
-
-def recorded_limit_schedule(run_dir: Path, scenario: Scenario) -> list[list[float]] | None:
-    """The quota changes a run received from outside its scenario, as ``cgroup.limit_schedule``.
-
-    In a hardware-in-the-loop run (``lab.vpa_in_the_loop``) cfsim's VPA resized the real quota
-    while the run went on; the manifest records each write (``cgroup.quota_changes``, with the
-    instant it was applied). The twin must replay them, or it compares a resized container with
-    one that kept its first limit."""
-    if not scenario["lab.vpa_in_the_loop"]:
+def _kernel_id(host: Mapping[str, Any]) -> tuple | None:
+    """The identity of a kernel build on a machine: release string, build string, hostname."""
+    release, hostname = host.get("kernel"), host.get("hostname")
+    if not release or not hostname:
         return None
-    changes = (run_manifest(run_dir).get("cgroup") or {}).get("quota_changes") or []
-    steps = [[float(c.get("applied_t_s", c["t_s"])), float(c["cpu_limit_cores"])] for c in changes]
-    return steps or None
+    return (release, host.get("kernel_version"), hostname)
 
 
-def twin(run_dir: Path, params: Mapping[str, Any] | None = None, contention: bool = True) -> SimulationResult:
-    """Simulate the run's scenario with optional parameter overrides (``section.key`` -> value),
-    and (``contention``) with the CPU other processes took on a saturated host."""
+@functools.lru_cache(maxsize=32)
+def _hz_evidence(root: str) -> dict[tuple, dict[int, list[str]]]:
+    """Every manifest below ``root`` (and ``root/manifest.json``'s environment) that records
+    ``host.hz``: kernel identity -> {hz: [manifest paths]}."""
+    out: dict[tuple, dict[int, list[str]]] = {}
+    base = Path(root)
+    for path in sorted(base.rglob("manifest.json")):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        host = doc.get("host") or (doc.get("environment") or {}).get("host") or {}
+        kid, hz = _kernel_id(host), host.get("hz")
+        if kid is None or not hz:
+            continue
+        out.setdefault(kid, {}).setdefault(int(hz), []).append(str(path.relative_to(base)))
+    return out
+
+
+def evidence_root(run_dir: Path) -> Path:
+    """The data tree a run belongs to (``data/lab`` for ``data/lab/<grid>/<run>``)."""
+    return run_dir.resolve().parent.parent
+
+
+def recorded_hz(run_dir: Path, manifest: Mapping[str, Any] | None = None) -> tuple[int | None, str]:
+    """The kernel tick rate of the run and where it comes from.
+
+    ``(hz, "manifest:host.hz")`` when the lab recorded it; else ``(hz, "evidence:...")`` when
+    every other manifest of the same data tree made on the same kernel build (release string and
+    build string) on the same host records one and the same ``hz``; else ``(None, "unknown")``.
+    Never the validating machine's own kernel.
+    """
+    manifest = run_manifest(run_dir) if manifest is None else manifest
+    host = manifest.get("host") or {}
+    if host.get("hz"):
+        return int(host["hz"]), "manifest:host.hz"
+    kid = _kernel_id(host)
+    if kid is None:
+        return None, "unknown"
+    root = evidence_root(run_dir)
+    found = _hz_evidence(str(root)).get(kid, {})
+    if len(found) == 1:
+        hz, paths = next(iter(found.items()))
+        return hz, (f"evidence:host.hz of {len(paths)} manifest(s) in {root.name}/ from kernel {kid[0]} "
+                    f"on host {kid[2]} (e.g. {paths[0]})")
+    return None, "unknown"
+
+
+# ------------------------------------------------------------------ neighbours on the host
+
+#: the kernel's default CPU weight of a cgroup (``cpu.shares``), for tenants nobody configured
+DEFAULT_SHARES = 1024
+#: the twin never takes more than this share of the host away from the workload
+MAX_BACKGROUND_FRACTION = 0.9
+
+
+def neighbour_background_cores(cpus: int, workload_shares: float, workload_reach_cores: float,
+                               neighbours: list[tuple[float, float]]) -> float:
+    """CPU other processes take from the CPUs the workload runs on [cores], by CFS weight.
+
+    ``neighbours`` are ``(demand_cores, shares)`` measured independently of the workload. Rule:
+    neighbours first fill the CPUs the workload's own predicted usage leaves idle
+    (``cpus - workload_reach_cores``, where the reach is the scenario's fluid prediction
+    ``min(demand, limit, GOMAXPROCS, cpus)``, not a measurement); the rest of their demand competes
+    with the workload on its CPUs, where CFS gives a neighbour of weight ``w_n`` against the
+    workload's ``w_g`` the share ``w_n / (w_n + w_g)`` while both are runnable. A neighbour with
+    competing demand ``d`` therefore slows the workload by about ``d * w_n / (w_n + w_g)`` cores,
+    spread evenly over the host (the engine's ``host.background_cores``).
+
+    Limits: it assumes the neighbours' demand is steady and spread over the CPUs and the run
+    (bursty tenants, pinning and the wake-up placement of short sleepers are not modelled);
+    the free-CPU correction uses the fluid prediction, so a workload that really uses less than
+    its cap (blocking, GC pauses) leaves more room than assumed; and weights act per CPU within
+    the root runqueue only (no nested hierarchies, no autogroup).
+
+    >>> neighbour_background_cores(2, 8192, 2.0, [(1.0, 1024)])   # a busy tenant, light weight
+    0.1111
+    >>> neighbour_background_cores(2, 8192, 1.0, [(1.0, 1024)])   # fits on the CPU left idle
+    0.0
+    >>> neighbour_background_cores(2, 8192, 2.0, [(0.2, 8192)])   # the harness at equal weight
+    0.1
+    """
+    total = sum(d for d, _ in neighbours if d > 0)
+    if total <= 0 or cpus <= 0:
+        return 0.0
+    free = max(0.0, cpus - max(0.0, workload_reach_cores))
+    competing = max(0.0, total - free)
+    if competing <= 0:
+        return 0.0
+    bg = 0.0
+    for demand, shares in neighbours:
+        if demand <= 0:
+            continue
+        w_n = float(shares) if shares and shares > 0 else DEFAULT_SHARES
+        bg += competing * (demand / total) * w_n / (w_n + float(workload_shares))
+    return round(min(bg, MAX_BACKGROUND_FRACTION * cpus), 4)
+
+
+def _predicted_reach_cores(sc: Scenario) -> float:
+    """The fluid prediction of the workload's CPU from its scenario alone."""
+    from cfsim.engine.longrun import nominal_demand_cores
+    from cfsim.engine.response import AnalyticResponse, work_shape
+    from cfsim.goruntime.gomaxprocs import gomaxprocs_value
+
+    cpus = int(sc["host.cpus"])
+    limits = [sc["cgroup.cpu_limit"]] + [lim for _, lim in sc["cgroup.limit_schedule"] or []]
+    lim = None if any(v is None for v in limits) else max(limits)
+    gmp = gomaxprocs_value(sc["go.gomaxprocs"], sc["cgroup.cpu_limit"], cpus, sc["go.version"],
+                           sc["go.round"], sc["cgroup.period_us"])
+    usage, _, _ = AnalyticResponse(cpus, work_shape(sc))(lim, gmp, nominal_demand_cores(sc))
+    return float(usage)
+
+
+def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario
+                     ) -> tuple[list[tuple[float, float]], float, list[str]] | None:
+    """The independently measured neighbours of a run: ``(neighbours, workload_shares, sources)``,
+    or None when the run recorded none (contention unknown).
+
+    Neighbours: the harness (``host_cpu.harness_cores``, its own cgroup, else the pre-run value)
+    and other tenants (``host_cpu.pre_run.tenants_cores``, measured before the workload started).
+    The during-run ``tenants_cores`` and everything derived from the host's busy CPU are not used.
+    """
+    host = manifest.get("host_cpu") or {}
+    pre = host.get("pre_run") or {}
+    cg = manifest.get("cgroup") or {}
+    w = host.get("weights") or {}
+    sources: list[str] = []
+    harness, tenants = host.get("harness_cores"), pre.get("tenants_cores")
+    if harness is not None:
+        sources.append("manifest:host_cpu.harness_cores")
+    elif pre.get("harness_cores") is not None:
+        harness = pre["harness_cores"]
+        sources.append("manifest:host_cpu.pre_run.harness_cores")
+    if tenants is not None:
+        sources.append("manifest:host_cpu.pre_run.tenants_cores")
+    if harness is None and tenants is None:
+        return None
+
+    def shares(key_w: str, key_cg: str | None, key_lab: str | None) -> float:
+        if w.get(key_w):
+            sources.append(f"manifest:host_cpu.weights.{key_w}")
+            return float(w[key_w])
+        if key_cg and cg.get(key_cg):
+            sources.append(f"manifest:cgroup.{key_cg}")
+            return float(cg[key_cg])
+        if key_lab and scenario.get(key_lab):
+            sources.append(f"scenario:{key_lab}")
+            return float(scenario[key_lab])
+        sources.append("default:cpu.shares=1024")
+        return float(DEFAULT_SHARES)
+
+    workload_shares = shares("workload_shares", "cpu_shares", "lab.cpu_shares")
+    neighbours = []
+    if harness is not None:
+        neighbours.append((float(harness), shares("harness_shares", "harness_shares", "lab.harness_shares")))
+    if tenants is not None:
+        neighbours.append((float(tenants), shares("tenant_shares", None, None)))
+    return neighbours, workload_shares, sources
+
+
+# ------------------------------------------------------------------ what the lab set up before the run
+
+
+def recorded_scrape_interval_s(manifest: Mapping[str, Any], scenario: Scenario) -> float | None:
+    """The interval at which the lab's Prometheus scraped the workload's own ``/metrics``, when
+    the run's Prometheus had the workload among its targets (``processes.prometheus.targets``,
+    configured before the run) and the workload kind models scrapes (``workload.scrape_interval_s``);
+    else None. The scenario's ``lab.scrape_interval_s`` is that interval."""
+    from cfsim.workloads.kinds import workload_kind
+
+    targets = ((manifest.get("processes") or {}).get("prometheus") or {}).get("targets") or {}
+    if "workload" not in targets or scenario["workload.scrape_interval_s"]:
+        return None
+    if "scrape_interval_s" not in workload_kind(scenario["workload.kind"]).keys:
+        return None
+    return float(scenario["lab.scrape_interval_s"])
+
+
+# ------------------------------------------------------------------ the twin's scenario
+
+
+@dataclass(frozen=True)
+class TwinInput:
+    """One value the twin was given beyond its scenario file, and where it came from."""
+
+    key: str
+    value: Any
+    source: str  # "params", "manifest:<field>", "evidence:...", "scenario:<key>", "default:..."
+
+
+@dataclass
+class TwinSpec:
+    """Everything a twin simulates from: the scenario (overrides applied) and its inputs."""
+
+    run_dir: Path
+    scenario: Scenario
+    inputs: tuple[TwinInput, ...]
+    hz: str                 # "recorded" | "evidence" | "unknown"
+    contention: str         # "modelled" (independent neighbour measurements) | "unknown"
+    vpa_in_the_loop: bool   # cfsim's VPA acts on the simulated quota (nothing replayed)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"hz": self.hz, "host.hz": self.scenario["host.hz"], "contention": self.contention,
+                "vpa_in_the_loop": self.vpa_in_the_loop,
+                "inputs": [{"key": i.key, "value": i.value, "source": i.source} for i in self.inputs],
+                "notes": list(self.notes)}
+
+
+def twin_spec(run_dir: Path, params: Mapping[str, Any] | None = None) -> TwinSpec:
+    """The twin's scenario for a run folder, from the inputs listed in the module docstring only.
+
+    ``params`` (``{"section.key": value}``: calibrated parameters and the grid's cost factor) are
+    applied first; machine facts and neighbours never replace a key ``params`` sets.
+    """
+    run_dir = Path(run_dir)
     scenario = run_scenario(run_dir)
-    overrides = dict(params or {})
-    schedule = recorded_limit_schedule(run_dir, scenario)
-    if schedule and "cgroup.limit_schedule" not in overrides:
-        overrides["cgroup.limit_schedule"] = schedule
-    hz = run_hz(run_dir)
-    if hz and hz != scenario["host.hz"] and "host.hz" not in overrides:
-        overrides["host.hz"] = hz  # the real kernel's tick, not the scenario's default
-    if contention and "host.background_cores" not in overrides:
-        background = host_contention_cores(run_dir, scenario)
-        if background:
-            overrides["host.background_cores"] = background
-    if overrides:
-        scenario = scenario.with_overrides(list(overrides.items()))
-    return simulate(scenario)
+    manifest = run_manifest(run_dir)
+    inputs = [TwinInput(k, v, "params") for k, v in (params or {}).items()]
+    given = {i.key for i in inputs}
+    notes: list[str] = []
+
+    def put(key: str, value: Any, source: str) -> None:
+        if key not in given and value != scenario[key]:
+            inputs.append(TwinInput(key, value, source))
+            given.add(key)
+
+    host = manifest.get("host") or {}
+    cpus = host.get("affinity_cpus") or host.get("host_cpus")
+    if cpus:
+        put("host.cpus", int(cpus), "manifest:host.affinity_cpus" if host.get("affinity_cpus")
+            else "manifest:host.host_cpus")
+    hz, hz_source = recorded_hz(run_dir, manifest)
+    if hz is None:
+        hz_status = "unknown"
+        notes.append(HZ_UNKNOWN_NOTE)
+    else:
+        hz_status = "recorded" if hz_source.startswith("manifest:") else "evidence"
+        put("host.hz", hz, hz_source)
+
+    scrape = recorded_scrape_interval_s(manifest, scenario)
+    if scrape is not None:
+        put("workload.scrape_interval_s", scrape,
+            "manifest:processes.prometheus.targets.workload,scenario:lab.scrape_interval_s")
+
+    contention = "unknown"
+    if "host.background_cores" not in given:
+        staged = scenario.with_overrides([(i.key, i.value) for i in inputs]) if inputs else scenario
+        found = neighbour_inputs(manifest, staged)
+        if found is not None:
+            neighbours, workload_shares, sources = found
+            bg = neighbour_background_cores(int(staged["host.cpus"]), workload_shares,
+                                            _predicted_reach_cores(staged), neighbours)
+            contention = "modelled"
+            put("host.background_cores", bg, "neighbours:" + ",".join(sources))
+        else:
+            notes.append("no independent measurement of other processes: no contention input")
+    else:
+        contention = "modelled"
+
+    vpa_loop = bool(scenario["lab.vpa_in_the_loop"])
+    if vpa_loop:
+        notes.append("hardware in the loop: cfsim's recommender and updater act on the simulated quota; "
+                     "the recorded quota writes are compared, not replayed")
+    if inputs:
+        scenario = scenario.with_overrides([(i.key, i.value) for i in inputs])
+    return TwinSpec(run_dir, scenario, tuple(inputs), hz_status, contention, vpa_loop, notes)
+
+
+def twin(run_dir: Path, params: Mapping[str, Any] | None = None) -> SimulationResult:
+    """Simulate the run's twin (:func:`twin_spec`) with optional ``params`` (``section.key`` -> value)."""
+    return simulate(twin_spec(run_dir, params).scenario)

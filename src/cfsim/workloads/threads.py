@@ -1,4 +1,6 @@
-"""``kind = "threads"``: OS threads, each looping ``burn_ms`` of CPU then ``sleep_ms`` of sleep.
+"""``kind = "threads"``: OS threads, each looping ``burn_ms`` of CPU then ``sleep_ms`` of sleep
+(``sleep_dist = "exponential"``: each sleep drawn with mean ``sleep_ms``, so bursts start at random
+times as requests would).
 
 The burn durations a user timing each burn would see (wall time from the start of a burn to its
 end, throttling and CPU sharing included) are the workload's output.
@@ -24,16 +26,18 @@ def work_shape(w) -> WorkShape:
                      fixed_demand_cores=w["threads"] * busy)
 
 
-KIND = WorkloadKind("threads", ("threads", "burn_ms", "sleep_ms", "jitter_ms"), "burn_ms", work_shape)
+KIND = WorkloadKind("threads", ("threads", "burn_ms", "sleep_ms", "jitter_ms", "sleep_dist"), "burn_ms", work_shape)
 
 
 class ThreadsWorkload:
     __slots__ = ("engine", "burn_ns", "sleep_ns", "offsets", "tids", "_started", "burn_end_ns",
-                 "burn_wall_ns", "_on_done", "_sleepers", "_wake_armed")
+                 "burn_wall_ns", "_on_done", "_sleepers", "_wake_armed", "_rng", "_exponential")
 
     def __init__(self, engine: CfsEngine, threads: int, burn_ns: int, sleep_ns: int,
-                 jitter_ns: int, rng: np.random.Generator):
+                 jitter_ns: int, rng: np.random.Generator, sleep_dist: str = "fixed"):
         self.engine = engine
+        self._rng = rng
+        self._exponential = sleep_dist == "exponential" and sleep_ns > 0
         self.burn_ns = burn_ns
         self.sleep_ns = sleep_ns
         self.offsets = rng.uniform(0, jitter_ns, size=threads).astype(np.int64) if jitter_ns else \
@@ -64,6 +68,12 @@ class ThreadsWorkload:
         if self.sleep_ns == 0:
             self._started[tid] = now
             return self.burn_ns  # CPU-bound: keep burning without blocking
+        if self._exponential:
+            # random sleeps do not wake in the order they began: one timer per sleeper
+            wake = now + int(self._rng.exponential(self.sleep_ns))
+            self._started[tid] = wake
+            self.engine.call_at(wake, self._wake_one, tid)
+            return None
         wake = now + self.sleep_ns
         self._started[tid] = wake
         self._sleepers.append((wake, tid))
@@ -71,6 +81,9 @@ class ThreadsWorkload:
             self._wake_armed = True
             self.engine.call_at(wake, self._wake)
         return None
+
+    def _wake_one(self, tid: int) -> None:
+        self.engine.run(tid, self.burn_ns, self._on_done)
 
     def _wake(self) -> None:
         now = self.engine.now
@@ -113,4 +126,5 @@ def build(engine: CfsEngine, scenario: Scenario, rng: np.random.Generator) -> Th
         sleep_ns=int(round(scenario["workload.sleep_ms"] * 1e6)),
         jitter_ns=int(round(scenario["workload.jitter_ms"] * 1e6)),
         rng=rng,
+        sleep_dist=scenario["workload.sleep_dist"],
     )

@@ -1,0 +1,137 @@
+"""Which regime a lab run was in: where a cap decided its CPU, and where the model had to predict.
+
+A run whose CPU usage sits at a cap (the quota, GOMAXPROCS for Go work, the host's CPUs) checks
+little beyond the cap itself: any model that knows the cap gets its CPU right. The model's own
+prediction is tested by the *uncapped* runs, and by the *contended* ones (other processes on a
+saturated host took CPU the workload could have used). :func:`classify_regime` is the one rule;
+:func:`run_regime` applies it to a run folder.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+#: every regime, in the order reports list them
+REGIMES = ("uncapped", "contended", "quota-capped", "gomaxprocs-capped", "host-capped", "oom-killed")
+#: runs the model cannot speak for: the kernel's OOM killer ended the workload (cfsim models the
+#: heap and GOMEMLIMIT, not the kill), so its usage and throughput say when it died, not how it ran
+OUT_OF_SCOPE = ("oom-killed",)
+#: the regimes where the model predicts (the headline)
+PREDICTED = ("uncapped", "contended")
+#: usage within this fraction below its cap counts as capped
+CAP_TOLERANCE = 0.03
+#: the host counts as saturated when it was at least this busy on average during the run
+SATURATED_FRACTION = 0.9
+#: ...and other processes count as significant above this many cores
+SIGNIFICANT_OTHERS_CORES = 0.2
+
+
+def classify_regime(usage_cores: float | None, host_cpus: int,
+                    limits: float | None | Sequence[tuple[float, float | None]],
+                    gomaxprocs: int | None, go_work: bool = True,
+                    host_busy_cores: float | None = None, others_cores: float | None = None,
+                    tolerance: float = CAP_TOLERANCE) -> str:
+    """The regime of one run, from what it measured (never used as a twin input).
+
+    * ``"<cap>-capped"``: the observed usage is at least ``(1 - tolerance)`` of the cap
+      ``min(limit, GOMAXPROCS (Go work only), host CPUs)``. With a limit that changed during the
+      run, ``limits`` is ``[(seconds, limit), ...]`` over the window: the cap is the time average of
+      ``min(limit(t), GOMAXPROCS, CPUs)`` and it is named after the term that was smallest for the
+      longest time. Ties go to the quota, then GOMAXPROCS: ``quota-capped``,
+      ``gomaxprocs-capped``, ``host-capped``.
+    * ``"contended"``: below every cap, on a host busy at least ``SATURATED_FRACTION`` of its CPUs
+      on average, with other processes (tenants, harness) using at least
+      ``SIGNIFICANT_OTHERS_CORES``.
+    * ``"uncapped"``: anything else; the workload's own demand and costs decided its CPU.
+
+    >>> classify_regime(0.5, 2, 0.5, 8)                  # at the quota
+    'quota-capped'
+    >>> classify_regime(0.99, 2, 1.5, 1)                 # one P of Go work under a 1.5-core limit
+    'gomaxprocs-capped'
+    >>> classify_regime(1.55, 2, 2.0, 4, host_busy_cores=2.0, others_cores=0.45)
+    'contended'
+    >>> classify_regime(0.42, 2, 2.0, 8, host_busy_cores=0.9, others_cores=0.4)
+    'uncapped'
+    >>> steps = [(6.0, 2.0), (8.0, 1.94), (8.0, 1.2), (3.0, 2.0)]   # a mean cap of 1.72 cores
+    >>> classify_regime(1.70, 2, steps, 2), classify_regime(1.5, 2, steps, 2)
+    ('quota-capped', 'uncapped')
+    """
+    if usage_cores is None:
+        return "uncapped"
+    segments = [(1.0, limits)] if limits is None or isinstance(limits, (int, float)) else list(limits)
+    total_w = sum(w for w, _ in segments) or 1.0
+    cap_sum = 0.0
+    weight_by: dict[str, float] = {}
+    for w, lim in segments:
+        terms = [("quota", lim), ("gomaxprocs", gomaxprocs if go_work else None), ("host", host_cpus)]
+        terms = [(name, float(v)) for name, v in terms if v is not None and v > 0]
+        cap = min(v for _, v in terms)
+        binder = next(name for name, v in terms if v == cap)
+        cap_sum += w * cap
+        weight_by[binder] = weight_by.get(binder, 0.0) + w
+    cap = cap_sum / total_w
+    if usage_cores >= (1.0 - tolerance) * cap:
+        binder = max(weight_by, key=lambda k: (weight_by[k], -("quota", "gomaxprocs", "host").index(k)))
+        return f"{binder}-capped"
+    if host_busy_cores is not None and others_cores is not None \
+            and host_busy_cores >= SATURATED_FRACTION * host_cpus and others_cores >= SIGNIFICANT_OTHERS_CORES:
+        return "contended"
+    return "uncapped"
+
+
+def limit_segments(scenario: Mapping[str, Any], manifest: Mapping[str, Any],
+                   window: tuple[float, float]) -> float | None | list[tuple[float, float | None]]:
+    """The limit over the run's window ``(t0, t1)`` [s from the start]: a number, or
+    ``[(seconds, limit), ...]`` when it changed (the recorded ``cgroup.quota_changes`` with the
+    instant each write was applied; the scenario's schedule for runs that did not record them)."""
+    changes = (manifest.get("cgroup") or {}).get("quota_changes") or []
+    steps = [(float(c.get("applied_t_s", c.get("t_s"))), c.get("cpu_limit_cores")) for c in changes
+             if c.get("t_s") is not None]
+    if not steps:
+        steps = [(float(t), lim) for t, lim in scenario.get("cgroup.limit_schedule") or []]
+    base = scenario.get("cgroup.cpu_limit")
+    if not steps:
+        return base
+    t0, t1 = window
+    points, lim = [], base
+    for t, v in sorted(steps, key=lambda s: s[0]):
+        if t <= t0:
+            lim = v
+        else:
+            points.append((t, v))
+    segments, cur_t = [], t0
+    for t, v in points:
+        if t >= t1:
+            break
+        segments.append((t - cur_t, lim))
+        cur_t, lim = t, v
+    segments.append((t1 - cur_t, lim))
+    return [(w, v) for w, v in segments if w > 0]
+
+
+def run_regime(run_dir: Path, observed: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """``(regime, the numbers the rule used)`` for a lab run folder: ``"oom-killed"`` when the
+    OOM killer ended the workload (manifest ``status`` "oom" or a counted ``oom_kills``), else
+    :func:`classify_regime`."""
+    from cfsim.validation.twin import observed_summary, run_manifest, run_scenario
+
+    sc = run_scenario(run_dir)
+    man = run_manifest(run_dir)
+    obs = observed_summary(run_dir) if observed is None else observed
+    if man.get("status") == "oom" or (obs.get("oom_kills") or 0) > 0:
+        return "oom-killed", {"oom_kills": obs.get("oom_kills"), "oom_time_s": obs.get("oom_time_s")}
+    host_cpu = man.get("host_cpu") or {}
+    host = man.get("host") or {}
+    cpus = int(host.get("affinity_cpus") or host.get("host_cpus") or sc["host.cpus"])
+    warm, dur = float(sc["run.warmup_s"]), float(sc["run.duration_s"])
+    limits = limit_segments(sc, man, (warm, dur))
+    gmp = obs.get("gomaxprocs")
+    others = host_cpu.get("others_cores")
+    if host_cpu.get("tenants_cores") is not None and host_cpu.get("harness_cores") is not None:
+        others = host_cpu["tenants_cores"] + host_cpu["harness_cores"]
+    go_work = sc["workload.kind"] != "threads"
+    regime = classify_regime(obs.get("cpu_usage_cores"), cpus, limits, gmp, go_work,
+                             host_cpu.get("host_busy_cores"), others)
+    return regime, {"usage_cores": obs.get("cpu_usage_cores"), "host_cpus": cpus, "limits": limits,
+                    "gomaxprocs": gmp, "host_busy_cores": host_cpu.get("host_busy_cores"),
+                    "others_cores": others}

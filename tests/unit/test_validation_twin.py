@@ -1,0 +1,260 @@
+"""The twin is a prediction: what it is given, for every committed lab run and on synthetic runs.
+
+The twin of a lab run may read its scenario, calibrated parameters, the machine facts the lab
+recorded and independent measurements of other processes; never the run's measured outputs
+(``summary.json``) nor the host's busy CPU during the run. Two checks on every committed run:
+every input the twin got names an allowed source, and poisoning every measured output (in a copy)
+changes nothing in the twin's scenario.
+"""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cfsim.scenario import load_scenario
+from cfsim.validation.twin import (find_runs, neighbour_background_cores, recorded_hz, twin_spec)
+
+LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
+
+#: what a twin input may come from (a prefix of TwinInput.source)
+ALLOWED_SOURCES = ("params", "manifest:host.hz", "manifest:host.affinity_cpus", "manifest:host.host_cpus",
+                   "evidence:host.hz", "neighbours:",
+                   "manifest:processes.prometheus.targets.workload,scenario:lab.scrape_interval_s")
+#: what a neighbours: source may list
+ALLOWED_NEIGHBOUR_FIELDS = ("manifest:host_cpu.harness_cores", "manifest:host_cpu.pre_run.harness_cores",
+                            "manifest:host_cpu.pre_run.tenants_cores", "manifest:host_cpu.weights.",
+                            "manifest:cgroup.cpu_shares", "manifest:cgroup.harness_shares", "scenario:lab.",
+                            "default:cpu.shares")
+#: measured outputs of a run: poisoned in the copy, must not move the twin
+MEASURED_HOST_CPU = ("host_busy_cores", "others_cores", "workload_cores", "tenants_cores")
+
+
+def _committed_runs():
+    if not LAB.is_dir():
+        return []
+    return find_runs(LAB)
+
+
+RUNS = _committed_runs()
+
+
+def _check_source(source: str) -> None:
+    assert source.startswith(ALLOWED_SOURCES), f"twin input from a source not allowed: {source}"
+    if source.startswith("neighbours:"):
+        for part in source.removeprefix("neighbours:").split(","):
+            assert part.startswith(ALLOWED_NEIGHBOUR_FIELDS), f"neighbour input not allowed: {part}"
+    for word in ("summary", "others_cores", "workload_cores", "host_busy_cores", "observed", "counters",
+                 "window_samples"):
+        assert word not in source, f"twin input names a measured output: {source}"
+
+
+@pytest.mark.skipif(not RUNS, reason="data/lab is not in this checkout")
+def test_every_committed_run_twin_takes_only_allowed_inputs():
+    assert len(RUNS) >= 150
+    n_modelled = 0
+    for run in RUNS:
+        spec = twin_spec(run)
+        for inp in spec.inputs:
+            _check_source(inp.source)
+        host_cpu = json.loads((run / "manifest.json").read_text()).get("host_cpu") or {}
+        if "harness_cores" in host_cpu or "pre_run" in host_cpu:
+            # the lab measured the neighbours apart from the workload: contention is modelled from that
+            assert spec.contention == "modelled", run
+            n_modelled += 1
+        else:
+            # the first grids recorded no independent neighbour measurement: no contention input at all
+            assert spec.contention == "unknown" and spec.scenario["host.background_cores"] == 0.0, run
+        scraped = "workload" in (json.loads((run / "manifest.json").read_text()).get("processes") or {}) \
+            .get("prometheus", {}).get("targets", {})
+        if scraped and spec.scenario["workload.kind"] != "threads":
+            assert spec.scenario["workload.scrape_interval_s"] == spec.scenario["lab.scrape_interval_s"], run
+        # the tick rate is recorded for this kernel (21 manifests state hz = 250)
+        assert spec.hz in ("recorded", "evidence") and spec.scenario["host.hz"] == 250, run
+        assert spec.scenario["cgroup.limit_schedule"] == load_scenario(run / "scenario.toml")["cgroup.limit_schedule"]
+    assert n_modelled >= 100  # the GC/memory, overprovisioned and profile grids
+
+
+def _poison(value):
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return value * 7.3 + 11
+    if isinstance(value, list):
+        return [_poison(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _poison(v) for k, v in value.items()}
+    return value
+
+
+@pytest.fixture(scope="module")
+def poisoned_lab(tmp_path_factory):
+    """A copy of data/lab (manifests, scenarios, summaries) with every measured output poisoned."""
+    root = tmp_path_factory.mktemp("poisoned") / "lab"
+    for run in RUNS:
+        dst = root / run.relative_to(LAB)
+        dst.mkdir(parents=True)
+        shutil.copy(run / "scenario.toml", dst / "scenario.toml")
+        summary = json.loads((run / "summary.json").read_text())
+        (dst / "summary.json").write_text(json.dumps(_poison(summary)))
+        man = json.loads((run / "manifest.json").read_text())
+        host_cpu = man.get("host_cpu") or {}
+        for key in MEASURED_HOST_CPU:
+            host_cpu[key] = _poison(host_cpu.get(key, 1.0))
+        man["host_cpu"] = host_cpu
+        for key in ("cgroup_counters", "window_samples", "calibration_rounds_per_cpu_ms", "loadavg"):
+            if key in man:
+                man[key] = _poison(man[key])
+        if isinstance(man.get("gomaxprocs"), dict):
+            man["gomaxprocs"]["observed"] = {"final": 97, "values": [97], "changes_t_s": [[0.0, 97]]}
+            man["gomaxprocs"]["at_ready"] = 97
+        (dst / "manifest.json").write_text(json.dumps(man))
+    shutil.copy(LAB / "manifest.json", root / "manifest.json")
+    return root
+
+
+@pytest.mark.skipif(not RUNS, reason="data/lab is not in this checkout")
+def test_poisoned_measurements_change_no_twin(poisoned_lab):
+    for run in RUNS:
+        copy = poisoned_lab / run.relative_to(LAB)
+        a, b = twin_spec(run), twin_spec(copy)
+        assert a.scenario.flat() == b.scenario.flat(), f"{run}: the twin depends on a measured output"
+
+
+# ------------------------------------------------------------------ synthetic runs (tmp)
+
+SCENARIO = """
+[host]
+cpus = 2
+[cgroup]
+cpu_limit = 2.0
+[go]
+gomaxprocs = 2
+[workload]
+kind = "stream"
+rate_per_s = 1000
+cpu_ms_per_item = 1.0
+[run]
+duration_s = 3
+warmup_s = 1
+[lab]
+cpu_shares = 8192
+harness_shares = 8192
+"""
+
+HOST = {"hostname": "box", "kernel": "6.1.0-test", "kernel_version": "#1 SMP", "host_cpus": 2, "affinity_cpus": 2}
+
+
+def _run(root: Path, name: str, manifest: dict, scenario: str = SCENARIO) -> Path:
+    d = root / "grid" / name
+    d.mkdir(parents=True)
+    (d / "scenario.toml").write_text(scenario)
+    (d / "summary.json").write_text(json.dumps({"cpu_usage_cores": 1.0, "throughput_per_s": 900.0}))
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    return d
+
+
+def test_hz_from_the_manifest_then_recorded_evidence_else_unknown(tmp_path):
+    a = _run(tmp_path, "a", {"host": {**HOST, "hz": 300}})
+    b = _run(tmp_path, "b", {"host": dict(HOST)})                                  # same kernel, no hz
+    c = _run(tmp_path, "c", {"host": {**HOST, "kernel": "6.2.0-other"}})          # no evidence
+    assert recorded_hz(a) == (300, "manifest:host.hz")
+    hz, src = recorded_hz(b)
+    assert hz == 300 and src.startswith("evidence:") and "grid/a/manifest.json" in src
+    assert recorded_hz(c) == (None, "unknown")
+    sc = twin_spec(c)
+    assert sc.hz == "unknown" and sc.scenario["host.hz"] == 1000  # the scenario's own value, flagged
+    assert any("unknown" in n for n in sc.notes)
+    assert twin_spec(b).scenario["host.hz"] == 300
+
+
+def test_conflicting_evidence_leaves_hz_unknown(tmp_path):
+    _run(tmp_path, "a", {"host": {**HOST, "hz": 300}})
+    _run(tmp_path, "b", {"host": {**HOST, "hz": 1000}})
+    c = _run(tmp_path, "c", {"host": dict(HOST)})
+    assert recorded_hz(c) == (None, "unknown")
+
+
+def test_old_manifest_contention_unknown_no_background(tmp_path):
+    run = _run(tmp_path, "old", {"host": {**HOST, "hz": 250},
+                                 "host_cpu": {"host_busy_cores": 2.0, "others_cores": 1.2, "workload_cores": 0.8}})
+    spec = twin_spec(run)
+    assert spec.contention == "unknown"
+    assert spec.scenario["host.background_cores"] == 0.0
+
+
+def test_pre_run_neighbours_become_background_by_cfs_weight(tmp_path):
+    man = {"host": {**HOST, "hz": 250},
+           "cgroup": {"cpu_shares": 8192, "harness_shares": 8192},
+           "host_cpu": {"host_busy_cores": 2.0, "others_cores": 1.9, "workload_cores": 0.1, "tenants_cores": 1.8,
+                        "harness_cores": 0.1,
+                        "pre_run": {"window_s": 3.0, "host_busy_cores": 1.1, "harness_cores": 0.05,
+                                    "tenants_cores": 1.0},
+                        "weights": {"workload_shares": 8192, "harness_shares": 8192, "tenant_shares": 1024}}}
+    run = _run(tmp_path, "new", man)
+    spec = twin_spec(run)
+    assert spec.contention == "modelled"
+    # reach min(demand 1.0, 2, 2, 2) = 1 core: 1 CPU free; neighbours 1.1 cores: 0.1 competes,
+    # split 1.0 / 0.1 between tenants (1024) and harness (8192) against the workload's 8192
+    want = 0.1 * (1.0 / 1.1) * 1024 / 9216 + 0.1 * (0.1 / 1.1) * 0.5
+    assert spec.scenario["host.background_cores"] == pytest.approx(want, abs=1e-4)
+    (bg,) = [i for i in spec.inputs if i.key == "host.background_cores"]
+    _check_source(bg.source)
+    # the during-run tenants and busy CPU are not inputs: changing them changes nothing
+    man["host_cpu"].update({"tenants_cores": 0.0, "others_cores": 0.0, "host_busy_cores": 0.5})
+    run2 = _run(tmp_path, "new2", man)
+    assert twin_spec(run2).scenario["host.background_cores"] == spec.scenario["host.background_cores"]
+    # a heavier pre-run tenant slows the workload more
+    man["host_cpu"]["pre_run"]["tenants_cores"] = 2.0
+    run3 = _run(tmp_path, "new3", man)
+    assert twin_spec(run3).scenario["host.background_cores"] > spec.scenario["host.background_cores"]
+
+
+def test_background_rule_by_weight():
+    # saturating workload (reach = all CPUs): a neighbour of demand d at weight w_n takes d w_n / (w_n + w_g)
+    assert neighbour_background_cores(2, 1024, 2.0, [(1.0, 1024)]) == pytest.approx(0.5)
+    assert neighbour_background_cores(2, 8192, 2.0, [(1.0, 1024)]) == pytest.approx(1024 / 9216, abs=1e-4)
+    # neighbours that fit on CPUs the workload leaves idle take nothing from it
+    assert neighbour_background_cores(4, 1024, 1.0, [(2.0, 1024)]) == 0.0
+    # never (almost) the whole host
+    assert neighbour_background_cores(2, 2, 2.0, [(10.0, 100000)]) <= 1.8
+
+
+def test_params_win_over_recorded_facts(tmp_path):
+    run = _run(tmp_path, "p", {"host": {**HOST, "hz": 250}})
+    spec = twin_spec(run, {"host.hz": 1000, "workload.cpu_ms_per_item": 1.2})
+    assert spec.scenario["host.hz"] == 1000 and spec.scenario["workload.cpu_ms_per_item"] == 1.2
+    assert [i.source for i in spec.inputs] == ["params", "params"]
+
+
+def test_vpa_in_the_loop_twin_runs_its_own_vpa_and_replays_nothing(tmp_path):
+    sc = SCENARIO.replace("cpu_limit = 2.0", "cpu_limit = 0.5").replace("gomaxprocs = 2", 'gomaxprocs = "automaxprocs"')
+    sc = sc.replace("duration_s = 3", "duration_s = 20").replace("rate_per_s = 1000", "rate_per_s = 1500")
+    sc += """vpa_in_the_loop = true
+[vpa]
+enabled = true
+initial_request_cores = 0.5
+limit_to_request_ratio = 1.0
+update_mode = "InPlaceOrRecreate"
+half_life_s = 360.0
+confidence_interval_s = 360.0
+sample_interval_s = 0.25
+updater_interval_s = 0.25
+metrics_window_s = 1.0
+eviction_lifetime_s = 180.0
+min_replicas = 1
+replicas = 1
+step_s = 0.25
+"""
+    recorded = [{"t_s": 1.0, "applied_t_s": 1.0, "cpu_limit_cores": 1.9, "vpa_action": "resize"}]
+    run = _run(tmp_path, "hil", {"host": {**HOST, "hz": 250}, "cgroup": {"quota_changes": recorded}}, sc)
+    spec = twin_spec(run)
+    assert spec.vpa_in_the_loop and spec.scenario["cgroup.limit_schedule"] is None
+    from cfsim.simulation import simulate
+    res = simulate(spec.scenario)
+    # its own VPA raised the limit from 0.5 (the demand is 1.5 cores), not to the recorded 1.9 at 1 s
+    assert res.quota_changes and all(c["vpa_action"] == "resize" for c in res.quota_changes)
+    assert res.quota_changes[0]["t_s"] > 1.0
+    limits = [c["cpu_limit_cores"] for c in res.quota_changes]
+    assert limits == sorted(limits) and limits[0] > 0.5 and 1.9 not in limits
+    assert res.summary["vpa_resizes"] == len(res.quota_changes)
