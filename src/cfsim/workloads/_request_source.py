@@ -25,6 +25,7 @@ the last goroutine's end, like the lab's ``cfsim_request_duration_seconds``).
 """
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from typing import Any, Callable
 
@@ -67,10 +68,12 @@ class RequestSource:
         self.arrived = 0
         self.completed = 0
         self.in_flight: dict[int, _Req] = {}
-        self.t_done: list[int] = []
-        self.lat_ns: list[int] = []
-        self.handler_end: list[int] = []
-        self.handler_ns: list[int] = []
+        # one entry per request: packed int64 arrays (8 bytes an entry, not a list slot and an int
+        # object, ~40): a 60 s run at 100k requests/s keeps 4 x 6 M of them
+        self.t_done = array("q")
+        self.lat_ns = array("q")
+        self.handler_end = array("q")
+        self.handler_ns = array("q")
 
     def _per_g(self) -> int:
         if self.cv <= 0:

@@ -1,0 +1,124 @@
+"""Busy-service speed (issue 15): simulated seconds per wall second, peak memory per run.
+
+Cases (all Go 1.26, every other key at its default, e.g. 40 us of server CPU per request):
+
+* closed loop of 256 clients, 0.045 ms handler CPU and 16 KiB per request, 64 MiB live heap,
+  24-CPU host, 2-core limit, at GOMAXPROCS 2, 8, 24 (the host default) and 64.
+  Goal >= 30x real time.
+* open loop (Poisson) at 100,000 requests/s, same per-request work, 64-CPU host, GOMAXPROCS 64,
+  16-core limit (about 55 % of it busy). Goal >= 10x real time.
+
+    python benchmarks/bench_busy.py [--repeats 3] [--span-s 0.5] [--json] [--no-memory]
+
+Speed counts the simulated span over the wall time of ``simulate()``; each repeat is paired
+with the reference loop of ``bench_engine.py`` (this VM alternates between two speeds about
+1.55x apart), and the report gives the median over all repeats and over the "quiet" repeats
+(reference loop within 10 % of the fastest seen). On a machine other jobs share, the speed per
+second of this process's CPU time (``cpu_median_x``, one thread) says more than wall time. Peak memory: the maximum resident set size of a
+fresh child process that imports cfsim and runs the case once (goal <= 300 MB).
+
+Where the time goes (cProfile call counts are deterministic; times are shares of the profile):
+
+* closed, GOMAXPROCS 24, 0.3 s simulated: 7,598 requests, 23,355 CPU events (3.1 a request: the
+  connection goroutine's read, the handler goroutine, the write), 129 Python calls a request;
+  goruntime/runtime.py 37 %, engine/cfs.py 31 %, workloads/_request_source.py 15 %, builtins
+  12 %, simpy 3 %. About 24 us of CPU a request here (1.8x real time per CPU second): 30x needs
+  ~1.4 us, i.e. ~17x fewer events or calls per request, not a faster call.
+* open 100k req/s, 64 Ps, 0.05 s simulated: 4,985 requests, 6.1 simpy events and 292 Python
+  calls a request (each arrival is a timer; ~3 ``startm`` wake-ups a request at 64 Ps); runtime
+  40 %, cfs 38 %. About 40 us of CPU a request (0.25x): 10x needs ~40x less.
+* Compiling cfs.py, runtime.py and _request_source.py unchanged with Cython 3.1 (an experiment,
+  not shipped) gave no speed-up measurable on this shared VM (interleaved A/B of CPU time, 3 x 2
+  runs: 0.11-0.15 s vs 0.10-0.16 s for 0.2 s simulated); outputs were identical.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_engine import reference_loop_s  # noqa: E402
+
+_REQUEST = ["workload.cpu_ms_per_request=0.045", "workload.alloc_kb_per_request=16", "go.live_heap_mb=64"]
+_CLOSED = ["host.cpus=24", "cgroup.cpu_limit=2", "workload.kind=closed", "workload.clients=256", *_REQUEST]
+CASES = {
+    **{f"closed 256 clients, 24 CPUs, 2-core limit, GOMAXPROCS {p}": (_CLOSED + [f"go.gomaxprocs={p}"], 30.0)
+       for p in (2, 8, 24, 64)},
+    "open 100k req/s, 64 CPUs, 16-core limit, GOMAXPROCS 64": (
+        ["host.cpus=64", "cgroup.cpu_limit=16", "go.gomaxprocs=64", "workload.kind=open",
+         "workload.rate_per_s=100000", *_REQUEST], 10.0),
+}
+BASE = "cpu-bound-threads"  # any built-in: every key that matters is overridden
+
+
+def _scenario(overrides: list[str], span_s: float):
+    from cfsim.scenario import load_scenario
+
+    return load_scenario(BASE, overrides + [f"run.duration_s={span_s}", "run.warmup_s=0"])
+
+
+def measure(overrides: list[str], span_s: float, repeats: int) -> dict:
+    from cfsim.simulation import simulate
+
+    sc = _scenario(overrides, span_s)
+    r = simulate(sc)  # warm caches and imports once
+    speeds, cpu_speeds, refs = [], [], []
+    for _ in range(repeats):
+        refs.append(reference_loop_s())
+        t0, c0 = time.perf_counter(), time.process_time()
+        simulate(sc)
+        speeds.append(span_s / (time.perf_counter() - t0))
+        cpu_speeds.append(span_s / (time.process_time() - c0))
+    fastest = min(refs)
+    quiet = [s for s, ref in zip(speeds, refs) if ref <= 1.10 * fastest]
+    return {"median_x": statistics.median(speeds), "cpu_median_x": statistics.median(cpu_speeds), "min_x": min(speeds), "max_x": max(speeds),
+            "quiet_median_x": statistics.median(quiet), "quiet_repeats": len(quiet), "repeats": repeats,
+            "reference_loop_ms_median": 1e3 * statistics.median(refs),
+            "reference_loop_ms_fastest": 1e3 * fastest, "span_s": span_s,
+            "requests_per_s": r.summary.get("throughput_per_s"), "gc_cycles": r.summary.get("gc_cycles")}
+
+
+def child_peak_mb(overrides: list[str], span_s: float) -> float:
+    """Peak RSS [MB] of a fresh process that runs the case once."""
+    code = ("import resource, sys, json; sys.path.insert(0, sys.argv[1]); import bench_busy as b; "
+            "from cfsim.simulation import simulate; simulate(b._scenario(json.loads(sys.argv[2]), float(sys.argv[3]))); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parent), json.dumps(overrides),
+                          str(span_s)], check=True, capture_output=True, text=True).stdout
+    return float(out.split()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--span-s", type=float, default=0.5, help="simulated seconds per run")
+    ap.add_argument("--memory-span-s", type=float, default=2.0, help="simulated seconds of the memory run")
+    ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args()
+    report = {}
+    for name, (overrides, goal) in CASES.items():
+        r = measure(overrides, args.span_s, args.repeats)
+        r["goal_x"] = goal
+        if not args.no_memory:
+            r["peak_mb"] = child_peak_mb(overrides, args.memory_span_s)
+        report[name] = r
+        if not args.json:
+            mem = "" if args.no_memory else f"; peak {r['peak_mb']:.0f} MB ({args.memory_span_s:g} s run)"
+            print(f"{name}: median {r['median_x']:.3g}x real time (min {r['min_x']:.3g}, max {r['max_x']:.3g}; "
+                  f"goal {goal:g}x: {'met' if r['median_x'] >= goal else 'NOT met'}); quiet "
+                  f"({r['quiet_repeats']}/{r['repeats']}) {r['quiet_median_x']:.3g}x; reference loop median "
+                  f"{r['reference_loop_ms_median']:.1f} ms (fastest {r['reference_loop_ms_fastest']:.1f}); "
+                  f"per CPU second {r['cpu_median_x']:.3g}x; "
+                  f"{r['requests_per_s']:,.0f} req/s, {r['gc_cycles']} GC cycles{mem}", flush=True)
+    if args.json:
+        print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
