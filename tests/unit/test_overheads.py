@@ -7,7 +7,7 @@ import pytest
 from cfsim.overheads import public
 from cfsim.overheads.band import UNPINNED, band, corner_overrides
 from cfsim.overheads.coverage import coverage_notes, depends_on_unpinned
-from cfsim.scenario import load_scenario
+from cfsim.scenario import ScenarioError, load_scenario
 from cfsim.simulation import simulate
 
 
@@ -64,6 +64,22 @@ def test_client_rtt_adds_to_latency_and_handler_span_is_shorter():
     s = simulate(open_sc(workload__client_rtt_ms=0.3)).summary
     assert s["server_latency_p50_s"] == pytest.approx(0.2e-3, rel=0.05)       # the handler's own span
     assert s["latency_p50_s"] == pytest.approx(0.2e-3 + 40e-6 + 0.3e-3, rel=0.1)
+
+
+def test_client_rtt_spread_sets_the_tail_and_leaves_the_server_alone():
+    # a log-normal time outside the process with median 0.3 ms and p99 3 ms: the client's p99
+    # moves by about 2.6 ms (3 - 0.3, less the server spread the draw now hides), its p50 hardly, and the server (open loop) runs the same requests at
+    # the same instants (the draws have their own random stream)
+    many = {"workload__rate_per_s": 1500.0, "run__duration_s": 6.0, "workload__cpu_cv": 0.3}
+    plain = simulate(open_sc(workload__client_rtt_ms=0.3, **many)).summary
+    tail = simulate(open_sc(workload__client_rtt_ms=0.3, workload__client_rtt_p99_ms=3.0, **many)).summary
+    for key in ("cpu_usage_cores", "throughput_per_s", "server_latency_p99_s", "gc_cycles"):
+        assert tail[key] == plain[key]
+    assert tail["latency_p50_s"] == pytest.approx(plain["latency_p50_s"], rel=0.15)
+    assert tail["latency_p99_s"] - plain["latency_p99_s"] == pytest.approx(2.6e-3, rel=0.2)   # 2.3-2.7 over seeds
+    # a 99th percentile below the median cannot be: the key is named
+    with pytest.raises(ScenarioError, match="workload.client_rtt_p99_ms"):
+        open_sc(workload__client_rtt_ms=0.3, workload__client_rtt_p99_ms=0.2)
 
 
 def test_scrapes_cost_their_cpu_and_hold_the_only_p():

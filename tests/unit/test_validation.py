@@ -109,8 +109,8 @@ def _write_open_run(folder, overrides, truth_overrides, name):
 def test_twins_take_the_client_round_trip_from_calibration_runs(tmp_path):
     from cfsim.overheads.labcheck import tails_rows, tails_summary
 
-    # the 'real' process: 0.7 ms outside the server per request
-    truth = [("workload.client_rtt_ms", 0.7)]
+    # the 'real' process: 0.7 ms outside the server per request, 4 ms at the 99th percentile
+    truth = [("workload.client_rtt_ms", 0.7), ("workload.client_rtt_p99_ms", 4.0)]
     root = tmp_path / "grid"
     _write_open_run(root, ["cgroup.cpu_limit=null", "workload.rate_per_s=800.0"], truth, "calib-start")
     for g in (1, 2):
@@ -120,6 +120,9 @@ def test_twins_take_the_client_round_trip_from_calibration_runs(tmp_path):
     for run in rep.runs:
         assert run["params"]["workload.client_rtt_ms"] == pytest.approx(0.7, abs=0.05)
         assert abs(run["errors"]["latency_p50_s"]) < 0.05
+        # the tail: calibration p99 minus its twin's (server-only) p99, ~4 ms less the server's
+        assert 3.3 < run["params"]["workload.client_rtt_p99_ms"] < 4.1
+        assert abs(run["errors"]["latency_p99_s"]) < 0.15
     # a twin without it misses the round trip (p50 ~0.35 ms against ~1.05 ms)
     bare = simulate(load_scenario(OPEN, ["cgroup.cpu_limit=0.5"])).summary
     assert bare["latency_p50_s"] < 0.5 * rep.runs[0]["observed"]["latency_p50_s"]

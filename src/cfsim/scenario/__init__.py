@@ -215,6 +215,11 @@ def _cross_checks(sc: Scenario) -> None:
     if sc["run.warmup_s"] >= sc["run.duration_s"]:
         raise ScenarioError("run.warmup_s", f"must be < run.duration_s={sc['run.duration_s']} "
                                             f"(got {sc['run.warmup_s']})")
+    rtt, rtt_p99 = sc.get("workload.client_rtt_ms"), sc.get("workload.client_rtt_p99_ms")
+    if rtt_p99 and (not rtt or rtt_p99 < rtt):
+        # a log-normal spread needs a positive median at or below the 99th percentile
+        raise ScenarioError("workload.client_rtt_p99_ms", f"must be 0, or >= workload.client_rtt_ms > 0 "
+                                                         f"(got {rtt_p99:g} with client_rtt_ms={rtt or 0:g})")
     for hook in CROSS_CHECKS:
         hook(sc)
 

@@ -370,6 +370,11 @@ register_section("workload", {
     "client_rtt_ms": Key(0.0, "float", "time a request spends outside the server process (network round trip and "
                                        "the client's own processing), added to the latency the client sees [ms]",
                          _ge(0)),
+    "client_rtt_p99_ms": Key(0.0, "float", "99th percentile of that time [ms]: above client_rtt_ms, each request's "
+                                           "time outside the process is drawn from a log-normal distribution with "
+                                           "median client_rtt_ms and this 99th percentile (a load generator sharing "
+                                           "the host is scheduled late now and then); 0 = every request the same",
+                             _ge(0)),
     "cpu_cv": Key(0.0, "float", "coefficient of variation of the CPU of one request or record (gamma "
                                 "distribution; 0 = every one costs the same)", _between(0, 10)),
     "scrape_interval_s": Key(0.0, "float", "interval of a Prometheus scrape of the process's /metrics (a goroutine "

@@ -32,6 +32,9 @@ class GridNorm:
     #: time a request spends outside the server process [ms] (network, the load generator's own
     #: client), measured on the calibration runs: their client median latency minus their twin's
     rtt_ms: float | None = None
+    #: the 99th percentile of that time [ms], from the same runs: client p99 minus their twin's
+    #: (a load generator that shares the host's CPUs with the server is itself scheduled late)
+    rtt_p99_ms: float | None = None
 
     def params_for(self, scenario: Scenario) -> dict[str, Any]:
         key = COST_KEYS.get(scenario["workload.kind"])
@@ -42,12 +45,15 @@ class GridNorm:
 
 def grid_priors(scenario: Scenario, norm: "GridNorm") -> dict[str, Any]:
     """What a grid's calibration runs tell its other runs' twins before those ran, beyond the
-    cost factor: the client round trip (for kinds with ``client_rtt_ms`` that the scenario leaves
-    at 0)."""
+    cost factor: the client round trip, its median and 99th percentile (for kinds with
+    ``client_rtt_ms`` that the scenario leaves at 0)."""
     out: dict[str, Any] = {}
     kind = workload_kind(scenario["workload.kind"])
     if norm.rtt_ms is not None and "client_rtt_ms" in kind.keys and not scenario["workload.client_rtt_ms"]:
         out["workload.client_rtt_ms"] = norm.rtt_ms
+        if norm.rtt_ms > 0 and norm.rtt_p99_ms is not None and norm.rtt_p99_ms > norm.rtt_ms \
+                and not scenario["workload.client_rtt_p99_ms"]:
+            out["workload.client_rtt_p99_ms"] = norm.rtt_p99_ms
     return out
 
 
@@ -67,7 +73,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None) ->
     workload's own CPU depends on the GC model it is divided by."""
     norm = GridNorm()
     overrides = {k: v for k, v in (params or {}).items() if k != "cost_factor"}
-    rtts = []
+    rtts, rtt_p99s = [], []
     for run in grid_runs:
         if not is_calibration_run(run):
             continue
@@ -79,8 +85,12 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None) ->
             norm.factors[run.name] = observed / simulated
         if obs.get("latency_p50_s") and sim.get("latency_p50_s") is not None:
             rtts.append(max(0.0, obs["latency_p50_s"] - sim["latency_p50_s"]) * 1e3)
+            if obs.get("latency_p99_s") and sim.get("latency_p99_s") is not None:
+                rtt_p99s.append(max(0.0, obs["latency_p99_s"] - sim["latency_p99_s"]) * 1e3)
     if rtts:
         norm.rtt_ms = round(statistics.median(rtts), 4)
+    if rtt_p99s:
+        norm.rtt_p99_ms = round(statistics.median(rtt_p99s), 4)
     if norm.factors:
         values = list(norm.factors.values())
         norm.factor = statistics.fmean(values)

@@ -20,11 +20,13 @@ that coefficient of variation). Goroutines wait in one FIFO run queue; a P runs 
 10 ms (``forcePreemptNS``), after which it goes back to the tail.
 
 Latency: ``latency_*`` is what the client sees, arrival at the process to the response written
-plus ``client_rtt_ms``; ``server_latency_*`` is the handler's own span (from the handler's start to
+plus the time outside the process: ``client_rtt_ms``, or with ``client_rtt_p99_ms`` a log-normal
+draw per request with that median and 99th percentile; ``server_latency_*`` is the handler's own span (from the handler's start to
 the last goroutine's end, like the lab's ``cfsim_request_duration_seconds``).
 """
 from __future__ import annotations
 
+import math
 from array import array
 from collections import deque
 from typing import Any, Callable
@@ -35,6 +37,10 @@ from cfsim.goruntime.runtime import Claim, GoRuntime
 from cfsim.workloads._go import latency_keys
 
 PRE, CHILD, POST = range(3)
+#: the standard normal's 99th percentile (scipy.stats.norm.ppf(0.99))
+Z_99 = 2.3263478740408408
+#: time-outside-the-process draws per block
+RTT_BLOCK = 1024
 
 
 class _Req:
@@ -52,7 +58,8 @@ class RequestSource:
     def __init__(self, rt: GoRuntime, cpu_ns: float, alloc_bytes: float, fanout: int,
                  on_response: Callable[[_Req, int], None] | None = None, server_cpu_ns: float = 0.0,
                  server_alloc_bytes: float = 0.0, cpu_cv: float = 0.0, client_rtt_ns: int = 0,
-                 rng: np.random.Generator | None = None):
+                 rng: np.random.Generator | None = None, client_rtt_p99_ns: int = 0,
+                 rtt_rng: np.random.Generator | None = None):
         self.rt = rt
         self.per_g = max(1, int(round(cpu_ns / fanout)))
         self.alloc_per_ns = alloc_bytes / (self.per_g * fanout)
@@ -63,6 +70,14 @@ class RequestSource:
         self.cv = float(cpu_cv)
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.rtt_ns = int(client_rtt_ns)
+        self.last_rtt_ns = self.rtt_ns
+        # log-normal spread of the time outside the process: sigma from the median and the 99th
+        # percentile (ln p99 - ln median = z_0.99 sigma); drawn in blocks from a stream of its own
+        # so that the server's own draws (request CPU) stay the same with or without it
+        self.rtt_sigma = (math.log(client_rtt_p99_ns / client_rtt_ns) / Z_99
+                          if client_rtt_ns > 0 and client_rtt_p99_ns > client_rtt_ns else 0.0)
+        self.rtt_rng = rtt_rng if rtt_rng is not None else np.random.default_rng(0)
+        self.rtt_draws: list[int] = []
         self.runq: deque[list] = deque()   # [req, remaining_ns, stage]
         self.on_response = on_response
         self.arrived = 0
@@ -142,7 +157,12 @@ class RequestSource:
         self.completed += 1
         del self.in_flight[id(req)]
         self.t_done.append(t1)
-        self.lat_ns.append(t1 - req.t_arr + self.rtt_ns)
+        if self.rtt_sigma:
+            if not self.rtt_draws:
+                block = self.rtt_ns * np.exp(self.rtt_sigma * self.rtt_rng.standard_normal(RTT_BLOCK))
+                self.rtt_draws = np.rint(block[::-1]).astype(np.int64).tolist()
+            self.last_rtt_ns = self.rtt_draws.pop()
+        self.lat_ns.append(t1 - req.t_arr + self.last_rtt_ns)
         if self.on_response is not None:
             self.on_response(req, t1)
 

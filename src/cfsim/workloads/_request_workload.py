@@ -22,7 +22,9 @@ class RequestWorkload:
                                  w["fanout"], self._on_response, server_cpu_ns=w["server_cpu_us_per_request"] * 1e3,
                                  server_alloc_bytes=w["server_alloc_kb_per_request"] * 1024, cpu_cv=w["cpu_cv"],
                                  client_rtt_ns=self.rtt_ns,
-                                 rng=np.random.default_rng([scenario["run.seed"], 0x5EED]))
+                                 rng=np.random.default_rng([scenario["run.seed"], 0x5EED]),
+                                 client_rtt_p99_ns=int(round(w["client_rtt_p99_ms"] * 1e6)),
+                                 rtt_rng=np.random.default_rng([scenario["run.seed"], 0x277]))
         self.scrapes = with_scrapes(engine, self.rt, self.src, scenario)
         self.sample_ns = sample_interval_ns(scenario)
         self.samples: list[tuple] = []

@@ -21,7 +21,7 @@ def work_shape(w) -> WorkShape:
 
 
 KIND = WorkloadKind("closed", ("clients", "think_ms", "fanout", "cpu_ms_per_request", "alloc_kb_per_request",
-                               "server_cpu_us_per_request", "server_alloc_kb_per_request", "client_rtt_ms", "cpu_cv", "scrape_interval_s", "scrape_cpu_ms", "scrape_alloc_kb"),
+                               "server_cpu_us_per_request", "server_alloc_kb_per_request", "client_rtt_ms", "client_rtt_p99_ms", "cpu_cv", "scrape_interval_s", "scrape_cpu_ms", "scrape_alloc_kb"),
                     "cpu_ms_per_request", work_shape)
 
 
@@ -39,7 +39,7 @@ class ClosedWorkload(RequestWorkload):
     def _on_response(self, req, t_ns: int) -> None:
         # the response travels back, the client thinks, the next request travels in
         c = req.client
-        delay = self.think_ns + self.rtt_ns
+        delay = self.think_ns + self.src.last_rtt_ns
         if delay > 0:
             self.engine.call_later(delay, lambda: self.src.arrive(self.engine.now, c))
         else:
