@@ -68,8 +68,9 @@ def test_client_rtt_adds_to_latency_and_handler_span_is_shorter():
 
 def test_client_rtt_spread_sets_the_tail_and_leaves_the_server_alone():
     # a log-normal time outside the process with median 0.3 ms and p99 3 ms: the client's p99
-    # moves by about 2.6 ms (3 - 0.3, less the server spread the draw now hides), its p50 hardly, and the server (open loop) runs the same requests at
-    # the same instants (the draws have their own random stream)
+    # moves by about 2.6 ms (3 - 0.3, less the server's own spread that the draws now hide), its
+    # p50 hardly, and the server (open loop) runs the same requests at the same instants (the
+    # draws have their own random stream)
     many = {"workload__rate_per_s": 1500.0, "run__duration_s": 6.0, "workload__cpu_cv": 0.3}
     plain = simulate(open_sc(workload__client_rtt_ms=0.3, **many)).summary
     tail = simulate(open_sc(workload__client_rtt_ms=0.3, workload__client_rtt_p99_ms=3.0, **many)).summary
