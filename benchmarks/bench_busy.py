@@ -11,7 +11,7 @@ Cases (all Go 1.26, every other key at its default, e.g. 40 us of server CPU per
     python benchmarks/bench_busy.py [--repeats 3] [--span-s 0.5] [--json] [--no-memory]
 
 Speed counts the simulated span over the wall time of ``simulate()``; each repeat is paired
-with the reference loop of ``bench_engine.py`` (this VM alternates between two speeds about
+with the reference loop of ``_common.py`` (this VM alternates between two speeds about
 1.55x apart), and the report gives the median over all repeats and over the "quiet" repeats
 (reference loop within 10 % of the fastest seen). On a machine other jobs share, the speed per
 second of this process's CPU time (``cpu_median_x``, one thread) says more than wall time. Peak memory: the maximum resident set size of a
@@ -35,14 +35,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_engine import reference_loop_s  # noqa: E402
+from _common import paired_speeds  # noqa: E402
 
 _REQUEST = ["workload.cpu_ms_per_request=0.045", "workload.alloc_kb_per_request=16", "go.live_heap_mb=64"]
 _CLOSED = ["host.cpus=24", "cgroup.cpu_limit=2", "workload.kind=closed", "workload.clients=256", *_REQUEST]
@@ -67,19 +65,7 @@ def measure(overrides: list[str], span_s: float, repeats: int) -> dict:
 
     sc = _scenario(overrides, span_s)
     r = simulate(sc)  # warm caches and imports once
-    speeds, cpu_speeds, refs = [], [], []
-    for _ in range(repeats):
-        refs.append(reference_loop_s())
-        t0, c0 = time.perf_counter(), time.process_time()
-        simulate(sc)
-        speeds.append(span_s / (time.perf_counter() - t0))
-        cpu_speeds.append(span_s / (time.process_time() - c0))
-    fastest = min(refs)
-    quiet = [s for s, ref in zip(speeds, refs) if ref <= 1.10 * fastest]
-    return {"median_x": statistics.median(speeds), "cpu_median_x": statistics.median(cpu_speeds), "min_x": min(speeds), "max_x": max(speeds),
-            "quiet_median_x": statistics.median(quiet), "quiet_repeats": len(quiet), "repeats": repeats,
-            "reference_loop_ms_median": 1e3 * statistics.median(refs),
-            "reference_loop_ms_fastest": 1e3 * fastest, "span_s": span_s,
+    return {**paired_speeds(lambda: simulate(sc), span_s, repeats), "span_s": span_s,
             "requests_per_s": r.summary.get("throughput_per_s"), "gc_cycles": r.summary.get("gc_cycles")}
 
 

@@ -9,10 +9,10 @@ Speed counts the whole simulated span (``run.duration_s``, warm-up included: the
 simulates all of it) over the wall time of ``simulate()`` (scenario set-up, engine, tables).
 
 The virtual machine this project runs on alternates between two speeds (another tenant on the
-host, presumably): the same pure-Python loop takes either about 13 ms or about 21 ms. Each
-repeat is therefore paired with a timing of that reference loop, and the report gives the
-median speed over all repeats plus the median over the repeats whose reference time was within
-10 % of the fastest one seen ("quiet"), so that runs on different days can be compared. When
+host, presumably): each repeat is therefore paired with a timing of a reference loop
+(``_common.py``), and the report gives the median speed over all repeats plus the median over
+the repeats whose reference time was within 10 % of the fastest one seen ("quiet"), so that
+runs on different days can be compared. When
 other jobs share the machine, the speed per second of this process's CPU time (``cpu_median_x``)
 says more than the wall time.
 """
@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 
+from _common import paired_speeds
 from cfsim.scenario import load_scenario
 from cfsim.simulation import simulate
 
@@ -35,32 +34,11 @@ CASES = {
 }
 
 
-def reference_loop_s() -> float:
-    """Wall time of a fixed pure-Python loop: how fast the interpreter runs right now."""
-    t0 = time.perf_counter()
-    acc = 0
-    for i in range(300_000):
-        acc += i * i % 7
-    return time.perf_counter() - t0
-
-
 def measure(scenario: str, overrides: list[str], repeats: int) -> dict:
     sc = load_scenario(scenario, overrides)
     span_s = sc["run.duration_s"]
     simulate(sc)  # warm caches and imports once
-    speeds, cpu_speeds, refs = [], [], []
-    for _ in range(repeats):
-        refs.append(reference_loop_s())
-        t0, c0 = time.perf_counter(), time.process_time()
-        simulate(sc)
-        speeds.append(span_s / (time.perf_counter() - t0))
-        cpu_speeds.append(span_s / (time.process_time() - c0))
-    fastest = min(refs)
-    quiet = [s for s, r in zip(speeds, refs) if r <= 1.10 * fastest]
-    return {"median_x": statistics.median(speeds), "cpu_median_x": statistics.median(cpu_speeds), "min_x": min(speeds), "max_x": max(speeds),
-            "quiet_median_x": statistics.median(quiet), "quiet_repeats": len(quiet),
-            "repeats": repeats, "reference_loop_ms_median": 1e3 * statistics.median(refs),
-            "reference_loop_ms_fastest": 1e3 * fastest}
+    return paired_speeds(lambda: simulate(sc), span_s, repeats)
 
 
 def main() -> None:

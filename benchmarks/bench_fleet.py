@@ -20,8 +20,9 @@ summaries and the recommendation compared as JSON).
 3. recommend: ``cfsim recommend`` on the lab's cpu-stream scenario (no peers) before/after;
 4. sweep memory: peak RSS of a 100- and a 1,000-point sweep (``bench_sweep.memory_10k``).
 
-The machine is shared: every timing is paired with a fixed pure-Python reference loop (as in
-``bench_engine.py``) and printed with it; the medians of ``--repeats`` are quoted.
+The machine is shared: every timing is paired with a fixed pure-Python reference loop
+(``_common.py``, as in ``bench_engine.py``) and printed with it; the medians of ``--repeats`` are
+quoted.
 """
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 sys.path.insert(0, str(SRC))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _common import reference_loop_s  # noqa: E402
 
 BEFORE_REF = "f7d851f"   # main before the fleet work (issue 15)
 
@@ -74,15 +77,6 @@ out = {"containers": len(cs), "findings": len(res.findings), "load_s": t1 - t0, 
        "summary": json.dumps(summary_json(res), sort_keys=True, default=str)}
 Path(spec["out"]).write_text(json.dumps(out))
 '''
-
-
-def reference_loop_s() -> float:
-    """Wall time of a fixed pure-Python loop: how fast the interpreter runs right now."""
-    t0 = time.perf_counter()
-    acc = 0
-    for i in range(300_000):
-        acc += i * i % 7
-    return time.perf_counter() - t0
 
 
 def export_before(ref: str, into: Path) -> Path:

@@ -8,9 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
@@ -29,14 +27,8 @@ pytestmark = pytest.mark.skipif(
     reason="needs promtool and prometheus on PATH (Debian: apt-get install prometheus)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def live(tmp_path_factory, start_prometheus):
     work = tmp_path_factory.mktemp("prom")
     tsdb = work / "data"
     subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(DATA / "input.om"), str(tsdb)],
@@ -45,34 +37,10 @@ def live(tmp_path_factory):
     dump = work / "dump.txt"
     with open(dump, "wb") as out:
         subprocess.run(["promtool", "tsdb", "dump", str(tsdb)], check=True, stdout=out, timeout=60)
-    (work / "prometheus.yml").write_text("global: {}\n")
-    port = _free_port()
-    proc = subprocess.Popen(["prometheus", f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={tsdb}",
-                             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/-/ready", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"prometheus did not become ready (exit code {proc.poll()})")
-            time.sleep(0.1)
+    with start_prometheus(work, tsdb) as base:
         with urllib.request.urlopen(base + "/api/v1/status/buildinfo", timeout=5) as resp:
             version = json.load(resp)["data"]["version"]
         yield base, version, dump
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def test_promtool_dump_of_the_rebuilt_tsdb_equals_the_stored_dump(live):

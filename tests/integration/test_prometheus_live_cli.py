@@ -10,17 +10,12 @@ the healthy one in cluster ``prod-b``. Skips (with the reason) without promtool 
 """
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import ipaddress
 import json
 import re
 import shutil
-import socket
-import ssl
 import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -49,12 +44,6 @@ USER, PASSWORD = "cfsim", "s3cret-for-the-test"
 pytestmark = pytest.mark.skipif(
     not (shutil.which("promtool") and shutil.which("prometheus")),
     reason="needs promtool and prometheus on PATH (Debian: apt-get install prometheus)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ca(name: str):
@@ -118,7 +107,7 @@ def planted():
 
 
 @pytest.fixture(scope="module")
-def server(planted, tmp_path_factory):
+def server(planted, tmp_path_factory, start_prometheus):
     import bcrypt
 
     work = tmp_path_factory.mktemp("live")
@@ -131,41 +120,12 @@ def server(planted, tmp_path_factory):
     web = work / "web.yml"
     web.write_text(f"tls_server_config:\n  cert_file: {crt}\n  key_file: {key}\n"
                    f"basic_auth_users:\n  {USER}: '{hashed}'\n")
-    (work / "prometheus.yml").write_text("global: {}\n")
-    port = _free_port()
-    proc = subprocess.Popen(["prometheus", f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={tsdb}",
-                             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}",
-                             f"--web.config.file={web}"], stdout=subprocess.DEVNULL,
-                            stderr=open(work / "prometheus.log", "wb"))
-    url = f"https://127.0.0.1:{port}"
-    ctx = ssl.create_default_context(cafile=str(ca))
-    ready = urllib.request.Request(url + "/-/ready", headers={
-        "Authorization": "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()})
     pw = work / "password"
     pw.write_text(PASSWORD + "\n")
     bad_pw = work / "wrong-password"
     bad_pw.write_text("not-it\n")
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(ready, timeout=2, context=ctx) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log = (work / "prometheus.log").read_text()[-2000:]
-                pytest.fail(f"prometheus did not become ready (exit code {proc.poll()}):\n{log}")
-            time.sleep(0.1)
+    with start_prometheus(work, tsdb, web_config=web, ca=ca, basic_auth=(USER, PASSWORD)) as url:
         yield {"url": url, "ca": ca, "other_ca": other, "password": pw, "wrong_password": bad_pw, "work": work}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def _live(server, *extra, password="password", ca="ca", cluster="prod-a"):
@@ -376,8 +336,8 @@ def test_live_failures_are_one_clear_line_and_exit_2(server, capsys, case, argv,
     assert "label values of __name__" in err or "container_cpu_usage_seconds_total{" in err  # what was asked
 
 
-def test_unreachable_host_is_one_clear_line_and_exit_2(capsys):
-    port = _free_port()
+def test_unreachable_host_is_one_clear_line_and_exit_2(capsys, free_port):
+    port = free_port
     code, out, err = _run(capsys, ["audit", "--prometheus-url", f"https://127.0.0.1:{port}", "--history", "1h",
                                    "--no-simulate", "--no-report", "--no-progress"])
     assert code == 2

@@ -97,14 +97,11 @@ def test_v1_fixture_create_configure_read_remove(tmp_path):
     assert not cg.cpu_dir.exists() and not cg.cpuacct_dir.exists()
 
 
-def test_v2_fixture_enables_controller_and_reads_stat(tmp_path):
-    root = tmp_path / "unified"
-    root.mkdir()
-    (root / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
-    (root / "cgroup.subtree_control").write_text("")
-    cg = cgroup.create("cfsim-lab-1-y", cgroup.Mounts(v2=root))
+def test_v2_fixture_enables_controller_and_reads_stat(fake_cgroup2):
+    mounts = fake_cgroup2("cpuset cpu io memory pids")
+    cg = cgroup.create("cfsim-lab-1-y", mounts)
     assert isinstance(cg, cgroup.V2Cgroup)
-    assert (root / "cgroup.subtree_control").read_text() == "+cpu"
+    assert (mounts.v2 / "cgroup.subtree_control").read_text() == "+cpu"
     cg.set_bandwidth(cgroup.Bandwidth(50000, 100000))
     assert (cg.dir / "cpu.max").read_text() == "50000 100000"
     assert cg.bandwidth() == cgroup.Bandwidth(50000, 100000, 0)
@@ -117,12 +114,9 @@ def test_v2_fixture_enables_controller_and_reads_stat(tmp_path):
     assert (cg.dir / "cpu.weight").read_text() == "39"
 
 
-def test_create_refuses_without_cpu_controller(tmp_path):
-    root = tmp_path / "unified"
-    root.mkdir()
-    (root / "cgroup.controllers").write_text("memory pids\n")
+def test_create_refuses_without_cpu_controller(fake_cgroup2):
     with pytest.raises(FileNotFoundError, match="cpu controller"):
-        cgroup.create("cfsim-lab-1-z", cgroup.Mounts(v2=root))
+        cgroup.create("cfsim-lab-1-z", fake_cgroup2("memory pids"))
 
 
 def test_remove_stale_only_touches_dead_owners(tmp_path):

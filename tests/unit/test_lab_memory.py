@@ -57,14 +57,11 @@ def test_v1_memory_cgroup_fixture(tmp_path):
     assert (m.usage_bytes, m.working_set_bytes, m.limit_bytes) == (100, 60, None)
 
 
-def test_v2_memory_cgroup_fixture_enables_the_controller(tmp_path):
-    root = tmp_path / "unified"
-    root.mkdir()
-    (root / "cgroup.controllers").write_text("cpu memory pids\n")
-    (root / "cgroup.subtree_control").write_text("")
-    mem = cgroup.create_memory("cfsim-lab-1-n", cgroup.Mounts(v2=root))
+def test_v2_memory_cgroup_fixture_enables_the_controller(fake_cgroup2):
+    mounts = fake_cgroup2("cpu memory pids")
+    mem = cgroup.create_memory("cfsim-lab-1-n", mounts)
     assert isinstance(mem, cgroup.V2MemoryCgroup)
-    assert (root / "cgroup.subtree_control").read_text() == "+memory"
+    assert (mounts.v2 / "cgroup.subtree_control").read_text() == "+memory"
     mem.set_limit(64 << 20)
     assert (mem.dir / "memory.max").read_text() == str(64 << 20)
     mem.set_limit(None)
@@ -76,12 +73,9 @@ def test_v2_memory_cgroup_fixture_enables_the_controller(tmp_path):
     assert mem.read().oom_kills == 1 and mem.read().max_usage_bytes is None
 
 
-def test_no_memory_controller_is_a_clear_error(tmp_path):
-    root = tmp_path / "unified"
-    root.mkdir()
-    (root / "cgroup.controllers").write_text("cpu pids\n")
+def test_no_memory_controller_is_a_clear_error(fake_cgroup2):
     with pytest.raises(FileNotFoundError, match="memory controller"):
-        cgroup.create_memory("cfsim-lab-1-z", cgroup.Mounts(v2=root))
+        cgroup.create_memory("cfsim-lab-1-z", fake_cgroup2("cpu pids"))
 
 
 def test_parse_mounts_finds_memory_and_proc_cgroup_placement():

@@ -12,12 +12,9 @@ def test_not_root(monkeypatch):
     assert msg.startswith("not root") and "sudo" in msg
 
 
-def test_no_cpu_controller(monkeypatch, tmp_path):
+def test_no_cpu_controller(monkeypatch, fake_cgroup2):
     monkeypatch.setattr(preflight.os, "geteuid", lambda: 0)
-    root = tmp_path / "cg2"
-    root.mkdir()
-    (root / "cgroup.controllers").write_text("memory pids\n")
-    assert "no cgroup with a CPU controller" in preflight.cgroup_problem(cgroup.Mounts(v2=root))
+    assert "no cgroup with a CPU controller" in preflight.cgroup_problem(fake_cgroup2("memory pids"))
 
 
 def test_read_only_cgroup(monkeypatch, tmp_path):

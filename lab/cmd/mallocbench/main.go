@@ -15,21 +15,10 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strconv"
-	"sync/atomic"
 	"time"
+
+	"github.com/cfsim/cfsim/lab/internal/garbage"
 )
-
-var allocSink atomic.Pointer[[][]byte]
-
-func churn(n int) {
-	bufs := make([][]byte, n)
-	for i := range bufs {
-		b := make([]byte, 1024)
-		b[0], b[1023] = byte(i), byte(i)
-		bufs[i] = b
-	}
-	allocSink.Store(&bufs)
-}
 
 type node struct {
 	next *node
@@ -48,7 +37,7 @@ func main() {
 	s := []metrics.Sample{{Name: "/cpu/classes/user:cpu-seconds"}, {Name: "/cpu/classes/gc/total:cpu-seconds"},
 		{Name: "/cpu/classes/total:cpu-seconds"}, {Name: "/gc/cycles/total:gc-cycles"}}
 	for i := 0; i < 20000; i++ {
-		churn(kb)
+		garbage.Churn(kb)
 	}
 	runtime.GC() // flush cpu classes
 	metrics.Read(s)
@@ -56,7 +45,7 @@ func main() {
 	t0 := time.Now()
 	n := 200000
 	for i := 0; i < n; i++ {
-		churn(kb)
+		garbage.Churn(kb)
 	}
 	el := time.Since(t0)
 	runtime.GC()

@@ -2,7 +2,8 @@ package main
 
 import (
 	"math/rand/v2"
-	"sync/atomic"
+
+	"github.com/cfsim/cfsim/lab/internal/garbage"
 )
 
 // node is a 64-byte pointerful object: the GC must scan it, so live heap costs mark work.
@@ -35,20 +36,7 @@ func buildLiveHeap(liveMB float64, rng *rand.Rand) int {
 	return n
 }
 
-// allocSink keeps the most recent garbage barely reachable so the compiler cannot elide it.
-var allocSink atomic.Pointer[[][]byte]
-
-// churn allocates kb KiB of short-lived 1 KiB objects (typical message buffers).
+// churn allocates kb KiB (rounded) of short-lived 1 KiB objects (typical message buffers).
 func churn(kb float64) {
-	n := int(kb + 0.5)
-	if n <= 0 {
-		return
-	}
-	bufs := make([][]byte, n)
-	for i := range bufs {
-		b := make([]byte, 1024)
-		b[0], b[1023] = byte(i), byte(i)
-		bufs[i] = b
-	}
-	allocSink.Store(&bufs)
+	garbage.Churn(int(kb + 0.5))
 }

@@ -1,5 +1,6 @@
-"""The ``--prometheus-*`` options shared by ``audit``, ``vpa replay`` and ``recommend``, and their
-one-line errors (exit 2)."""
+"""The ``--prometheus-*`` options shared by ``audit``, ``vpa replay`` and ``recommend``, their
+one-line errors (exit 2), the choice between them and a command's offline input, and the live
+containers they select."""
 from __future__ import annotations
 
 import argparse
@@ -89,6 +90,29 @@ def given_live_options(args: Any) -> list[str]:
     out += ["--selector"] if args.selector else []
     out += ["--insecure-skip-tls-verify"] if args.insecure_skip_tls_verify else []
     return out
+
+
+def refuse_mixed_sources(args: Any, offline: Any, what: str) -> None:
+    """Exactly one input, the command's offline one (``offline``, described as ``what``) or
+    ``--prometheus-url``, and the live-only options only with the latter (else CommandError)."""
+    if bool(offline) == bool(args.prometheus_url):
+        raise CommandError(f"give {what} or --prometheus-url URL (exactly one)")
+    live_only = given_live_options(args)
+    if offline and live_only:
+        raise CommandError(f"{', '.join(live_only)} only apply with --prometheus-url")
+
+
+def load_live(args: Any) -> tuple[list, dict]:
+    """The containers the options select, read from the live Prometheus with a progress bar:
+    ``(containers, meta)`` of :func:`cfsim.advice.audit.load_live_containers` (one-line errors)."""
+    from cfsim.advice.audit import load_live_containers
+    from cfsim.progress import Progress
+
+    with one_line_errors():
+        src = live_source(args)
+        with Progress(None, "prometheus", "query", enabled=not args.no_progress) as bar:
+            return load_live_containers(src.url, src.start_s, src.end_s, src.step, selection=src.selection,
+                                        connection=src.connection, progress=bar)
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from cfsim.commands._prometheus import add_prometheus_arguments, given_live_options, live_source, one_line_errors
+from cfsim.commands._prometheus import add_prometheus_arguments, load_live, refuse_mixed_sources
 from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml_all, emit
 
 
@@ -95,16 +95,11 @@ def run(args) -> int:
     import json
     import tempfile
 
-    from cfsim.advice.audit import audit, load_containers, load_live_containers, summary_json, write_report
+    from cfsim.advice.audit import audit, load_containers, summary_json, write_report
     from cfsim.progress import Progress
 
     fmt = chosen_format(args)
-    if bool(args.exports) == bool(args.prometheus_url):
-        print("error: give export folders or --prometheus-url URL (exactly one)", file=sys.stderr)
-        return 2
-    if args.exports and given_live_options(args):
-        print(f"error: {', '.join(given_live_options(args))} only apply with --prometheus-url", file=sys.stderr)
-        return 2
+    refuse_mixed_sources(args, args.exports, "export folders")
     if args.emit != "report" and fmt not in ("yaml", "json", "table"):
         print(f"error: --emit {args.emit} prints yaml or json, not {fmt}", file=sys.stderr)
         return 2
@@ -117,12 +112,7 @@ def run(args) -> int:
     try:
         with make_executor(args.workers, args.dask) as executor, contextlib.ExitStack() as stack:
             if args.prometheus_url:
-                with one_line_errors():
-                    src = live_source(args)
-                    with Progress(None, "prometheus", "query", enabled=not args.no_progress) as bar:
-                        containers, meta = load_live_containers(src.url, src.start_s, src.end_s, src.step,
-                                                                selection=src.selection, connection=src.connection,
-                                                                progress=bar)
+                containers, meta = load_live(args)
             else:
                 containers = []
                 for path in args.exports:

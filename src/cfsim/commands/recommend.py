@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from cfsim.commands import CommandError
-from cfsim.commands._prometheus import add_prometheus_arguments, given_live_options, live_source, one_line_errors
+from cfsim.commands._prometheus import add_prometheus_arguments, given_live_options, load_live
 from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml, dump_yaml_all, emit, json_safe
 
 
@@ -134,15 +134,9 @@ def run(args) -> int:
     # (name, scenario, uncertainty, source, history, container, workload, namespace, request_now_m)
     jobs: list[tuple] = []
     if args.prometheus_url:
-        from cfsim.advice.audit import load_live_containers
         from cfsim.advice.recommend import live_scenario, live_targets
 
-        with one_line_errors():
-            src = live_source(args)
-            with Progress(None, "prometheus", "query", enabled=not args.no_progress) as bar:
-                containers, meta = load_live_containers(src.url, src.start_s, src.end_s, src.step,
-                                                        selection=src.selection, connection=src.connection,
-                                                        progress=bar)
+        containers, meta = load_live(args)
         targets = live_targets(containers)
         if args.container:
             targets = [t for t in targets if t.container == args.container]

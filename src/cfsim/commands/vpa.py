@@ -12,8 +12,7 @@ import sys
 from datetime import datetime, timezone
 
 from cfsim.commands import CommandError
-from cfsim.commands._prometheus import (add_prometheus_arguments, given_live_options, live_source,
-                                        one_line_errors)
+from cfsim.commands._prometheus import add_prometheus_arguments, live_source, one_line_errors, refuse_mixed_sources
 from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml_all, emit
 
 
@@ -86,12 +85,7 @@ def run(args) -> int:
             raise ScenarioError(item.split("=")[0], "vpa replay only takes [vpa] keys (vpa.KEY=VALUE)")
     sc = load_scenario({}, args.set)
     cfg = config_from_scenario(sc.section("vpa"))
-    if bool(args.usage) == bool(args.prometheus_url):
-        print("error: give a usage file or --prometheus-url URL (exactly one)", file=sys.stderr)
-        return 2
-    if args.usage and given_live_options(args):
-        print(f"error: {', '.join(given_live_options(args))} only apply with --prometheus-url", file=sys.stderr)
-        return 2
+    refuse_mixed_sources(args, args.usage, "a usage file")
     name = "container"
     if args.prometheus_url:
         with one_line_errors():

@@ -1,6 +1,6 @@
 """The Go runtime model: GOMAXPROCS policies (:mod:`.gomaxprocs`), the GC pacer's rules
 (:mod:`.gcpacer`), the scheduler's rules and costs (:mod:`.sched`), and a Go process driving
-threads of the CFS engine (:mod:`.runtime`).
+threads of the CFS engine (:mod:`.runtime`) with its run accounting (:mod:`.run_accounting`).
 
 References
 ----------

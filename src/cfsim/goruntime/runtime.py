@@ -60,7 +60,8 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
   limit (:mod:`cfsim.kernel.memory`), after which nothing runs.
 * **Metrics.** ``/cpu/classes/*`` in P-time (``total = GOMAXPROCS x wall``, throttled time
   counts as running, spinning counts as user) next to real CPU per class; GC cycles and pause
-  durations; ``go_sched_gomaxprocs_threads``.
+  durations; ``go_sched_gomaxprocs_threads``; summary keys and series from them in
+  :mod:`.run_accounting`.
 """
 from __future__ import annotations
 
@@ -70,9 +71,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-import pandas as pd
 
 from cfsim.goruntime import gcpacer, gomaxprocs as gmp, memory as gmem
+from cfsim.goruntime.run_accounting import C_USAGE, CPU_CLASSES, RuntimeReports
 from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, Sysmon, may_spin,
                                    netpoll_wakeups, smt_inflation)
 from cfsim.kernel import memory as kmem
@@ -84,7 +85,6 @@ USER, ASSIST, SPIN, WAKE, PARK, DED, FRAC, IDLEW, ACK, STWK = range(10)
 # real-CPU classes per segment kind
 _CPU_CLASS = {USER: "user", ASSIST: "gc_assist", SPIN: "sched", WAKE: "sched", PARK: "sched",
               DED: "gc_dedicated", FRAC: "gc_dedicated", IDLEW: "gc_idle", ACK: "gc_pause", STWK: "gc_pause"}
-CPU_CLASSES = ("user", "sched", "gc_assist", "gc_dedicated", "gc_idle", "gc_pause")
 # P-time classes (runtime/metrics /cpu/classes)
 PC_IDLE, PC_USER, PC_DED, PC_IDLEMARK, PC_ASSIST, PC_PAUSE = range(6)
 _SEG_PC = {USER: PC_USER, SPIN: PC_USER, WAKE: PC_USER, ASSIST: PC_ASSIST, DED: PC_DED, FRAC: PC_DED,
@@ -96,8 +96,6 @@ _SCHED = CPU_CLASSES.index("sched")
 _MARK_SEGS = (DED, FRAC, IDLEW, ASSIST)
 
 OFF, SWEEPTERM, MARK, MARKTERM = range(4)
-# sample row columns beyond the CPU classes (see _row)
-C_CYCLES, C_HEAP, C_GOAL, C_USAGE, C_USAGE_HWM, C_RSS, C_ALLOC, C_MARKED = range(14, 22)
 # allocation granularity of the model: a chunk allocates at most 1/ALLOC_QUANTA of the heap
 # runway per P, 1/MARK_QUANTA of the heap left before the goal during the mark (at least
 # ALLOC_QUANTUM_MIN), and takes at least CLAIM_MIN_NS of CPU
@@ -223,7 +221,7 @@ class _M:
         self.infl = 1.0   # CPU per unit of work of the current segment (SMT sharing)
 
 
-class GoRuntime:
+class GoRuntime(RuntimeReports):
     """One Go process. ``source`` is set by the workload before :meth:`start`."""
 
     SAMPLE_NS = SAMPLE_NS_DEFAULT
@@ -1422,6 +1420,7 @@ class GoRuntime:
         return cpu
 
     def _row(self) -> tuple:
+        """A sample row (layout: :mod:`.run_accounting`)."""
         cpu = self._cpu_now()
         mem = self.mem
         usage = 0 if self.dead else kmem.usage_bytes(gmem.cgroup_anon_bytes(mem))
@@ -1443,144 +1442,3 @@ class GoRuntime:
         self.samples.append(row)
         self.mem_hwm = row[C_USAGE]
         self.engine.call_later(self.sample_ns, self._sample)
-
-    # ------------------------------------------------------------------ reporting
-    def pclass_totals(self) -> dict[str, float]:
-        """Cumulative ``/cpu/classes`` [cpu-seconds] in the runtime's P-time accounting."""
-        return _pclasses(self._acc())
-
-    def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
-        """Runtime keys over ``(t0, t1]`` (the window starts at the last 100 ms sample at or
-        before ``t0``; ``t1`` is now).
-
-        * ``gc_cpu_fraction``: real CPU of the GC (mark workers of every kind, assists, STW work)
-          over the process's real CPU; ``go_memstats_gc_cpu_fraction`` is the runtime's own
-          ``MemStats.GCCPUFraction``-like view (GC minus idle marking over P-time);
-        * ``sched_cpu_fraction``: real CPU of the scheduler's slow paths (spinning, wake, park,
-          goroutine switches) over the process's real CPU;
-        * ``go_cpu_classes_*_cpu_seconds_total``: ``/cpu/classes`` in P-time (what Prometheus
-          would show), ``cpu_real_*_s``: the same split in real CPU seconds;
-        * pause quantiles: each STW phase (sweep termination, mark termination, GOMAXPROCS change).
-        """
-        now_row = self._row()
-        rows = [r for r in self.samples if r[0] <= t0_ns]
-        start = rows[-1] if rows else self.samples[0]
-        d = [b - a for a, b in zip(start, now_row)]
-        pc = _pclasses(d[2:8])
-        cpu = dict(zip(CPU_CLASSES, (x / 1e9 for x in d[8:14])))
-        real_total = sum(cpu.values())
-        span = (now_row[0] - start[0]) / 1e9 or 1.0
-        ends = np.asarray(self.pause_end_ns, dtype=float)
-        pauses = np.asarray(self.pauses_ns, dtype=float)[(ends > t0_ns) & (ends <= t1_ns)] / 1e9
-        out: dict[str, Any] = {
-            "gomaxprocs": int(self.nprocs),
-            "go_sched_gomaxprocs_threads": int(self.nprocs),
-            "gomaxprocs_changes": len(self.gomaxprocs_changes) - 1,
-            "gc_cycles": int(d[14]),
-            "gc_cycles_forced": int(self.gc_forced),
-            "gc_pause_p50_s": float(np.percentile(pauses, 50)) if pauses.size else 0.0,
-            "gc_pause_p99_s": float(np.percentile(pauses, 99)) if pauses.size else 0.0,
-            "gc_pause_max_s": float(pauses.max()) if pauses.size else 0.0,
-            **_gc_duration_quantiles(self.cycle_pause_ns, t0_ns, t1_ns),
-            "gc_heap_goal_bytes": int(self.goal),
-            "gc_limiter_enabled_s": self.limiter_enabled_ns / 1e9,
-            # where the real CPU went (fractions of the process's CPU time)
-            "go_cpu_seconds": real_total,
-            "go_cpu_cores": real_total / span,
-            "gc_cpu_fraction": (cpu["gc_assist"] + cpu["gc_dedicated"] + cpu["gc_idle"] + cpu["gc_pause"])
-            / real_total if real_total else 0.0,
-            "sched_cpu_fraction": cpu["sched"] / real_total if real_total else 0.0,
-            "user_cpu_fraction": cpu["user"] / real_total if real_total else 0.0,
-            # MemStats.GCCPUFraction-like: (GC - idle marking) / P-time (runtime's own view)
-            "go_memstats_gc_cpu_fraction": (pc["gc/total"] - pc["gc/mark/idle"]) / pc["total"]
-            if pc["total"] else 0.0,
-        }
-        for k, v in cpu.items():
-            out[f"cpu_real_{k}_s"] = v
-        for k, v in pc.items():
-            out["go_cpu_classes_" + k.replace("/", "_") + "_cpu_seconds_total"] = v
-        out.update(self.gc_memory_summary(t0_ns, t1_ns, start, now_row))
-        return out
-
-    def gc_memory_summary(self, t0_ns: int, t1_ns: int, start: tuple, now_row: tuple) -> dict[str, Any]:
-        """The GC and memory keys of a lab summary, with the lab's meaning: the runtime's
-        ``/gc/...`` metrics at the end of the window (goal, live heap, limiter, settings), their
-        changes over it (cycles, allocation, pause time), and the memory cgroup's usage at the
-        end and its high-water mark over the window; ``oom_kills`` counts the kernel's OOM kill
-        (the process is gone afterwards)."""
-        rows = [r for r in self.samples if t0_ns < r[0] <= t1_ns] + [now_row]
-        goals = np.asarray([r[C_GOAL] for r in rows], dtype=float)
-        hwm = max([r[C_USAGE_HWM] for r in rows] + [start[C_USAGE]])
-        pause = sum(p for t, p in self.cycle_pause_ns if t0_ns < t <= t1_ns) / 1e9
-        killed = self.oom_ns is not None and self.oom_ns <= t1_ns
-        usage = now_row[C_USAGE]
-        return {
-            "gc_heap_goal_mean_bytes": float(goals.mean()) if goals.size else None,
-            "gc_heap_live_bytes": int(self.heap_marked),
-            "gc_pause_total_s": pause,
-            "gc_limiter_last_enabled_cycle": int(self.limiter.last_enabled_cycle),
-            "gogc_percent": int(self.params.gogc),
-            "gomemlimit_bytes": self.params.gomemlimit_bytes,
-            "gc_alloc_bytes": int(now_row[C_ALLOC] - start[C_ALLOC]),
-            "memory_limit_bytes": self.params.memory_limit_bytes,
-            "memory_usage_bytes": int(usage),
-            "memory_usage_mean_bytes": float(np.mean([r[C_USAGE] for r in rows])),
-            "memory_max_usage_bytes": int(hwm),
-            "memory_working_set_bytes": kmem.working_set_bytes(int(usage)),
-            "process_rss_bytes": int(now_row[C_RSS]),
-            # VmHWM: the peak since the process started (the usage high-water mark + its file pages)
-            "process_rss_peak_bytes": int(max([r[C_USAGE_HWM] for r in self.samples if r[0] <= t1_ns]
-                                              + [now_row[C_USAGE_HWM]]) + self.mem.params.file_bytes),
-            "oom_kills": int(killed),
-            "oom_time_s": self.oom_ns / 1e9 if killed else None,
-            "heap_released_bytes": int(self.mem.released),
-            # /memory/classes/total: everything mapped, released pages included
-            "go_memory_total_bytes": int(self.mem.heap_mapped + self.mem.non_heap),
-            "gc_scan_heap_bytes": int(self.base_live),
-            "gc_scan_stack_bytes": None,   # stacks and globals are one parameter here (go.roots_mb)
-            "gc_scan_globals_bytes": None,
-        }
-
-    def series(self, step_ns: int) -> pd.DataFrame:
-        """Runtime series at ``step_ns`` (a multiple of the sampling interval): GOMAXPROCS, /cpu/classes rates
-        (P-time cores) and real CPU per class (cores), GC cycles."""
-        if not self.samples:
-            return pd.DataFrame()
-        arr = np.asarray(self.samples, dtype=float)
-        every = max(1, int(round(step_ns / self.sample_ns)))
-        arr = arr[::every]
-        t = arr[:, 0]
-        dt = np.diff(t, prepend=np.nan) / 1e9
-        cols = {"t_s": t / 1e9, "go_sched_gomaxprocs_threads": arr[:, 1].astype(int)}
-        names = ["idle", "user", "gc_mark_dedicated", "gc_mark_idle", "gc_mark_assist", "gc_pause"]
-        for i, n in enumerate(names):
-            cols[f"go_cpu_classes_{n}_cores"] = np.diff(arr[:, 2 + i], prepend=np.nan) / 1e9 / dt
-        for i, n in enumerate(CPU_CLASSES):
-            cols[f"cpu_real_{n}_cores"] = np.diff(arr[:, 8 + i], prepend=np.nan) / 1e9 / dt
-        cols["go_gc_cycles_total"] = arr[:, C_CYCLES].astype(int)
-        cols["go_memstats_heap_alloc_bytes"] = arr[:, C_HEAP]
-        cols["go_gc_heap_goal_bytes"] = arr[:, C_GOAL]
-        cols["go_gc_heap_live_bytes"] = arr[:, C_MARKED]
-        cols["container_memory_usage_bytes"] = arr[:, C_USAGE]
-        cols["container_memory_working_set_bytes"] = arr[:, C_USAGE]
-        cols["container_memory_max_usage_bytes"] = np.maximum.accumulate(arr[:, C_USAGE_HWM])
-        cols["process_resident_memory_bytes"] = arr[:, C_RSS]
-        cols["go_gc_heap_allocs_bytes_total"] = arr[:, C_ALLOC]
-        return pd.DataFrame(cols)
-
-
-def _gc_duration_quantiles(cycles: list[tuple[int, int]], t0_ns: int, t1_ns: int) -> dict[str, float]:
-    """``go_gc_duration_seconds`` (client_golang's summary of per-cycle STW time) over the window."""
-    d = np.asarray([p for t, p in cycles if t0_ns < t <= t1_ns], dtype=float) / 1e9
-    out = {"go_gc_duration_seconds_count": int(d.size), "go_gc_duration_seconds_sum": float(d.sum())}
-    for q, name in ((0.0, "0"), (0.25, "0.25"), (0.5, "0.5"), (0.75, "0.75"), (1.0, "1")):
-        out[f"go_gc_duration_seconds_q{name}"] = float(np.quantile(d, q)) if d.size else 0.0
-    return out
-
-
-def _pclasses(acc) -> dict[str, float]:
-    idle, user, ded, idlemark, assist, pause = (x / 1e9 for x in acc)
-    gc = ded + idlemark + assist + pause
-    total = idle + user + gc
-    return {"user": user, "gc/mark/assist": assist, "gc/mark/dedicated": ded, "gc/mark/idle": idlemark,
-            "gc/pause": pause, "gc/total": gc, "idle": idle, "scavenge/total": 0.0, "total": total}

@@ -275,6 +275,24 @@ def get_prometheus_label_values(url: str, label: str, start: Any = None, end: An
                     "values": len(values)}
 
 
+def _bounds_ms(start: Any, end: Any) -> tuple[int, int]:
+    """A request's ``[start, end]`` in epoch ms (ValueError when end is before start)."""
+    start_ms, end_ms = int(_times_ms(start)[0]), int(_times_ms(end)[0])
+    if end_ms < start_ms:
+        raise ValueError("end must not be before start")
+    return start_ms, end_ms
+
+
+def _merge_chunks(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """One tidy frame from the answers of a chunked query: a sample two chunks both returned
+    counts once (the first), sorted by series and time."""
+    nonempty = [f for f in frames if len(f)]
+    if not nonempty:
+        return empty_frame()
+    data = pd.concat(nonempty, ignore_index=True).drop_duplicates(["metric", "labels", "timestamp"], keep="first")
+    return data.sort_values(["metric", "labels", "timestamp"], kind="stable", ignore_index=True)
+
+
 def get_prometheus_range(url: str, query: str, start: Any, end: Any, step: float | str, *,
                          metric: str | None = None, max_points: int = MAX_POINTS, timeout: float | None = None,
                          headers: Mapping[str, str] | None = None, connection: Connection | None = None
@@ -320,11 +338,8 @@ def get_prometheus_range(url: str, query: str, start: Any, end: Any, step: float
     """
     if not 1 <= max_points <= MAX_POINTS:
         raise ValueError(f"max_points must be in [1, {MAX_POINTS}], got {max_points}")
-    start_ms = int(_times_ms(start)[0])
-    end_ms = int(_times_ms(end)[0])
+    start_ms, end_ms = _bounds_ms(start, end)
     step_ms = parse_duration(step)
-    if end_ms < start_ms:
-        raise ValueError("end must not be before start")
     endpoint = _api(url, "/api/v1/query_range")
     conn = _connection(connection, timeout, headers)
     frames = []
@@ -343,13 +358,7 @@ def get_prometheus_range(url: str, query: str, start: Any, end: Any, step: float
         warnings += [w for w in meta["warnings"] if w not in warnings]
         result_type = meta["result_type"]
         chunk_start = chunk_end + step_ms
-    nonempty = [f for f in frames if len(f)]
-    if nonempty:
-        data = pd.concat(nonempty, ignore_index=True)
-        data = data.drop_duplicates(["metric", "labels", "timestamp"], keep="first")
-        data = data.sort_values(["metric", "labels", "timestamp"], kind="stable", ignore_index=True)
-    else:
-        data = empty_frame()
+    data = _merge_chunks(frames)
     meta_out = {"source": endpoint, "format": "prometheus-api-json", "query": query,
                 "start": pd.Timestamp(start_ms, unit="ms", tz="UTC"), "end": pd.Timestamp(end_ms, unit="ms", tz="UTC"),
                 "step": step_ms / 1000, "requests": requests, "result_type": result_type,
@@ -390,11 +399,8 @@ def get_prometheus_samples(url: str, selector: str, start: Any, end: Any, *, chu
         Tidy frame and ``source``, ``format``, ``query`` (the selector), ``start``, ``end``,
         ``requests``, ``series``, ``samples``, ``warnings``.
     """
-    start_ms = int(_times_ms(start)[0])
-    end_ms = int(_times_ms(end)[0])
+    start_ms, end_ms = _bounds_ms(start, end)
     chunk_ms = parse_duration(chunk)
-    if end_ms < start_ms:
-        raise ValueError("end must not be before start")
     endpoint = _api(url, "/api/v1/query")
     conn = _connection(connection, timeout, headers)
     frames, warnings, requests = [], [], 0
@@ -410,12 +416,7 @@ def get_prometheus_samples(url: str, selector: str, start: Any, end: Any, *, chu
         frames.append(frame[frame["timestamp"] >= pd.Timestamp(lower, unit="ms", tz="UTC")])
         warnings += [w for w in meta["warnings"] if w not in warnings]
         upper = lower - 1
-    nonempty = [f for f in frames if len(f)]
-    if nonempty:
-        data = pd.concat(nonempty, ignore_index=True).drop_duplicates(["metric", "labels", "timestamp"])
-        data = data.sort_values(["metric", "labels", "timestamp"], kind="stable", ignore_index=True)
-    else:
-        data = empty_frame()
+    data = _merge_chunks(frames)
     return data, {"source": endpoint, "format": "prometheus-api-json", "query": selector,
                   "start": pd.Timestamp(start_ms, unit="ms", tz="UTC"),
                   "end": pd.Timestamp(end_ms, unit="ms", tz="UTC"),

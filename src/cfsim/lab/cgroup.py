@@ -252,6 +252,33 @@ def _kill_and_rmdir(dirs: list[Path], timeout_s: float) -> None:
 
 
 @dataclass
+class _OneDirCgroup:
+    """A cgroup that is one directory (v2, and v1 ``memory``): move a process in, list, remove."""
+
+    name: str
+    dir: Path
+
+    def add_pid(self, pid: int) -> None:
+        _write(self.dir / "cgroup.procs", str(pid))
+
+    def pids(self) -> list[int]:
+        return _read_pids(self.dir / "cgroup.procs")
+
+    def remove(self, timeout_s: float = 5.0) -> None:
+        _kill_and_rmdir([self.dir], timeout_s)
+
+
+def _v2_child(mounts: Mounts, name: str, controller: str) -> Path:
+    """The path of cgroup2 child ``name``, after making its parent delegate ``controller`` to it."""
+    if mounts.v2 is None:
+        raise FileNotFoundError("no cgroup2 hierarchy mounted")
+    control = mounts.v2 / "cgroup.subtree_control"
+    if control.exists() and controller not in control.read_text().split():
+        _write(control, "+" + controller)
+    return mounts.v2 / name
+
+
+@dataclass
 class V1Cgroup:
     """v1: a child in the ``cpu`` hierarchy (bandwidth, cpu.stat) and in ``cpuacct`` (usage).
 
@@ -316,23 +343,14 @@ class V1Cgroup:
 
 
 @dataclass
-class V2Cgroup:
+class V2Cgroup(_OneDirCgroup):
     """v2: one directory with ``cpu.max``, ``cpu.max.burst`` and ``cpu.stat``."""
 
-    name: str
-    dir: Path
     version: int = 2
 
     @classmethod
     def create(cls, mounts: Mounts, name: str) -> "V2Cgroup":
-        if mounts.v2 is None:
-            raise FileNotFoundError("no cgroup2 hierarchy mounted")
-        root = mounts.v2
-        # the parent must delegate the cpu controller to its children
-        control = root / "cgroup.subtree_control"
-        if control.exists() and "cpu" not in control.read_text().split():
-            _write(control, "+cpu")
-        cg = cls(name, root / name)
+        cg = cls(name, _v2_child(mounts, name, "cpu"))
         cg.dir.mkdir()
         return cg
 
@@ -353,17 +371,8 @@ class V2Cgroup:
         burst = int(burst_path.read_text().strip()) if burst_path.exists() else 0
         return Bandwidth(quota, period, burst)
 
-    def add_pid(self, pid: int) -> None:
-        _write(self.dir / "cgroup.procs", str(pid))
-
-    def pids(self) -> list[int]:
-        return _read_pids(self.dir / "cgroup.procs")
-
     def read_stat(self) -> CpuStat:
         return parse_v2_stat((self.dir / "cpu.stat").read_text())
-
-    def remove(self, timeout_s: float = 5.0) -> None:
-        _kill_and_rmdir([self.dir], timeout_s)
 
 
 class MemoryCgroup(Protocol):
@@ -380,11 +389,9 @@ class MemoryCgroup(Protocol):
 
 
 @dataclass
-class V1MemoryCgroup:
+class V1MemoryCgroup(_OneDirCgroup):
     """v1: a child in the ``memory`` hierarchy."""
 
-    name: str
-    dir: Path
     version: int = 1
 
     @classmethod
@@ -403,12 +410,6 @@ class V1MemoryCgroup:
         _write(self.dir / "memory.max_usage_in_bytes", "0")
         return True
 
-    def add_pid(self, pid: int) -> None:
-        _write(self.dir / "cgroup.procs", str(pid))
-
-    def pids(self) -> list[int]:
-        return _read_pids(self.dir / "cgroup.procs")
-
     def read(self) -> MemoryStat:
         def text(f: str) -> str:
             return (self.dir / f).read_text()
@@ -416,26 +417,16 @@ class V1MemoryCgroup:
                                text("memory.limit_in_bytes"), text("memory.failcnt"), text("memory.stat"),
                                text("memory.oom_control"))
 
-    def remove(self, timeout_s: float = 5.0) -> None:
-        _kill_and_rmdir([self.dir], timeout_s)
-
 
 @dataclass
-class V2MemoryCgroup:
+class V2MemoryCgroup(_OneDirCgroup):
     """v2: the memory files of the run's one cgroup directory (shared with the CPU side)."""
 
-    name: str
-    dir: Path
     version: int = 2
 
     @classmethod
     def create(cls, mounts: Mounts, name: str) -> "V2MemoryCgroup":
-        if mounts.v2 is None:
-            raise FileNotFoundError("no cgroup2 hierarchy mounted")
-        control = mounts.v2 / "cgroup.subtree_control"
-        if control.exists() and "memory" not in control.read_text().split():
-            _write(control, "+memory")
-        cg = cls(name, mounts.v2 / name)
+        cg = cls(name, _v2_child(mounts, name, "memory"))
         cg.dir.mkdir(exist_ok=True)  # the CPU side may have created it already
         return cg
 
@@ -447,20 +438,11 @@ class V2MemoryCgroup:
         # the summary keeps the peak since creation instead
         return False
 
-    def add_pid(self, pid: int) -> None:
-        _write(self.dir / "cgroup.procs", str(pid))
-
-    def pids(self) -> list[int]:
-        return _read_pids(self.dir / "cgroup.procs")
-
     def read(self) -> MemoryStat:
         peak = self.dir / "memory.peak"
         return parse_v2_memory((self.dir / "memory.current").read_text(),
                                peak.read_text() if peak.exists() else None, (self.dir / "memory.max").read_text(),
                                (self.dir / "memory.stat").read_text(), (self.dir / "memory.events").read_text())
-
-    def remove(self, timeout_s: float = 5.0) -> None:
-        _kill_and_rmdir([self.dir], timeout_s)
 
 
 def create_memory(name: str, mounts: Mounts | None = None, version: int | None = None) -> V1MemoryCgroup | V2MemoryCgroup:
