@@ -28,6 +28,7 @@ import numpy as np
 
 from cfsim.engine.response import _axis_cell, _engine_fingerprint, _point_overrides, cache_dir, work_shape
 from cfsim.scenario import Scenario
+from cfsim.workloads.kinds import workload_kind
 
 MiB = 1 << 20
 MEMRESPONSE_FORMAT = 2
@@ -103,14 +104,10 @@ def _summary_point(summary: dict, base: dict | None) -> tuple[float, float, floa
 
 
 def _alloc_rate_bytes_per_s(sc: Scenario, demand_cores: float) -> float:
-    shape = work_shape(sc)
-    if shape.kind in ("open", "closed"):
-        per_item = sc["workload.alloc_kb_per_request"] * 1024.0
-    elif shape.kind == "threads":
+    alloc_key = workload_kind(sc["workload.kind"]).alloc_key
+    if alloc_key is None:
         return 0.0
-    else:
-        per_item = sc["workload.alloc_kb_per_item"] * 1024.0
-    return demand_cores / shape.cpu_s_per_item * per_item
+    return demand_cores / work_shape(sc).cpu_s_per_item * sc[f"workload.{alloc_key}"] * 1024.0
 
 
 def fill_time_s(sc: Scenario, demand_cores: float, heap_bytes: float) -> float:

@@ -8,7 +8,7 @@ parallelism caps, and whether an arrival rate or the workload itself sets its de
 also has ``build(engine, scenario, rng) -> Workload`` for the event engine. Everything else asks
 here instead of switching on kind names: the schema (:func:`kind_names`), the event engine
 (:func:`get_builder`), the long-horizon engine (:func:`workload_kind` ``.shape``), calibration
-(``.cpu_key``).
+(``.cpu_key``), the memory response (``.alloc_key``).
 
 A kind's name is its module's name with ``-`` for ``_`` (``single_thread`` -> ``single-thread``),
 so the schema can list the kinds without importing the models.
@@ -52,6 +52,7 @@ class WorkloadKind:
     keys: tuple[str, ...]  # the [workload] keys it reads, besides ``kind``
     cpu_key: str  # the key holding the CPU one item costs [ms]
     shape: Callable[[Mapping[str, Any]], WorkShape]  # from the [workload] section
+    alloc_key: str | None = None  # the key holding the heap one item allocates [KiB]; None: it allocates none
 
 
 def kind_names() -> tuple[str, ...]:
