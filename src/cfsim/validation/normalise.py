@@ -35,6 +35,9 @@ class GridNorm:
     #: the 99th percentile of that time [ms], from the same runs: client p99 minus their twin's
     #: (a load generator that shares the host's CPUs with the server is itself scheduled late)
     rtt_p99_ms: float | None = None
+    #: the program's own live heap beyond what its twin marks [MiB] (HTTP server, metrics
+    #: registry, buffers: the runtime's /gc/heap/live on the calibration runs minus their twin's)
+    extra_live_mb: float | None = None
 
     def params_for(self, scenario: Scenario) -> dict[str, Any]:
         key = COST_KEYS.get(scenario["workload.kind"])
@@ -46,7 +49,8 @@ class GridNorm:
 def grid_priors(scenario: Scenario, norm: "GridNorm") -> dict[str, Any]:
     """What a grid's calibration runs tell its other runs' twins before those ran, beyond the
     cost factor: the client round trip, its median and 99th percentile (for kinds with
-    ``client_rtt_ms`` that the scenario leaves at 0)."""
+    ``client_rtt_ms`` that the scenario leaves at 0), and the program's own live heap beyond the
+    twin's (``go.process_heap_mb`` moved by it, not below 0)."""
     out: dict[str, Any] = {}
     kind = workload_kind(scenario["workload.kind"])
     if norm.rtt_ms is not None and "client_rtt_ms" in kind.keys and not scenario["workload.client_rtt_ms"]:
@@ -54,6 +58,8 @@ def grid_priors(scenario: Scenario, norm: "GridNorm") -> dict[str, Any]:
         if norm.rtt_ms > 0 and norm.rtt_p99_ms is not None and norm.rtt_p99_ms > norm.rtt_ms \
                 and not scenario["workload.client_rtt_p99_ms"]:
             out["workload.client_rtt_p99_ms"] = norm.rtt_p99_ms
+    if norm.extra_live_mb is not None:
+        out["go.process_heap_mb"] = round(max(0.0, scenario["go.process_heap_mb"] + norm.extra_live_mb), 4)
     return out
 
 
@@ -73,7 +79,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None) ->
     workload's own CPU depends on the GC model it is divided by."""
     norm = GridNorm()
     overrides = {k: v for k, v in (params or {}).items() if k != "cost_factor"}
-    rtts, rtt_p99s = [], []
+    rtts, rtt_p99s, extra_live = [], [], []
     for run in grid_runs:
         if not is_calibration_run(run):
             continue
@@ -83,12 +89,16 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None) ->
         simulated = cost_per_item_s(sim)
         if observed and simulated:
             norm.factors[run.name] = observed / simulated
+        if obs.get("gc_heap_live_bytes") and sim.get("gc_heap_live_bytes") is not None:
+            extra_live.append((obs["gc_heap_live_bytes"] - sim["gc_heap_live_bytes"]) / 2**20)
         if obs.get("latency_p50_s") and sim.get("latency_p50_s") is not None:
             rtts.append(max(0.0, obs["latency_p50_s"] - sim["latency_p50_s"]) * 1e3)
             if obs.get("latency_p99_s") and sim.get("latency_p99_s") is not None:
                 rtt_p99s.append(max(0.0, obs["latency_p99_s"] - sim["latency_p99_s"]) * 1e3)
     if rtts:
         norm.rtt_ms = round(statistics.median(rtts), 4)
+    if extra_live:
+        norm.extra_live_mb = round(statistics.median(extra_live), 4)
     if rtt_p99s:
         norm.rtt_p99_ms = round(statistics.median(rtt_p99s), 4)
     if norm.factors:

@@ -218,7 +218,9 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
                     f"{k} {v:+.3f}" for k, v in errors.items() if v is not None and k in
                     ("throughput_per_s", "cpu_usage_cores", "throttled_ratio")), flush=True)
         grids[grid_dir.name] = {"cost_factor": norm.factor, "calibration_factors": norm.factors,
-                                "drift": norm.drift, **_noise(grid_rows)}
+                                "drift": norm.drift, "client_rtt_ms": norm.rtt_ms,
+                                "client_rtt_p99_ms": norm.rtt_p99_ms, "extra_live_mb": norm.extra_live_mb,
+                                **_noise(grid_rows)}
     by_regime, counts = summarise_by_regime(report_runs)
     return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims, by_regime, counts,
                             gc_by_regime(report_runs))
@@ -301,11 +303,14 @@ def to_markdown(report: ValidationReport) -> str:
             lines.append(f"| {r['run']} | {t['resizes_lab']} / {t['resizes_sim']} | {_fmt(t['median_abs_dt_s'])} | "
                          f"{_fmt(t['median_abs_limit_error'])} | {_fmt(t['final_limit_lab_cores'])} / "
                          f"{_fmt(t['final_limit_sim_cores'])} |")
-    lines += ["", "## Grid noise (measured)", "", "| grid | cost factor | calibration drift | repeat throughput | "
-              "repeat CPU |", "|---|---|---|---|---|"]
+    lines += ["", "## Grid noise (measured) and what the calibration runs gave the twins", "",
+              "| grid | cost factor | calibration drift | repeat throughput | repeat CPU | client rtt p50 / p99 [ms] | "
+              "extra live heap [MiB] |", "|---|---|---|---|---|---|---|"]
     for name, g in report.grids.items():
         lines.append(f"| {name} | {_fmt(g['cost_factor'])} | {_fmt(g['drift'])} | "
-                     f"{_fmt(g.get('repeat_throughput_per_s'))} | {_fmt(g.get('repeat_cpu_usage_cores'))} |")
+                     f"{_fmt(g.get('repeat_throughput_per_s'))} | {_fmt(g.get('repeat_cpu_usage_cores'))} | "
+                     f"{_fmt(g.get('client_rtt_ms'))} / {_fmt(g.get('client_rtt_p99_ms'))} | "
+                     f"{_fmt(g.get('extra_live_mb'))} |")
     lines += ["", "## Runs", "", "| run | regime | limit | GOMAXPROCS | HZ | contention | throughput obs / sim | "
               "CPU obs / sim | throttled obs / sim |", "|---|---|---|---|---|---|---|---|---|"]
     for r in report.runs:
