@@ -148,3 +148,16 @@ def test_runs_a_fit_touched_are_training_not_held_out(grid, tmp_path):
     assert "2 held-out runs" in md.read_text() and "1 training runs" in md.read_text()
     js = rep.to_json()
     assert set(js["headline"]) == {"uncapped", "contended"}
+
+
+def test_validation_is_the_same_in_a_process_pool(tmp_path):
+    # each twin is deterministic and the rows keep the runs' order: 2 workers give the report of 1
+    root = tmp_path / "grid"
+    truth = [("workload.client_rtt_ms", 0.4)]
+    _write_open_run(root, ["cgroup.cpu_limit=null", "workload.rate_per_s=800.0"], truth, "calib-start")
+    for g in (1, 2, 4):
+        _write_open_run(root, [f"go.gomaxprocs={g}", "cgroup.cpu_limit=0.5"], truth, f"p_g{g}")
+    one, two = validate(root, workers=1), validate(root, workers=2)
+    assert [r["run"] for r in one.runs] == [r["run"] for r in two.runs]
+    assert [r["errors"] for r in one.runs] == [r["errors"] for r in two.runs]
+    assert one.grids == two.grids

@@ -4,6 +4,18 @@ from __future__ import annotations
 from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
 
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1 (got {text!r})")
+    return n
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("validate", help="compare simulated twins with lab run exports")
     p.add_argument("path", help="a lab run folder, a grid folder, or a folder of grids")
@@ -13,6 +25,8 @@ def add_parser(sub) -> None:
                    help="do not scale per-item CPU by the grid's calibration runs")
     add_format_argument(p, "the validation (json/yaml: {headline, by_regime, regime_counts, errors, grids, runs}; "
                            "csv/markdown/html: one row per run and metric, with its regime)")
+    p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                   help="processes simulating the twins (default: every CPU; 1 = no pool)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -28,7 +42,8 @@ def run(args) -> int:
     train = read_train_runs(args.params) if args.params else None  # runs the params were fitted on
     with Progress(len(find_runs(args.path)), "validate", "run", enabled=not args.no_progress) as bar:
         report = validate(args.path, params=params, normalise=not args.no_normalise,
-                          progress=lambda run_id: bar.advance(1, run_id), train_runs=train)
+                          progress=lambda run_id: bar.advance(1, run_id), train_runs=train,
+                          workers=args.workers)
     if args.report:
         write_report(report, args.report)
     rows = report.table().to_dict("records")

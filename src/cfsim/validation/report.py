@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
+import os
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -142,9 +145,36 @@ def summarise_by_regime(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("p
     return by, counts
 
 
+#: with the default workers, fewer twins than this run in this process (a pool's start-up,
+#: ~1 s per worker, would cost more than it saves)
+MIN_POOLED = 8
+
+
+def _simulate_twin(run: Path, run_params: dict[str, Any]) -> tuple[Any, Any]:
+    """One twin: its spec and its simulation (a process pool's unit of work)."""
+    spec = twin_spec(run, run_params)
+    return spec, simulate(spec.scenario)
+
+
+def _map(fn: Callable, args: list[tuple], workers: int | None) -> Iterator:
+    """``fn(*a)`` for each ``a``, in order; in a process pool when ``workers`` allows more than one."""
+    n = min(len(args), workers if workers is not None else (os.cpu_count() or 1))
+    if n <= 1 or (workers is None and len(args) < MIN_POOLED):
+        return (fn(*a) for a in args)
+    pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"))
+
+    def results() -> Iterator:
+        with pool:
+            futures = [pool.submit(fn, *a) for a in args]
+            for f in futures:
+                yield f.result()
+    return results()
+
+
 def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalise: bool = True,
              include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
-             only: list[Path] | None = None, train_runs: list[str | Path] | None = None) -> ValidationReport:
+             only: list[Path] | None = None, train_runs: list[str | Path] | None = None,
+             workers: int | None = None) -> ValidationReport:
     """Validate every run folder at or below ``path``.
 
     Parameters
@@ -157,6 +187,9 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     only : validate only these run folders (e.g. the runs held out of a calibration)
     progress : True prints each run's errors as it goes; a callable is called with each run's id
     train_runs : run folders ``params`` were fitted on: reported, but as training, not held out
+    workers : processes simulating the twins (default: every CPU, or this process for fewer than
+        ``MIN_POOLED`` twins; 1 = this process). The report is the same for any number (each twin
+        is deterministic; rows keep the runs' order)
     """
     from cfsim.validation.calibrate import apply_params
 
@@ -166,57 +199,67 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     by_grid: dict[Path, list[Path]] = defaultdict(list)
     for run in runs:
         by_grid[run.parent].append(run)
-    report_runs: list[dict[str, Any]] = []
-    grids: dict[str, dict[str, Any]] = {}
-    sims: dict[str, Any] = {}
+    # first what the calibration runs tell each grid, then the twins (in a process pool: each
+    # is one independent simulation), then the rows, in the order of the runs
+    norms: dict[Path, GridNorm] = {}
+    jobs: list[tuple[Path, Path, str, dict[str, Any]]] = []
     for grid_dir, grid_runs in by_grid.items():
         roles = _roles(grid_dir)
-        norm = grid_norm(grid_runs, params) if normalise else GridNorm()
-        grid_rows: dict[str, dict[str, Any]] = {}
+        norm = norms[grid_dir] = grid_norm(grid_runs, params) if normalise else GridNorm()
         for run in grid_runs:
             role = _role(run, roles)
             if role == "calibration" and not include_calibration:
-                grid_rows[run.name] = {"role": role, "observed": _derived(observed_summary(run))}
                 continue
             if only is not None and run not in only:
                 continue
             run_params = {**grid_priors(run_scenario(run), norm), **apply_params(run, params or {}, norm.factor)}
-            spec = twin_spec(run, run_params)
-            sim = simulate(spec.scenario)
-            scenario = spec.scenario
-            obs_summary = observed_summary(run)
-            observed = _derived(obs_summary)
-            simulated = _derived(sim.summary)
-            errors = {m.name: vm.error(m, observed[m.name], simulated[m.name]) for m in vm.METRICS}
-            if observed.get("oom_killed") or simulated.get("oom_killed"):
-                # an OOM-killed run (either side) has no comparable window: only the kill is compared
-                errors = {k: (v if k == "oom_killed" else None) for k, v in errors.items()}
-            regime, regime_inputs = run_regime(run, obs_summary)
-            held_out = role in ("point", "repeat") and run.resolve() not in trained
-            if role in ("point", "repeat") and not held_out:
-                role_note = "training"
-            else:
-                role_note = role
-            run_id = str(run.relative_to(root.parent)) if run != root else run.name
-            row = {"run": run_id, "grid": grid_dir.name, "role": role, "fit": role_note, "held_out": held_out,
-                   "regime": regime, "regime_inputs": regime_inputs, "path": str(run),
-                   "scenario": {k: scenario.get(k) for k in SCENARIO_COLUMNS} | {
-                       "cgroup.limit_schedule": scenario.get("cgroup.limit_schedule")},
-                   "twin": spec.as_dict(), "params": run_params,
-                   "observed": observed, "simulated": simulated, "errors": errors,
-                   "gc_regime": gc_regime(scenario)}
-            if spec.vpa_in_the_loop:
-                recorded = (run_manifest(run).get("cgroup") or {}).get("quota_changes") or []
-                row["trajectory"] = compare_trajectories(recorded, sim.quota_changes)
-            sims[run_id] = sim
-            report_runs.append(row)
-            grid_rows[run.name] = row
-            if callable(progress):
-                progress(run_id)
-            elif progress:
-                print(f"  {run_id} [{regime}]: " + ", ".join(
-                    f"{k} {v:+.3f}" for k, v in errors.items() if v is not None and k in
-                    ("throughput_per_s", "cpu_usage_cores", "throttled_ratio")), flush=True)
+            jobs.append((grid_dir, run, role, run_params))
+    twins = _map(_simulate_twin, [(run, run_params) for _, run, _, run_params in jobs], workers)
+    report_runs: list[dict[str, Any]] = []
+    sims: dict[str, Any] = {}
+    rows_by_grid: dict[Path, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for (grid_dir, run, role, run_params), (spec, sim) in zip(jobs, twins):
+        scenario = spec.scenario
+        obs_summary = observed_summary(run)
+        observed = _derived(obs_summary)
+        simulated = _derived(sim.summary)
+        errors = {m.name: vm.error(m, observed[m.name], simulated[m.name]) for m in vm.METRICS}
+        if observed.get("oom_killed") or simulated.get("oom_killed"):
+            # an OOM-killed run (either side) has no comparable window: only the kill is compared
+            errors = {k: (v if k == "oom_killed" else None) for k, v in errors.items()}
+        regime, regime_inputs = run_regime(run, obs_summary)
+        held_out = role in ("point", "repeat") and run.resolve() not in trained
+        if role in ("point", "repeat") and not held_out:
+            role_note = "training"
+        else:
+            role_note = role
+        run_id = str(run.relative_to(root.parent)) if run != root else run.name
+        row = {"run": run_id, "grid": grid_dir.name, "role": role, "fit": role_note, "held_out": held_out,
+               "regime": regime, "regime_inputs": regime_inputs, "path": str(run),
+               "scenario": {k: scenario.get(k) for k in SCENARIO_COLUMNS} | {
+                   "cgroup.limit_schedule": scenario.get("cgroup.limit_schedule")},
+               "twin": spec.as_dict(), "params": run_params,
+               "observed": observed, "simulated": simulated, "errors": errors,
+               "gc_regime": gc_regime(scenario)}
+        if spec.vpa_in_the_loop:
+            recorded = (run_manifest(run).get("cgroup") or {}).get("quota_changes") or []
+            row["trajectory"] = compare_trajectories(recorded, sim.quota_changes)
+        sims[run_id] = sim
+        report_runs.append(row)
+        rows_by_grid[grid_dir][run.name] = row
+        if callable(progress):
+            progress(run_id)
+        elif progress:
+            print(f"  {run_id} [{regime}]: " + ", ".join(
+                f"{k} {v:+.3f}" for k, v in errors.items() if v is not None and k in
+                ("throughput_per_s", "cpu_usage_cores", "throttled_ratio")), flush=True)
+    grids: dict[str, dict[str, Any]] = {}
+    for grid_dir, grid_runs in by_grid.items():
+        roles, norm = _roles(grid_dir), norms[grid_dir]
+        grid_rows = rows_by_grid[grid_dir]
+        for run in grid_runs:
+            if _role(run, roles) == "calibration" and not include_calibration:
+                grid_rows[run.name] = {"role": "calibration", "observed": _derived(observed_summary(run))}
         grids[grid_dir.name] = {"cost_factor": norm.factor, "calibration_factors": norm.factors,
                                 "drift": norm.drift, "client_rtt_ms": norm.rtt_ms,
                                 "client_rtt_p99_ms": norm.rtt_p99_ms, "extra_live_mb": norm.extra_live_mb,
