@@ -7,6 +7,7 @@ The same scenario the simulator reads drives a real run, so every lab run has a 
 - :mod:`cfsim.lab.prometheus`  a throw-away Prometheus (loopback, temporary TSDB, 1 s scrapes)
 - :mod:`cfsim.lab.build`       ``go build`` of the Go module in ``lab/``
 - :mod:`cfsim.lab.launch`      scenario -> workload/loadgen command lines, GOMAXPROCS policies
+- :mod:`cfsim.lab.kinds`       what the lab knows per workload kind (metric names, done counter, notes)
 - :mod:`cfsim.lab.queries`     what is exported (raw series, dashboard rate() queries)
 - :mod:`cfsim.lab.summary`     the ``cfsim run --json`` keys from two snapshots
 - :mod:`cfsim.lab.runner`      one run

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from cfsim.lab import summary
 from cfsim.lab.cgroup import CpuStat, MemoryStat
-from cfsim.lab.queries import metric_family
+from cfsim.lab.kinds import lab_kind
 
 SUMMARY_NOTES = {
     "window": "summary uses direct reads at t_start+warmup_s and t_start+duration_s (an OOM kill ends the "
@@ -135,7 +135,6 @@ def _mem(d: Mapping[str, Any] | None) -> MemoryStat | None:
 # Manifests written before the GC/memory keys left out every series that was 0 at both ends;
 # these series are always exposed, so a missing one was 0
 _ALWAYS_EXPOSED = tuple(f"go_cpu_classes_{c}_cpu_seconds_total" for c in summary.CPU_CLASSES)
-_ALWAYS_EXPOSED_STREAM = ("cfsim_backlog_records", "cfsim_lag_seconds")
 
 
 def snapshots(manifest: Mapping[str, Any]) -> tuple[summary.Snapshot, summary.Snapshot]:
@@ -145,8 +144,7 @@ def snapshots(manifest: Mapping[str, Any]) -> tuple[summary.Snapshot, summary.Sn
     pm = manifest.get("process_memory") or {}
     workload = {end: dict(ws["workload"][end]) for end in ("start", "end")}
     if "memory_counters" not in manifest and workload["end"]:
-        zeros = _ALWAYS_EXPOSED + (_ALWAYS_EXPOSED_STREAM if metric_family(manifest["scenario"]["workload"]["kind"])
-                                   == "items" else ())
+        zeros = _ALWAYS_EXPOSED + lab_kind(manifest["scenario"]["workload"]["kind"]).always_exposed
         for end in ("start", "end"):
             for name in zeros:
                 workload[end].setdefault(name, 0.0)

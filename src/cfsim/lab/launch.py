@@ -1,15 +1,18 @@
 """Scenario -> command lines and environments of the workload and the load generator (the GOMAXPROCS
-a policy gives is the model's rule, cfsim.goruntime.gomaxprocs). Pure functions (tested without running anything)."""
+a policy gives is the model's rule, cfsim.goruntime.gomaxprocs). Pure functions (tested without running anything).
+Which kinds the load generator drives, and which take ``lab.load_fraction``, is in :mod:`cfsim.lab.kinds`;
+the load generator's flags of each such kind are :data:`LOADGEN_FLAGS`."""
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from cfsim.lab.queries import metric_family
+from cfsim.lab.kinds import kinds_with, lab_kind
 from cfsim.scenario import Scenario, ScenarioError
 from cfsim.workloads.arrivals import parse_rate
+from cfsim.workloads.kinds import workload_kind
 
 # inherited settings that would silently change the Go runtime under test
 GO_ENV_CLEARED = ("GOMAXPROCS", "GODEBUG", "GOGC", "GOMEMLIMIT", "GOTRACEBACK", "AUTOMEMLIMIT")
@@ -72,15 +75,18 @@ def expected_gomemlimit(sc: Scenario, page_bytes: int = 4096) -> int | None:
 
 def resolve_lab_keys(sc: Scenario) -> Scenario:
     """Apply the lab's derived keys: ``lab.load_fraction`` sets the open-loop arrival rate to
-    that fraction of the CPU limit's request capacity (limit / cpu_ms_per_request)."""
+    that fraction of the CPU limit's request capacity (limit / cpu_ms_per_request: the kind's CPU
+    per item). Only kinds whose lab facts allow it (:attr:`cfsim.lab.kinds.LabKind.load_fraction`)."""
     frac = sc["lab.load_fraction"]
     if frac is None:
         return sc
-    if sc["workload.kind"] != "open":
-        raise ScenarioError("lab.load_fraction", f"only for workload.kind = 'open' (got {sc['workload.kind']!r})")
+    kind = sc["workload.kind"]
+    if not lab_kind(kind).load_fraction:
+        allowed = " or ".join(repr(k) for k in kinds_with(load_fraction=True))
+        raise ScenarioError("lab.load_fraction", f"only for workload.kind = {allowed} (got {kind!r})")
     if sc["cgroup.cpu_limit"] is None:
         raise ScenarioError("lab.load_fraction", "needs cgroup.cpu_limit (a fraction of what?)")
-    rate = frac * sc["cgroup.cpu_limit"] * 1000.0 / sc["workload.cpu_ms_per_request"]
+    rate = frac * sc["cgroup.cpu_limit"] * 1000.0 / sc[f"workload.{workload_kind(kind).cpu_key}"]
     return sc.with_overrides([("workload.rate_per_s", round(rate, 3))])
 
 
@@ -93,14 +99,26 @@ def workload_env(sc: Scenario, base: Mapping[str, str] | None = None) -> dict[st
     return env
 
 
+def _closed_loop_flags(sc: Scenario) -> list[str]:
+    w = sc.section("workload")
+    return ["-clients", str(w["clients"]), "-think-ms", f"{w['think_ms']:g}"]
+
+
+def _open_loop_flags(sc: Scenario) -> list[str]:
+    w = sc.section("workload")
+    return ["-rate", json.dumps(resolve_rate(w["rate_per_s"], sc["run.duration_s"])), "-arrivals", w["arrivals"]]
+
+
+#: the load generator's own flags (after its common ones) for each kind it drives
+#: (:attr:`cfsim.lab.kinds.LabKind.loadgen`; ``-mode`` is the kind's name)
+LOADGEN_FLAGS: dict[str, Callable[[Scenario], list[str]]] = {"closed": _closed_loop_flags, "open": _open_loop_flags}
+
+
 def loadgen_command(binary: Path, sc: Scenario, target_url: str, listen: str) -> list[str] | None:
     """The load generator's command line, or None for kinds that produce their own load."""
-    w = sc.section("workload")
-    if metric_family(w["kind"]) != "requests":
+    kind = sc["workload.kind"]
+    if not lab_kind(kind).loadgen:
         return None
-    argv = [str(binary), "-url", target_url, "-listen", listen, "-mode", w["kind"],
+    argv = [str(binary), "-url", target_url, "-listen", listen, "-mode", kind,
             "-seed", str(sc["run.seed"]), "-duration-s", f"{sc['run.duration_s'] + 5:g}"]
-    if w["kind"] == "closed":
-        return argv + ["-clients", str(w["clients"]), "-think-ms", f"{w['think_ms']:g}"]
-    rate = resolve_rate(w["rate_per_s"], sc["run.duration_s"])
-    return argv + ["-rate", json.dumps(rate), "-arrivals", w["arrivals"]]
+    return argv + LOADGEN_FLAGS[kind](sc)

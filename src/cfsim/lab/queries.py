@@ -1,22 +1,10 @@
 """What each run exports from Prometheus: raw series (``/api/v1/query_range`` of a metric name)
 and the rate() queries a dashboard would draw. Only metrics the analysis needs, to keep the
-committed data small; histograms' buckets only for the kind's own latency."""
+committed data small; histograms' buckets only for the kind's own latency. What differs by
+``[workload] kind`` (its own metrics, histograms, done counter) comes from :mod:`cfsim.lab.kinds`."""
 from __future__ import annotations
 
-#: the metric family each ``[workload] kind`` of the lab's Go workload exports (lab/internal): consumed
-#: records with lag, requests measured by the load generator, or bursts of the threads workload.
-#: The one place the lab switches on kind names.
-FAMILIES = {"stream": "items", "single-thread": "items", "closed": "requests", "open": "requests",
-            "threads": "bursts"}
-
-
-def metric_family(kind: str) -> str:
-    """``items``, ``requests`` or ``bursts``: what the lab's workload of this kind counts and times."""
-    try:
-        return FAMILIES[kind]
-    except KeyError:
-        raise ValueError(f"workload.kind: the lab has no Go workload for kind {kind!r}; "
-                         f"it runs {', '.join(FAMILIES)}") from None
+from cfsim.lab.kinds import lab_kind
 
 CADVISOR = ("container_cpu_usage_seconds_total", "container_cpu_cfs_periods_total",
             "container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_throttled_seconds_total",
@@ -49,26 +37,12 @@ def histogram(name: str) -> tuple[str, ...]:
 
 
 def latency_histograms(kind: str) -> tuple[str, ...]:
-    family = metric_family(kind)
-    if family == "items":
-        return ("cfsim_item_latency_seconds",)
-    if family == "requests":
-        return ("cfsim_loadgen_request_duration_seconds", "cfsim_request_duration_seconds")
-    return ("cfsim_burn_duration_seconds",)
+    return lab_kind(kind).latency_histograms
 
 
 def raw_metrics(kind: str) -> list[str]:
-    app = {
-        "stream": ("cfsim_records_consumed_total", "cfsim_records_produced_total", "cfsim_backlog_records",
-                   "cfsim_lag_seconds"),
-        "closed": ("cfsim_requests_total", "cfsim_loadgen_requests_total", "cfsim_loadgen_errors_total",
-                   "cfsim_loadgen_in_flight_requests"),
-        "threads": ("cfsim_burns_total", "cfsim_burn_max_seconds"),
-    }
-    app["single-thread"] = app["stream"]
-    app["open"] = app["closed"] + ("cfsim_loadgen_dropped_total",)
     hist = tuple(m for h in latency_histograms(kind) for m in histogram(h))
-    return [*CADVISOR, *app[kind], "cfsim_burn_calibration_rounds_per_cpu_ms", *hist, *GO_RUNTIME,
+    return [*CADVISOR, *lab_kind(kind).app_metrics, "cfsim_burn_calibration_rounds_per_cpu_ms", *hist, *GO_RUNTIME,
             *CPU_CLASSES, *SCRAPE]
 
 
@@ -89,11 +63,9 @@ def rate_queries(kind: str, window_s: float) -> dict[str, str]:
         "memory_working_set_bytes": "container_memory_working_set_bytes",
         "gc_pause_seconds_per_s": f"rate(go_gc_duration_seconds_sum{w})",
     }
-    done = {"items": "cfsim_records_consumed_total", "requests": "cfsim_loadgen_requests_total",
-            "bursts": "cfsim_burns_total"}[metric_family(kind)]
-    q["throughput_per_s"] = f"rate({done}{w})"
+    q["throughput_per_s"] = f"rate({lab_kind(kind).done_metric}{w})"
     # quantiles only (their buckets are not exported: the summary reads them directly)
-    extra = ("cfsim_go_sched_latencies_seconds",) + (("cfsim_loadgen_send_lag_seconds",) if kind == "open" else ())
+    extra = ("cfsim_go_sched_latencies_seconds",) + lab_kind(kind).quantile_histograms
     for h in latency_histograms(kind) + extra:
         for label, quant in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999)):
             q[f"{h}_{label}"] = f"histogram_quantile({quant}, sum by (le) (rate({h}_bucket{w})))"
@@ -108,7 +80,4 @@ def sample_metrics(kind: str) -> list[str]:
                          "process_cpu_seconds_total", "go_gc_cycles_total_gc_cycles_total",
                          "go_cpu_classes_gc_total_cpu_seconds_total", "go_cpu_classes_user_cpu_seconds_total",
                          "go_gc_heap_allocs_bytes_total", "go_gc_duration_seconds_sum")]
-    done = {"stream": "cfsim_records_consumed_total", "single-thread": "cfsim_records_consumed_total",
-            "closed": "cfsim_loadgen_requests_total", "open": "cfsim_loadgen_requests_total",
-            "threads": "cfsim_burns_total"}[kind]
-    return names + [done]
+    return names + [lab_kind(kind).done_metric]

@@ -47,6 +47,7 @@ from typing import Any, Callable
 from cfsim.goruntime.gomaxprocs import gomaxprocs_value
 from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, preflight, prometheus, queries, summary
+from cfsim.lab.kinds import LAB_KINDS, lab_kind
 from cfsim.lab.lock import machine_lock
 from cfsim.scenario import Scenario, ScenarioError
 
@@ -169,7 +170,7 @@ def check_scenario(sc: Scenario) -> None:
     if sc["lab.quota_at"] == "run" and sc["go.gomaxprocs"] in ("automaxprocs", "go1.25"):
         raise ScenarioError("lab.quota_at", "'run' would hide the quota from the GOMAXPROCS policy "
                                             f"{sc['go.gomaxprocs']!r} at start-up; use 'start-up'")
-    if sc["workload.kind"] not in queries.FAMILIES:
+    if sc["workload.kind"] not in LAB_KINDS:
         raise ScenarioError("workload.kind", f"the lab has no workload {sc['workload.kind']!r}")
     if sc["go.gomemlimit_policy"] == "automemlimit" and sc["go.gomemlimit_mb"] is not None:
         raise ScenarioError("go.gomemlimit_mb", "set together with go.gomemlimit_policy = 'automemlimit' "
@@ -633,10 +634,6 @@ def _utc(t_unix_s: float) -> str:
     return dt.datetime.fromtimestamp(t_unix_s, dt.timezone.utc).isoformat()
 
 
-LATENCY_NOTES = {"stream": "record arrival to end of processing", "single-thread": "same as stream",
-                 "closed": "client side (loadgen)", "open": "client side (loadgen)", "threads": "none; see burn_*"}
-
-
 def cleanup_stale(mounts: cgroup.Mounts) -> dict[str, list[str]]:
     """Remove what a killed earlier run left: its cgroups (and every process inside them: the
     workload, Prometheus, the load generator) and Prometheus' temporary TSDB folders."""
@@ -856,7 +853,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                           "loadgen": {"argv": loadgen.argv if loadgen else None},
                           "prometheus": {"argv": prom.argv, "targets": targets}},
             "exports": exports,
-            "summary_notes": derive.SUMMARY_NOTES | {"latency": LATENCY_NOTES[kind]},
+            "summary_notes": derive.SUMMARY_NOTES | {"latency": lab_kind(kind).latency_note},
             "status": status,
         }
         warnings = []

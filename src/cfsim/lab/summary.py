@@ -14,7 +14,7 @@ from typing import Iterable, Mapping
 from prometheus_client.parser import text_string_to_metric_families
 
 from cfsim.lab.cgroup import CpuStat, MemoryStat
-from cfsim.lab.queries import metric_family
+from cfsim.lab.kinds import lab_kind
 
 SUMMARY_KEYS = ("cpu_limit_cores", "cpu_usage_cores", "nr_periods", "nr_throttled", "throttled_ratio",
                 "throttled_time_s", "gomaxprocs", "throughput_per_s", "latency_p50_s", "latency_p99_s",
@@ -212,7 +212,7 @@ def summarize(kind: str, s0: Snapshot, s1: Snapshot, cpu_limit_cores: float | No
         throttled_time_s=(s1.stat.throttled_ns - s0.stat.throttled_ns) / 1e9,
         gomaxprocs=int(w1["go_sched_gomaxprocs_threads"]) if "go_sched_gomaxprocs_threads" in w1 else None,
     )
-    family = metric_family(kind)
+    family = lab_kind(kind).family
     if family == "items":
         done, hist = _delta("cfsim_records_consumed_total", w0, w1), bucket_deltas("cfsim_item_latency_seconds", w0, w1)
         out["backlog_final"] = w1.get("cfsim_backlog_records")

@@ -23,7 +23,9 @@ Adding a workload kind
 2. Add its module name to :data:`cfsim.workloads.kinds.MODULES`.
 3. Declare any new ``[workload]`` keys (default, unit, range) in :mod:`cfsim.scenario.schema`.
 4. The scenario schema, the event engine, the long-horizon engine and calibration then know it.
-   The lab needs its own Go workload (``lab/``) and metric names (:mod:`cfsim.lab.queries`).
+5. The lab needs its own Go workload (``lab/``) and its facts in the one table
+   :data:`cfsim.lab.kinds.LAB_KINDS` (metric family and names, done counter, latency note,
+   load generator); a unit test fails until the table has the new kind.
 """
 from __future__ import annotations
 
