@@ -33,6 +33,13 @@ def test_json_and_format_disagreeing_is_an_error(capsys):
     assert info.value.code == 2 and "disagree" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv", [["audit", "/nonexistent"], ["recommend", "stream-consumer", "--slo", "lag_final_s<=60"]])
+def test_emit_refuses_a_format_other_than_yaml_or_json(argv, capsys):
+    # audit and recommend share the check (cfsim.commands._prometheus.check_emit_format)
+    assert main([*argv, "--emit", "patch", "--format", "csv"]) == 2
+    assert capsys.readouterr().err == "error: --emit patch prints yaml or json, not csv\n"
+
+
 @pytest.mark.parametrize("fmt", ["table", "json", "yaml", "csv", "markdown", "html"])
 def test_scenarios_answers_in_every_format(fmt, capsys):
     assert main(["scenarios", "grab-sinktos3", "--format", fmt]) == 0

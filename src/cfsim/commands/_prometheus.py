@@ -1,6 +1,6 @@
 """The ``--prometheus-*`` options shared by ``audit``, ``vpa replay`` and ``recommend``, their
 one-line errors (exit 2), the choice between them and a command's offline input, and the live
-containers they select."""
+containers they select; also the ``--emit`` check ``audit`` and ``recommend`` share."""
 from __future__ import annotations
 
 import argparse
@@ -90,6 +90,13 @@ def given_live_options(args: Any) -> list[str]:
     out += ["--selector"] if args.selector else []
     out += ["--insecure-skip-tls-verify"] if args.insecure_skip_tls_verify else []
     return out
+
+
+def check_emit_format(emit: str, fmt: str) -> None:
+    """``--emit patch`` and ``--emit vpa-status`` print yaml or json (``table``, the default, prints
+    yaml): another ``--format`` is a :class:`CommandError` (one ``error: ...`` line, exit 2)."""
+    if emit != "report" and fmt not in ("yaml", "json", "table"):
+        raise CommandError(f"--emit {emit} prints yaml or json, not {fmt}")
 
 
 def refuse_mixed_sources(args: Any, offline: Any, what: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from cfsim.commands._prometheus import add_prometheus_arguments, load_live, refuse_mixed_sources
+from cfsim.commands._prometheus import add_prometheus_arguments, check_emit_format, load_live, refuse_mixed_sources
 from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml_all, emit
 
 
@@ -100,9 +100,7 @@ def run(args) -> int:
 
     fmt = chosen_format(args)
     refuse_mixed_sources(args, args.exports, "export folders")
-    if args.emit != "report" and fmt not in ("yaml", "json", "table"):
-        print(f"error: --emit {args.emit} prints yaml or json, not {fmt}", file=sys.stderr)
-        return 2
+    check_emit_format(args.emit, fmt)
     if args.workers is not None and args.workers < 0:
         print(f"error: --workers must be >= 0 (got {args.workers})", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from cfsim.commands import CommandError
-from cfsim.commands._prometheus import add_prometheus_arguments, given_live_options, load_live
+from cfsim.commands._prometheus import add_prometheus_arguments, check_emit_format, given_live_options, load_live
 from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml, dump_yaml_all, emit, json_safe
 
 
@@ -119,9 +119,7 @@ def run(args) -> int:
         print("error: give a scenario, --from RUN_DIR, or --prometheus-url URL (with or without a scenario)",
               file=sys.stderr)
         return 2
-    if args.emit != "report" and fmt not in ("yaml", "json", "table"):
-        print(f"error: --emit {args.emit} prints yaml or json, not {fmt}", file=sys.stderr)
-        return 2
+    check_emit_format(args.emit, fmt)
     if args.observed_usage and not args.from_run:
         print("error: --observed-usage needs --from RUN_DIR", file=sys.stderr)
         return 2
