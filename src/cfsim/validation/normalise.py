@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from cfsim.scenario import Scenario
-from cfsim.validation.twin import is_calibration_run, observed_summary, twin
+from cfsim.validation.twin import is_calibration_run, observed_summary, run_scenario, twin
 from cfsim.workloads import kind_names, workload_kind
 
 #: the scenario key of each workload kind's CPU per item (as the kind declares it)
@@ -38,6 +38,10 @@ class GridNorm:
     #: the program's own live heap beyond what its twin marks [MiB] (HTTP server, metrics
     #: registry, buffers: the runtime's /gc/heap/live on the calibration runs minus their twin's)
     extra_live_mb: float | None = None
+    #: the STW work per pause beyond the twin's [us] (stopping the world on this machine: signals,
+    #: futex wake-ups, the pause's own bookkeeping): /sched/pauses/total/gc per pause (two per
+    #: cycle) on the calibration runs minus their twin's
+    extra_stw_us: float | None = None
 
     def params_for(self, scenario: Scenario) -> dict[str, Any]:
         key = COST_KEYS.get(scenario["workload.kind"])
@@ -50,7 +54,8 @@ def grid_priors(scenario: Scenario, norm: "GridNorm") -> dict[str, Any]:
     """What a grid's calibration runs tell its other runs' twins before those ran, beyond the
     cost factor: the client round trip, its median and 99th percentile (for kinds with
     ``client_rtt_ms`` that the scenario leaves at 0), and the program's own live heap beyond the
-    twin's (``go.process_heap_mb`` moved by it, not below 0)."""
+    twin's (``go.process_heap_mb`` moved by it, not below 0), and the time a GC pause takes
+    beyond the twin's (``go.gc_stw_base_us`` moved by it, not below 0)."""
     out: dict[str, Any] = {}
     kind = workload_kind(scenario["workload.kind"])
     if norm.rtt_ms is not None and "client_rtt_ms" in kind.keys and not scenario["workload.client_rtt_ms"]:
@@ -60,6 +65,8 @@ def grid_priors(scenario: Scenario, norm: "GridNorm") -> dict[str, Any]:
             out["workload.client_rtt_p99_ms"] = norm.rtt_p99_ms
     if norm.extra_live_mb is not None:
         out["go.process_heap_mb"] = round(max(0.0, scenario["go.process_heap_mb"] + norm.extra_live_mb), 4)
+    if norm.extra_stw_us is not None:
+        out["go.gc_stw_base_us"] = round(max(0.0, scenario["go.gc_stw_base_us"] + norm.extra_stw_us), 3)
     return out
 
 
@@ -68,6 +75,15 @@ def cost_per_item_s(summary: dict[str, Any]) -> float | None:
     if not usage or not thr:
         return None
     return usage / thr
+
+
+def _pause_per_stw_us(summary: Mapping[str, Any]) -> float | None:
+    """Mean time of one GC stop-the-world pause [us] (a cycle has two: sweep termination and
+    mark termination), or None without cycles or pause time."""
+    total, cycles = summary.get("gc_pause_total_s"), summary.get("gc_cycles")
+    if not total or not cycles:
+        return None
+    return total / (2 * cycles) * 1e6
 
 
 def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None) -> GridNorm:
@@ -79,7 +95,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None) ->
     workload's own CPU depends on the GC model it is divided by."""
     norm = GridNorm()
     overrides = {k: v for k, v in (params or {}).items() if k != "cost_factor"}
-    rtts, rtt_p99s, extra_live = [], [], []
+    rtts, rtt_p99s, extra_live, extra_stw = [], [], [], []
     for run in grid_runs:
         if not is_calibration_run(run):
             continue
@@ -91,12 +107,18 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None) ->
             norm.factors[run.name] = observed / simulated
         if obs.get("gc_heap_live_bytes") and sim.get("gc_heap_live_bytes") is not None:
             extra_live.append((obs["gc_heap_live_bytes"] - sim["gc_heap_live_bytes"]) / 2**20)
-        if obs.get("latency_p50_s") and sim.get("latency_p50_s") is not None:
+        per_pause = [_pause_per_stw_us(x) for x in (obs, sim)]
+        if None not in per_pause:
+            extra_stw.append(per_pause[0] - per_pause[1])
+        has_rtt = "client_rtt_ms" in workload_kind(run_scenario(run)["workload.kind"]).keys
+        if has_rtt and obs.get("latency_p50_s") and sim.get("latency_p50_s") is not None:
             rtts.append(max(0.0, obs["latency_p50_s"] - sim["latency_p50_s"]) * 1e3)
             if obs.get("latency_p99_s") and sim.get("latency_p99_s") is not None:
                 rtt_p99s.append(max(0.0, obs["latency_p99_s"] - sim["latency_p99_s"]) * 1e3)
     if rtts:
         norm.rtt_ms = round(statistics.median(rtts), 4)
+    if extra_stw:
+        norm.extra_stw_us = round(statistics.median(extra_stw), 3)
     if extra_live:
         norm.extra_live_mb = round(statistics.median(extra_live), 4)
     if rtt_p99s:

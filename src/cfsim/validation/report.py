@@ -263,6 +263,7 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
         grids[grid_dir.name] = {"cost_factor": norm.factor, "calibration_factors": norm.factors,
                                 "drift": norm.drift, "client_rtt_ms": norm.rtt_ms,
                                 "client_rtt_p99_ms": norm.rtt_p99_ms, "extra_live_mb": norm.extra_live_mb,
+                                "extra_stw_us": norm.extra_stw_us,
                                 **_noise(grid_rows)}
     by_regime, counts = summarise_by_regime(report_runs)
     return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims, by_regime, counts,
@@ -348,12 +349,12 @@ def to_markdown(report: ValidationReport) -> str:
                          f"{_fmt(t['final_limit_sim_cores'])} |")
     lines += ["", "## Grid noise (measured) and what the calibration runs gave the twins", "",
               "| grid | cost factor | calibration drift | repeat throughput | repeat CPU | client rtt p50 / p99 [ms] | "
-              "extra live heap [MiB] |", "|---|---|---|---|---|---|---|"]
+              "extra live heap [MiB] | extra STW [us] |", "|---|---|---|---|---|---|---|---|"]
     for name, g in report.grids.items():
         lines.append(f"| {name} | {_fmt(g['cost_factor'])} | {_fmt(g['drift'])} | "
                      f"{_fmt(g.get('repeat_throughput_per_s'))} | {_fmt(g.get('repeat_cpu_usage_cores'))} | "
                      f"{_fmt(g.get('client_rtt_ms'))} / {_fmt(g.get('client_rtt_p99_ms'))} | "
-                     f"{_fmt(g.get('extra_live_mb'))} |")
+                     f"{_fmt(g.get('extra_live_mb'))} | {_fmt(g.get('extra_stw_us'))} |")
     lines += ["", "## Runs", "", "| run | regime | limit | GOMAXPROCS | HZ | contention | throughput obs / sim | "
               "CPU obs / sim | throttled obs / sim |", "|---|---|---|---|---|---|---|---|---|"]
     for r in report.runs:
