@@ -164,3 +164,17 @@ def test_validation_is_the_same_in_a_process_pool(tmp_path):
     assert [r["run"] for r in one.runs] == [r["run"] for r in two.runs]
     assert [r["errors"] for r in one.runs] == [r["errors"] for r in two.runs]
     assert one.grids == two.grids
+
+
+def test_time_outside_the_process_follows_the_pre_run_neighbour_load():
+    from cfsim.validation.normalise import GridNorm, rtt_at
+
+    # a quiet calibration run (0.01 cores of tenants) and a busy one (1.0): the load generator
+    # that shares the host waits longer on the busy one
+    norm = GridNorm(rtt_ms=0.2, rtt_p99_ms=2.7, rtt_by_tenants=[(1.0, 0.3, 4.6), (0.01, 0.1, 0.9)])
+    assert rtt_at(norm, 0.01) == (0.1, 0.9)
+    assert rtt_at(norm, 0.505) == pytest.approx((0.2, 2.75))
+    assert rtt_at(norm, 3.0) == (0.3, 4.6)            # held at the ends, not extrapolated
+    assert rtt_at(norm, None) == (0.2, 2.7)           # the run measured no neighbours: the median
+    one = GridNorm(rtt_ms=0.2, rtt_p99_ms=2.7, rtt_by_tenants=[(0.5, 0.2, 2.7)])
+    assert rtt_at(one, 0.0) == (0.2, 2.7)

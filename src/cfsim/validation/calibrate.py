@@ -26,7 +26,8 @@ from scipy.optimize import least_squares
 from cfsim.scenario import parse_value
 from cfsim.validation import metrics as vm
 from cfsim.validation.normalise import grid_norm, grid_priors
-from cfsim.validation.twin import find_runs, is_calibration_run, observed_summary, run_scenario, twin
+from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
+                                   run_scenario, twin)
 
 #: parameter -> (lower, upper) bounds; the defaults calibrated when none are named
 DEFAULT_PARAMS: dict[str, tuple[float, float]] = {
@@ -195,7 +196,8 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     grids = sorted({r.parent for r in runs})
     norms = {grid: grid_norm(find_runs(grid)) for grid in grids}
     factors = {grid: n.factor for grid, n in norms.items()}
-    priors = {r: grid_priors(run_scenario(r), norms[r.parent]) for r in train_runs}
+    priors = {r: grid_priors(run_scenario(r), norms[r.parent], pre_run_tenants_cores(run_manifest(r)))
+              for r in train_runs}
     model_params = [k for k in names if k != "cost_factor"]
     x0 = []
     for k in names:

@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
+
 from cfsim.scenario import Scenario
-from cfsim.validation.twin import is_calibration_run, observed_summary, run_scenario, twin
+from cfsim.validation.twin import (is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
+                                   run_scenario, twin)
 from cfsim.workloads import kind_names, workload_kind
 
 #: the scenario key of each workload kind's CPU per item (as the kind declares it)
@@ -35,6 +38,10 @@ class GridNorm:
     #: the 99th percentile of that time [ms], from the same runs: client p99 minus their twin's
     #: (a load generator that shares the host's CPUs with the server is itself scheduled late)
     rtt_p99_ms: float | None = None
+    #: ``(pre-run tenants [cores], rtt_ms, rtt_p99_ms)`` of each calibration run that measured
+    #: its neighbours before it started: the load generator waits longer on a busier host, so a
+    #: run's twin takes the time outside the process at its own pre-run neighbour load
+    rtt_by_tenants: list[tuple[float, float, float | None]] = field(default_factory=list)
     #: the program's own live heap beyond what its twin marks [MiB] (HTTP server, metrics
     #: registry, buffers: the runtime's /gc/heap/live on the calibration runs minus their twin's)
     extra_live_mb: float | None = None
@@ -50,19 +57,35 @@ class GridNorm:
         return {key: scenario[key] * self.factor}
 
 
-def grid_priors(scenario: Scenario, norm: "GridNorm") -> dict[str, Any]:
+def rtt_at(norm: "GridNorm", tenants_cores: float | None) -> tuple[float | None, float | None]:
+    """The grid's time outside the process ``(median, p99)`` [ms] for a run whose neighbours took
+    ``tenants_cores`` before it started: linear in the calibration runs' own pre-run neighbour
+    load, held at the ends (``numpy.interp``); the median over the calibration runs when the run
+    or fewer than two calibration runs at different loads measured it."""
+    pts = sorted(norm.rtt_by_tenants)
+    if tenants_cores is None or len({t for t, _, _ in pts}) < 2:
+        return norm.rtt_ms, norm.rtt_p99_ms
+    xs = [t for t, _, _ in pts]
+    med = float(np.interp(tenants_cores, xs, [m for _, m, _ in pts]))
+    p99s = [q for _, _, q in pts]
+    p99 = None if None in p99s else float(np.interp(tenants_cores, xs, p99s))
+    return round(med, 4), None if p99 is None else round(p99, 4)
+
+
+def grid_priors(scenario: Scenario, norm: "GridNorm", tenants_cores: float | None = None) -> dict[str, Any]:
     """What a grid's calibration runs tell its other runs' twins before those ran, beyond the
-    cost factor: the client round trip, its median and 99th percentile (for kinds with
-    ``client_rtt_ms`` that the scenario leaves at 0), and the program's own live heap beyond the
+    cost factor: the client round trip, its median and 99th percentile at the run's pre-run
+    neighbour load ``tenants_cores`` (:func:`rtt_at`; for kinds with ``client_rtt_ms`` that the
+    scenario leaves at 0), and the program's own live heap beyond the
     twin's (``go.process_heap_mb`` moved by it, not below 0), and the time a GC pause takes
     beyond the twin's (``go.gc_stw_base_us`` moved by it, not below 0)."""
     out: dict[str, Any] = {}
     kind = workload_kind(scenario["workload.kind"])
-    if norm.rtt_ms is not None and "client_rtt_ms" in kind.keys and not scenario["workload.client_rtt_ms"]:
-        out["workload.client_rtt_ms"] = norm.rtt_ms
-        if norm.rtt_ms > 0 and norm.rtt_p99_ms is not None and norm.rtt_p99_ms > norm.rtt_ms \
-                and not scenario["workload.client_rtt_p99_ms"]:
-            out["workload.client_rtt_p99_ms"] = norm.rtt_p99_ms
+    rtt, rtt_p99 = rtt_at(norm, tenants_cores)
+    if rtt is not None and "client_rtt_ms" in kind.keys and not scenario["workload.client_rtt_ms"]:
+        out["workload.client_rtt_ms"] = rtt
+        if rtt > 0 and rtt_p99 is not None and rtt_p99 > rtt and not scenario["workload.client_rtt_p99_ms"]:
+            out["workload.client_rtt_p99_ms"] = rtt_p99
     if norm.extra_live_mb is not None:
         out["go.process_heap_mb"] = round(max(0.0, scenario["go.process_heap_mb"] + norm.extra_live_mb), 4)
     if norm.extra_stw_us is not None:
@@ -113,8 +136,13 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None) ->
         has_rtt = "client_rtt_ms" in workload_kind(run_scenario(run)["workload.kind"]).keys
         if has_rtt and obs.get("latency_p50_s") and sim.get("latency_p50_s") is not None:
             rtts.append(max(0.0, obs["latency_p50_s"] - sim["latency_p50_s"]) * 1e3)
+            p99 = None
             if obs.get("latency_p99_s") and sim.get("latency_p99_s") is not None:
-                rtt_p99s.append(max(0.0, obs["latency_p99_s"] - sim["latency_p99_s"]) * 1e3)
+                p99 = max(0.0, obs["latency_p99_s"] - sim["latency_p99_s"]) * 1e3
+                rtt_p99s.append(p99)
+            tenants = pre_run_tenants_cores(run_manifest(run))
+            if tenants is not None:
+                norm.rtt_by_tenants.append((tenants, rtts[-1], p99))
     if rtts:
         norm.rtt_ms = round(statistics.median(rtts), 4)
     if extra_stw:

@@ -34,7 +34,8 @@ from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
 from cfsim.validation.normalise import GridNorm, grid_norm, grid_priors
 from cfsim.validation.regimes import OUT_OF_SCOPE, PREDICTED, REGIMES, run_regime
 from cfsim.validation.trajectory import compare_trajectories
-from cfsim.validation.twin import find_runs, is_calibration_run, observed_summary, run_manifest, run_scenario, twin_spec
+from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
+                                   run_scenario, twin_spec)
 
 #: scenario keys shown beside each run (what varies across the lab grids)
 SCENARIO_COLUMNS = ("cgroup.cpu_limit", "go.gomaxprocs", "workload.kind")
@@ -212,7 +213,9 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
                 continue
             if only is not None and run not in only:
                 continue
-            run_params = {**grid_priors(run_scenario(run), norm), **apply_params(run, params or {}, norm.factor)}
+            tenants = pre_run_tenants_cores(run_manifest(run))
+            run_params = {**grid_priors(run_scenario(run), norm, tenants),
+                          **apply_params(run, params or {}, norm.factor)}
             jobs.append((grid_dir, run, role, run_params))
     twins = _map(_simulate_twin, [(run, run_params) for _, run, _, run_params in jobs], workers)
     report_runs: list[dict[str, Any]] = []

@@ -206,6 +206,12 @@ def _predicted_reach_cores(sc: Scenario) -> float:
     return float(usage)
 
 
+def pre_run_tenants_cores(manifest: Mapping[str, Any]) -> float | None:
+    """Other tenants' CPU measured before the run's workload started (``host_cpu.pre_run``) [cores]."""
+    value = ((manifest.get("host_cpu") or {}).get("pre_run") or {}).get("tenants_cores")
+    return None if value is None else float(value)
+
+
 def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario
                      ) -> tuple[list[tuple[float, float]], float, list[str]] | None:
     """The independently measured neighbours of a run: ``(neighbours, workload_shares, sources)``,
@@ -220,7 +226,7 @@ def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario
     cg = manifest.get("cgroup") or {}
     w = host.get("weights") or {}
     sources: list[str] = []
-    harness, tenants = host.get("harness_cores"), pre.get("tenants_cores")
+    harness, tenants = host.get("harness_cores"), pre_run_tenants_cores(manifest)
     if harness is not None:
         sources.append("manifest:host_cpu.harness_cores")
     elif pre.get("harness_cores") is not None:
