@@ -6,8 +6,11 @@ measured). The twin is a *prediction*, so :func:`twin_spec` - the one function t
 twin's scenario - reads only:
 
 * the run's ``scenario.toml``;
-* ``params``: calibrated parameters (``cfsim calibrate``) and the grid's cost factor (from the
-  grid's calibration runs, :mod:`cfsim.validation.normalise`);
+* ``params``: calibrated parameters (``cfsim calibrate``) and what the grid's calibration runs
+  (other runs, at its start and end) measured, :mod:`cfsim.validation.normalise`: the cost factor,
+  the time a request spends outside the server (median and 99th percentile, at the run's pre-run
+  neighbour load), the program's own live heap beyond the twin's and the GC pause's
+  stop-the-world time;
 * machine facts the lab recorded in ``manifest.json``: ``host.hz``, ``host.affinity_cpus`` /
   ``host.host_cpus``, ``host.kernel``, ``host.kernel_version``, ``host.hostname`` (for runs without
   ``host.hz``: other manifests of the same data tree from the same kernel build on the same host,
