@@ -154,7 +154,7 @@ def run(args) -> int:
                 sc, how = live_scenario(t, args.duration or 20.0)
                 if args.set:
                     sc = sc.with_overrides(list(args.set))
-            jobs.append((t.name, sc, uncertainty_for(sc, args.params), f"{src.url} {t.name}: {how}", t.history,
+            jobs.append((t.name, sc, uncertainty_for(sc, args.params), f"{meta['source']} {t.name}: {how}", t.history,
                          args.container or t.container, workload or t.workload, t.namespace, t.request_m))
     elif args.from_run:
         sc, unc, source = from_lab_run(args.from_run, args.params, args.set)
