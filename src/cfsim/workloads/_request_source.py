@@ -21,7 +21,8 @@ that coefficient of variation). Goroutines wait in one FIFO run queue; a P runs 
 
 Latency: ``latency_*`` is what the client sees, arrival at the process to the response written
 plus the time outside the process: ``client_rtt_ms``, or with ``client_rtt_p99_ms`` a log-normal
-draw per request with that median and 99th percentile; ``server_latency_*`` is the handler's own span (from the handler's start to
+draw per request with that median and 99th percentile (``last_rtt_ns``, which a closed loop's
+client also waits); ``server_latency_*`` is the handler's own span (from the handler's start to
 the last goroutine's end, like the lab's ``cfsim_request_duration_seconds``).
 """
 from __future__ import annotations

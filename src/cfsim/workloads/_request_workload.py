@@ -17,11 +17,10 @@ class RequestWorkload:
         self.rng = rng
         w = scenario.section("workload")
         self.rt = make_runtime(engine, scenario)
-        self.rtt_ns = int(round(w["client_rtt_ms"] * 1e6))
         self.src = RequestSource(self.rt, w["cpu_ms_per_request"] * 1e6, w["alloc_kb_per_request"] * 1024,
                                  w["fanout"], self._on_response, server_cpu_ns=w["server_cpu_us_per_request"] * 1e3,
                                  server_alloc_bytes=w["server_alloc_kb_per_request"] * 1024, cpu_cv=w["cpu_cv"],
-                                 client_rtt_ns=self.rtt_ns,
+                                 client_rtt_ns=int(round(w["client_rtt_ms"] * 1e6)),
                                  rng=np.random.default_rng([scenario["run.seed"], 0x5EED]),
                                  client_rtt_p99_ns=int(round(w["client_rtt_p99_ms"] * 1e6)),
                                  rtt_rng=np.random.default_rng([scenario["run.seed"], 0x277]))
