@@ -22,6 +22,7 @@ COMPARE = (32, 8)  # GOMAXPROCS before / after the fix
 RUN_S = 4.0 if SMALL else 30.0  # simulated seconds per run
 SWEEP_GOMAXPROCS = (8, 32) if SMALL else (4, 8, 12, 16, 24, 32)
 SENSITIVITY = (1.0, 10.0) if SMALL else (1.0, 3.0, 10.0, 30.0)  # x the scheduler cost priors
+LAB_GOMAXPROCS = (8, 64) if SMALL else None  # lab runs compared (None: every GOMAXPROCS)
 
 # %% [markdown]
 # # GOMAXPROCS 32 in an 8-core container
@@ -41,12 +42,15 @@ SENSITIVITY = (1.0, 10.0) if SMALL else (1.0, 3.0, 10.0, 30.0)  # x the schedule
 # charges outside user code (GC mark workers, assists, STW, scheduler searches, wakes and parks).
 
 # %%
+import functools
+
 import matplotlib.pyplot as plt
 import pandas as pd
 
 import cfsim
 from cfsim.scenario import load_scenario
-from cfsim.validation import validate
+from cfsim.validation import validate_each
+from cfsim.validation.twin import find_runs, is_calibration_run, run_scenario
 
 from _nbutil import compare, headline, lab_root
 
@@ -56,6 +60,7 @@ print(f"{SCENARIO}: {base['host.cpus']}-CPU host, {LIMIT:g}-core limit, {base['w
       f"requests/s x {base['workload.cpu_ms_per_request']:g} ms, Go {base['go.version']}")
 
 
+@functools.cache  # the sweep and the sensitivity revisit the comparison's runs
 def run(gomaxprocs: int, extra=()) -> dict:
     s = cfsim.simulate(base, [f"go.gomaxprocs={gomaxprocs}", f"run.duration_s={RUN_S}",
                               f"run.warmup_s={min(2.0, RUN_S / 4)}", *extra]).summary
@@ -168,7 +173,7 @@ sweep
 keys = ("sched_spin_base_us", "sched_spin_per_p_us", "sched_wake_us", "sched_park_us")
 sens = []
 for k in SENSITIVITY:
-    extra = [f"go.{key}={base['go.' + key] * k}" for key in keys]
+    extra = () if k == 1.0 else tuple(f"go.{key}={base['go.' + key] * k}" for key in keys)
     hi, lo = run(COMPARE[0], extra), run(COMPARE[1], extra)
     sens.append({"scheduler costs x": k, f"CPU/limit @{COMPARE[0]}": hi["cpu_of_limit"],
                  f"CPU/limit @{COMPARE[1]}": lo["cpu_of_limit"], "ratio": hi["cpu_cores"] / lo["cpu_cores"],
@@ -189,16 +194,22 @@ sens
 # show many Ms spinning *in parallel* on a 32-CPU host, the other candidate explanation.
 
 # %%
-lab_rows, lab_growth = [], {}
+lab_grids, lab_only = [], []
 for grid_name in ("sched-overhead", "sched-overhead-fanout8"):
     lab_grid = lab_root() / grid_name
     if not lab_grid.is_dir():
         print(f"{lab_grid} is not in this checkout: no lab comparison for it")
         continue
+    lab_grids.append(lab_grid)
+    lab_only += [r for r in find_runs(lab_grid) if not is_calibration_run(r)
+                 and (LAB_GOMAXPROCS is None or run_scenario(r)["go.gomaxprocs"] in LAB_GOMAXPROCS)]
+lab_rows, lab_growth = [], {}
+for lab_grid, rep in zip(lab_grids, validate_each(lab_grids, only=lab_only)):
+    grid_name = lab_grid.name
     rows = [{"grid": grid_name, "GOMAXPROCS": r["observed"]["gomaxprocs"], "run": r["run"].split("/")[-1],
              "lab CPU [cores]": r["observed"]["cpu_usage_cores"],
              "model CPU [cores]": r["simulated"]["cpu_usage_cores"],
-             "model error": r["errors"]["cpu_usage_cores"]} for r in validate(lab_grid).runs]
+             "model error": r["errors"]["cpu_usage_cores"]} for r in rep.runs]
     g = pd.DataFrame(rows)
     for side in ("lab", "model"):
         col = f"{side} CPU [cores]"

@@ -70,7 +70,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Image, display
 
-from cfsim.validation import validate, write_report
+from cfsim.validation import validate_each, write_report
 from cfsim.validation import plots
 from cfsim.validation.regimes import PREDICTED, REGIMES
 from cfsim.validation.report import summarise_by_regime, summarise_errors, to_markdown
@@ -108,19 +108,13 @@ print("missing grids:", ", ".join(missing) or "none")
 status
 
 # %%
-reports, tables = {}, []
-for g in status.index:
-    if status.loc[g, "run folders with results"] == 0:
-        continue
-    gdir = root / g
-    runs = find_runs(gdir)
-    only = None
-    if MAX_RUNS_PER_GRID is not None:
-        only = [r for r in runs if not is_calibration_run(r)][:MAX_RUNS_PER_GRID]
-    rep = validate(gdir, params=PARAMS or None, only=only)
-    reports[g] = rep
-    if rep.runs:
-        tables.append(rep.table())
+grids = [g for g in status.index if status.loc[g, "run folders with results"] > 0]
+only = None
+if MAX_RUNS_PER_GRID is not None:
+    only = [r for g in grids for r in [r for r in find_runs(root / g) if not is_calibration_run(r)][:MAX_RUNS_PER_GRID]]
+# one report per grid; the twins of every grid simulated together on every CPU
+reports = dict(zip(grids, validate_each([root / g for g in grids], params=PARAMS or None, only=only)))
+tables = [rep.table() for rep in reports.values() if rep.runs]
 errors = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
 all_runs = [r for rep in reports.values() for r in rep.runs]
 print(f"validated {len(all_runs)} runs in {len(reports)} grids"

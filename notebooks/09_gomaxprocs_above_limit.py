@@ -184,18 +184,19 @@ print(f"requests/s at 24 / at 2: {ex_ratio:.2f}")
 
 # %%
 from cfsim.overheads.labcheck import GOALS, tails_rows, tails_summary
-from cfsim.validation import validate
+from cfsim.validation import validate_each
 from cfsim.validation.twin import find_runs, is_calibration_run
 
-lab_rows = {}
+lab_grids, lab_only = [], []
 for grid_name in LAB_GRIDS:
     grid = lab_root() / grid_name
     if not grid.is_dir():
         print(f"{grid}: not in this checkout (the lab grid lands separately); nothing to compare")
         continue
-    runs = [r for r in find_runs(grid) if not is_calibration_run(r)]
-    rep = validate(grid, only=runs[:LAB_MAX_RUNS])
-    lab_rows[grid_name] = tails_rows(rep)
+    lab_grids.append(grid)
+    lab_only += [r for r in find_runs(grid) if not is_calibration_run(r)][:LAB_MAX_RUNS]
+# every grid's twins in one process pool (validate_each), one report per grid
+lab_rows = {grid.name: tails_rows(rep) for grid, rep in zip(lab_grids, validate_each(lab_grids, only=lab_only))}
 lab_summary = {}
 for name, rows in lab_rows.items():
     lab_summary[name] = tails_summary(rows)

@@ -166,6 +166,25 @@ def test_validation_is_the_same_in_a_process_pool(tmp_path):
     assert one.grids == two.grids
 
 
+def test_validate_each_gives_each_path_its_own_report_from_one_pool(tmp_path):
+    from cfsim.validation import validate_each
+
+    truth = [("workload.client_rtt_ms", 0.4)]
+    roots = [tmp_path / "a", tmp_path / "b"]
+    for k, root in enumerate(roots):
+        _write_open_run(root, ["cgroup.cpu_limit=null", f"workload.rate_per_s={800.0 + 100 * k}"], truth,
+                        "calib-start")
+        for g in (1, 2):
+            _write_open_run(root, [f"go.gomaxprocs={g}", "cgroup.cpu_limit=0.5"], truth, f"p_g{g}")
+    only = [roots[0] / "p_g2", roots[1] / "p_g1", roots[1] / "p_g2"]
+    each = validate_each(roots, only=only, workers=2)
+    alone = [validate(root, only=only, workers=1) for root in roots]
+    assert [[r["run"] for r in rep.runs] for rep in each] == [["a/p_g2"], ["b/p_g1", "b/p_g2"]]
+    for e, a in zip(each, alone):
+        assert [r["errors"] for r in e.runs] == [r["errors"] for r in a.runs]
+        assert e.grids == a.grids and e.by_regime == a.by_regime
+
+
 def test_time_outside_the_process_follows_the_pre_run_neighbour_load():
     from cfsim.validation.normalise import GridNorm, rtt_at
 

@@ -253,12 +253,28 @@ def _toml(v: Any) -> str:
     return f'"{v}"' if isinstance(v, str) else repr(v)
 
 
-def fit(m: Measurement, duration_s: float | None = None) -> tuple[float, dict[float, float | None]]:
+def _ratio_by_name(name: str, params: Mapping[str, Any], corner: int | None, duration_s: float | None) -> float | None:
+    return model_ratio(by_name(name), params, corner, duration_s)
+
+
+def _ratios(tasks: list[tuple[str, Mapping[str, Any], int | None, float | None]],
+            workers: int | None) -> list[float | None]:
+    """:func:`model_ratio` of each ``(measurement name, params, corner, duration_s)``, in order, on
+    every CPU (each is an independent pair of simulations; a measurement's headline function is a
+    closure, so workers look it up by name)."""
+    from cfsim.sweep.executors import map_in_order
+
+    return list(map_in_order(_ratio_by_name, tasks, workers, min_pooled=2))
+
+
+def fit(m: Measurement, duration_s: float | None = None,
+        workers: int | None = None) -> tuple[float, dict[float, float | None]]:
     """Pin ``m.fits`` on a training measurement: the grid value whose headline is closest (in log
-    ratio) to the observed one. Returns (value, headline by grid value)."""
+    ratio) to the observed one. Returns (value, headline by grid value). ``workers``: processes
+    (default every CPU; 1 = this process)."""
     if m.role != "train" or not m.fits:
         raise ValueError(f"{m.name} is not a training measurement")
-    got = {v: model_ratio(m, {m.fits: v}, duration_s=duration_s) for v in m.fit_grid}
+    got = dict(zip(m.fit_grid, _ratios([(m.name, {m.fits: v}, None, duration_s) for v in m.fit_grid], workers)))
     scored = [(abs(math.log(r / m.observed)), v) for v, r in got.items() if r and r > 0]
     return min(scored)[1], got
 
@@ -317,18 +333,18 @@ class Comparison:
 
 
 def compare(params: Mapping[str, Any] | None = None, duration_scale: float = 1.0,
-            names: list[str] | None = None) -> list[Comparison]:
+            names: list[str] | None = None, workers: int | None = None) -> list[Comparison]:
     """Every measurement (or ``names``) beside the model with ``params`` (the fitted values), its
-    band from the unpinned priors (parameters in ``params`` stay fixed)."""
+    band from the unpinned priors (parameters in ``params`` stay fixed). ``workers``: processes
+    (default every CPU; 1 = this process)."""
+    chosen = [m for m in MEASUREMENTS if not names or m.name in names]
+    p = dict(params or {})
+    # the central model, then the unpinned parameters at their low and high prior
+    ratios = iter(_ratios([(m.name, p, corner, m.duration_s * duration_scale)
+                           for m in chosen for corner in (None, 0, 1)], workers))
     out = []
-    for m in MEASUREMENTS:
-        if names and m.name not in names:
-            continue
-        dur = m.duration_s * duration_scale
-        p = dict(params or {})
-        central = model_ratio(m, p, duration_s=dur)
-        lo = model_ratio(m, p, corner=0, duration_s=dur)
-        hi = model_ratio(m, p, corner=1, duration_s=dur)
+    for m in chosen:
+        central, lo, hi = next(ratios), next(ratios), next(ratios)
         vals = [v for v in (lo, hi, central) if v is not None]
         out.append(Comparison(m.name, m.role, m.kind, m.headline, m.observed, central,
                               min(vals) if vals else None, max(vals) if vals else None, m.url, m.alternative))

@@ -22,7 +22,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 __all__ = ["Executor", "ExecutorUnavailable", "SerialExecutor", "LocalExecutor", "DaskExecutor",
-           "default_workers", "make_executor"]
+           "default_workers", "make_executor", "map_in_order", "MIN_POOLED"]
 
 Outcome = tuple[Any, Any, BaseException | None]
 
@@ -298,3 +298,41 @@ def make_executor(workers: int | None = None, dask: str | None = None) -> Execut
     if workers == 0:
         return SerialExecutor()
     return LocalExecutor(workers)
+
+
+#: fewer independent simulations than this run in the calling process unless ``workers`` asks for
+#: a pool: starting spawned workers (each imports numpy, pandas and cfsim) costs about a second
+MIN_POOLED = 4
+
+
+def _call_indexed(task: tuple[int, Callable[..., Any], tuple]) -> Any:
+    _, fn, args = task
+    return fn(*args)
+
+
+def map_in_order(fn: Callable[..., Any], args: Iterable[tuple], workers: int | None = None,
+                 min_pooled: int = MIN_POOLED) -> Iterator[Any]:
+    """``fn(*a)`` for each ``a`` in ``args``, yielded in the order of ``args`` as soon as each
+    one and those before it are done; on a :class:`LocalExecutor` (spawned workers: safe in a
+    process with threads, e.g. a Jupyter kernel) when ``workers`` allows more than one.
+
+    ``workers=None`` uses every CPU for ``min_pooled`` calls or more and this process below that;
+    ``workers=1`` always this process. ``fn`` must be a module-level function and ``args``
+    picklable. The first exception is raised (after the pool is shut down)."""
+    tasks = list(args)
+    n = min(len(tasks), workers if workers is not None else default_workers())
+    if n <= 1 or (workers is None and len(tasks) < min_pooled):
+        return (fn(*a) for a in tasks)
+
+    def results() -> Iterator[Any]:
+        done: dict[int, Any] = {}
+        nxt = 0
+        with LocalExecutor(n, start_method="spawn") as ex:
+            for (i, _, _), result, exc in ex.imap_unordered(_call_indexed, [(i, fn, a) for i, a in enumerate(tasks)]):
+                if exc is not None:
+                    raise exc
+                done[i] = result
+                while nxt in done:
+                    yield done.pop(nxt)
+                    nxt += 1
+    return results()

@@ -4,9 +4,9 @@
 :func:`calibrate` fits the parameters the stories do not state on a training subset of runs and
 reports the errors on the others.
 """
-from cfsim.validation.report import ValidationReport, validate, write_report
+from cfsim.validation.report import ValidationReport, validate, validate_each, write_report
 
-__all__ = ["ValidationReport", "validate", "write_report", "calibrate"]
+__all__ = ["ValidationReport", "validate", "validate_each", "write_report", "calibrate"]
 
 
 def calibrate(*args, **kwargs):

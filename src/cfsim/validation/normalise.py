@@ -112,21 +112,34 @@ def _pause_per_stw_us(summary: Mapping[str, Any]) -> float | None:
     return total / (2 * cycles) * 1e6
 
 
-def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None) -> GridNorm:
+def calibration_overrides(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The parameters a calibration run's twin is simulated with: ``params`` but the cost factor."""
+    return {k: v for k, v in (params or {}).items() if k != "cost_factor"}
+
+
+def calibration_twin_summary(run: Path, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary of a calibration run's twin (a process pool's unit of work)."""
+    return twin(run, dict(overrides)).summary
+
+
+def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
+              twin_summaries: Mapping[Path, Mapping[str, Any]] | None = None) -> GridNorm:
     """Cost factor from the calibration runs among ``grid_runs`` (1.0 if there are none).
 
     ``params``: the model parameters the grid's runs are simulated with (``section.key`` ->
     value; ``cost_factor`` ignored). The calibration runs' twins use them too: a calibration run
     spends part of its CPU in the GC, so the factor that turns its measured CPU per item into the
-    workload's own CPU depends on the GC model it is divided by."""
+    workload's own CPU depends on the GC model it is divided by. ``twin_summaries``: those twins'
+    summaries already simulated (:func:`calibration_twin_summary` with
+    :func:`calibration_overrides`), by run folder; the others are simulated here."""
     norm = GridNorm()
-    overrides = {k: v for k, v in (params or {}).items() if k != "cost_factor"}
+    overrides = calibration_overrides(params)
     rtts, rtt_p99s, extra_live, extra_stw = [], [], [], []
     for run in grid_runs:
         if not is_calibration_run(run):
             continue
         obs = observed_summary(run)
-        sim = twin(run, overrides).summary
+        sim = (twin_summaries or {}).get(run) or calibration_twin_summary(run, overrides)
         observed = cost_per_item_s(obs)
         simulated = cost_per_item_s(sim)
         if observed and simulated:

@@ -17,21 +17,21 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
-import os
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from cfsim.simulation import simulate
+from cfsim.sweep.executors import map_in_order
 from cfsim.validation import metrics as vm
 from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
-from cfsim.validation.normalise import GridNorm, grid_norm, grid_priors
+from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibration_twin_summary, grid_norm,
+                                       grid_priors)
 from cfsim.validation.regimes import OUT_OF_SCOPE, PREDICTED, REGIMES, run_regime
 from cfsim.validation.trajectory import compare_trajectories
 from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
@@ -146,30 +146,10 @@ def summarise_by_regime(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("p
     return by, counts
 
 
-#: with the default workers, fewer twins than this run in this process (a pool's start-up,
-#: ~1 s per worker, would cost more than it saves)
-MIN_POOLED = 8
-
-
 def _simulate_twin(run: Path, run_params: dict[str, Any]) -> tuple[Any, Any]:
     """One twin: its spec and its simulation (a process pool's unit of work)."""
     spec = twin_spec(run, run_params)
     return spec, simulate(spec.scenario)
-
-
-def _map(fn: Callable, args: list[tuple], workers: int | None) -> Iterator:
-    """``fn(*a)`` for each ``a``, in order; in a process pool when ``workers`` allows more than one."""
-    n = min(len(args), workers if workers is not None else (os.cpu_count() or 1))
-    if n <= 1 or (workers is None and len(args) < MIN_POOLED):
-        return (fn(*a) for a in args)
-    pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"))
-
-    def results() -> Iterator:
-        with pool:
-            futures = [pool.submit(fn, *a) for a in args]
-            for f in futures:
-                yield f.result()
-    return results()
 
 
 def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalise: bool = True,
@@ -189,24 +169,54 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     progress : True prints each run's errors as it goes; a callable is called with each run's id
     train_runs : run folders ``params`` were fitted on: reported, but as training, not held out
     workers : processes simulating the twins (default: every CPU, or this process for fewer than
-        ``MIN_POOLED`` twins; 1 = this process). The report is the same for any number (each twin
+        :data:`cfsim.sweep.executors.MIN_POOLED` twins; 1 = this process). The report is the same for any number (each twin
         is deterministic; rows keep the runs' order)
     """
+    return validate_each([path], params, normalise, include_calibration, progress, only, train_runs,
+                         workers)[0]
+
+
+def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = None, normalise: bool = True,
+                  include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
+                  only: list[Path] | None = None, train_runs: list[str | Path] | None = None,
+                  workers: int | None = None) -> list[ValidationReport]:
+    """:func:`validate` for each of ``paths`` (e.g. the grids of a lab tree, a few runs of each),
+    one report per path, the twins of all of them simulated in one process pool."""
+    roots = [Path(p) for p in paths]
+    # the calibration runs' twins first (each grid's cost factor and priors need them), all in one pool
+    calibration = list(dict.fromkeys(run for root in roots for run in find_runs(root) if is_calibration_run(run)))
+    overrides = calibration_overrides(params)
+    summaries = dict(zip(calibration, map_in_order(calibration_twin_summary, [(run, overrides) for run in calibration],
+                                                   workers))) if normalise else {}
+    plans = [_plan(root, params, normalise, include_calibration, only, summaries) for root in roots]
+    twins = map_in_order(_simulate_twin, [(run, run_params) for plan in plans
+                                          for _, run, _, run_params in plan.jobs], workers)
+    return [_assemble(plan, twins, include_calibration, progress, train_runs) for plan in plans]
+
+
+@dataclass
+class _Plan:
+    """What a validation of ``root`` simulates: each grid's runs and calibration, the twins' inputs."""
+    root: Path
+    by_grid: dict[Path, list[Path]]
+    norms: dict[Path, GridNorm]
+    jobs: list[tuple[Path, Path, str, dict[str, Any]]]
+
+
+def _plan(root: Path, params: Mapping[str, Any] | None, normalise: bool, include_calibration: bool,
+          only: list[Path] | None, calibration_summaries: Mapping[Path, Mapping[str, Any]]) -> _Plan:
     from cfsim.validation.calibrate import apply_params
 
-    root = Path(path)
     runs = find_runs(root)
-    trained = {Path(t).resolve() for t in (train_runs or [])}
     by_grid: dict[Path, list[Path]] = defaultdict(list)
     for run in runs:
         by_grid[run.parent].append(run)
-    # first what the calibration runs tell each grid, then the twins (in a process pool: each
-    # is one independent simulation), then the rows, in the order of the runs
+    # what the calibration runs tell each grid, then each twin's inputs
     norms: dict[Path, GridNorm] = {}
     jobs: list[tuple[Path, Path, str, dict[str, Any]]] = []
     for grid_dir, grid_runs in by_grid.items():
         roles = _roles(grid_dir)
-        norm = norms[grid_dir] = grid_norm(grid_runs, params) if normalise else GridNorm()
+        norm = norms[grid_dir] = grid_norm(grid_runs, params, calibration_summaries) if normalise else GridNorm()
         for run in grid_runs:
             role = _role(run, roles)
             if role == "calibration" and not include_calibration:
@@ -217,11 +227,18 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
             run_params = {**grid_priors(run_scenario(run), norm, tenants),
                           **apply_params(run, params or {}, norm.factor)}
             jobs.append((grid_dir, run, role, run_params))
-    twins = _map(_simulate_twin, [(run, run_params) for _, run, _, run_params in jobs], workers)
+    return _Plan(root, by_grid, norms, jobs)
+
+
+def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool | Callable[[str], None],
+              train_runs: list[str | Path] | None) -> ValidationReport:
+    """The report of one plan; ``twins`` yields its (spec, simulation) pairs in its jobs' order."""
+    root, by_grid, norms, jobs = plan.root, plan.by_grid, plan.norms, plan.jobs
+    trained = {Path(t).resolve() for t in (train_runs or [])}
     report_runs: list[dict[str, Any]] = []
     sims: dict[str, Any] = {}
     rows_by_grid: dict[Path, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for (grid_dir, run, role, run_params), (spec, sim) in zip(jobs, twins):
+    for (grid_dir, run, role, run_params), (spec, sim) in zip(jobs, islice(twins, len(jobs))):
         scenario = spec.scenario
         obs_summary = observed_summary(run)
         observed = _derived(obs_summary)
