@@ -110,8 +110,10 @@ status
 # %%
 grids = [g for g in status.index if status.loc[g, "run folders with results"] > 0]
 only = None
-if MAX_RUNS_PER_GRID is not None:
-    only = [r for g in grids for r in [r for r in find_runs(root / g) if not is_calibration_run(r)][:MAX_RUNS_PER_GRID]]
+if MAX_RUNS_PER_GRID is not None:  # the first point runs of each grid
+    only = []
+    for g in grids:
+        only += [r for r in find_runs(root / g) if not is_calibration_run(r)][:MAX_RUNS_PER_GRID]
 # one report per grid; the twins of every grid simulated together on every CPU
 reports = dict(zip(grids, validate_each([root / g for g in grids], params=PARAMS or None, only=only)))
 tables = [rep.table() for rep in reports.values() if rep.runs]

@@ -169,8 +169,8 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     progress : True prints each run's errors as it goes; a callable is called with each run's id
     train_runs : run folders ``params`` were fitted on: reported, but as training, not held out
     workers : processes simulating the twins (default: every CPU, or this process for fewer than
-        :data:`cfsim.sweep.executors.MIN_POOLED` twins; 1 = this process). The report is the same for any number (each twin
-        is deterministic; rows keep the runs' order)
+        :data:`cfsim.sweep.executors.MIN_POOLED` twins; 1 = this process). The report is the same
+        for any number (each twin is deterministic; rows keep the runs' order)
     """
     return validate_each([path], params, normalise, include_calibration, progress, only, train_runs,
                          workers)[0]
@@ -183,12 +183,14 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
     """:func:`validate` for each of ``paths`` (e.g. the grids of a lab tree, a few runs of each),
     one report per path, the twins of all of them simulated in one process pool."""
     roots = [Path(p) for p in paths]
+    runs = [find_runs(root) for root in roots]
     # the calibration runs' twins first (each grid's cost factor and priors need them), all in one pool
-    calibration = list(dict.fromkeys(run for root in roots for run in find_runs(root) if is_calibration_run(run)))
+    calibration = list(dict.fromkeys(run for root_runs in runs for run in root_runs if is_calibration_run(run)))
     overrides = calibration_overrides(params)
     summaries = dict(zip(calibration, map_in_order(calibration_twin_summary, [(run, overrides) for run in calibration],
                                                    workers))) if normalise else {}
-    plans = [_plan(root, params, normalise, include_calibration, only, summaries) for root in roots]
+    plans = [_plan(root, root_runs, params, normalise, include_calibration, only, summaries)
+             for root, root_runs in zip(roots, runs)]
     twins = map_in_order(_simulate_twin, [(run, run_params) for plan in plans
                                           for _, run, _, run_params in plan.jobs], workers)
     return [_assemble(plan, twins, include_calibration, progress, train_runs) for plan in plans]
@@ -203,11 +205,11 @@ class _Plan:
     jobs: list[tuple[Path, Path, str, dict[str, Any]]]
 
 
-def _plan(root: Path, params: Mapping[str, Any] | None, normalise: bool, include_calibration: bool,
-          only: list[Path] | None, calibration_summaries: Mapping[Path, Mapping[str, Any]]) -> _Plan:
+def _plan(root: Path, runs: list[Path], params: Mapping[str, Any] | None, normalise: bool,
+          include_calibration: bool, only: list[Path] | None,
+          calibration_summaries: Mapping[Path, Mapping[str, Any]]) -> _Plan:
     from cfsim.validation.calibrate import apply_params
 
-    runs = find_runs(root)
     by_grid: dict[Path, list[Path]] = defaultdict(list)
     for run in runs:
         by_grid[run.parent].append(run)
