@@ -5,7 +5,7 @@
 # Grids and their sizes (runs, including calibration and repeats; about 35-50 s per run):
 #   quota-steps 5, closed-menu 23, cpu-stream 48, alloc-stream 48, quota-steps-from-1.2 5,
 #   sched-overhead 10, sched-overhead-fanout8 10 (the first collection, about 2.5 h together);
-#   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218.
+#   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218, gc-trace 12.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -34,6 +34,8 @@ if [ -z "$ARGS" ] || want sched-overhead-fanout8; then
 # issue 19: GC and memory
 if [ -z "$ARGS" ] || want gc-memory; then
   grid $S/gc-memory.toml --design $S/gc-memory.designs.toml --out data/lab/gc-memory; fi
+if [ -z "$ARGS" ] || want gc-trace; then
+  grid $S/gc-trace.toml --design $S/gc-trace.designs.toml --out data/lab/gc-trace; fi
 # issue 14: the runtime's overheads under a quota
 if [ -z "$ARGS" ] || want overprovisioned; then
   grid $S/overprovisioned.toml --design $S/overprovisioned.designs.toml --out data/lab/overprovisioned; fi

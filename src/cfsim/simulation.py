@@ -34,6 +34,9 @@ class SimulationResult:
     #: quota changes cfsim's own VPA made during the run (``lab.vpa_in_the_loop``), as the lab
     #: records them in ``manifest.json`` ``cgroup.quota_changes``
     quota_changes: list[dict[str, Any]] = field(default_factory=list)
+    #: one row a GC cycle of a Go workload (``GoRuntime.gc_cycle_table``, the fields of the runtime's
+    #: gctrace); empty for workloads without a Go runtime
+    gc_cycles: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def bandwidth_for(scenario: Scenario, cpu_limit_cores: float | None = None) -> Bandwidth | None:
@@ -127,8 +130,10 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
     wall = time.perf_counter() - wall0
     if scenario["lab.vpa_in_the_loop"]:
         summary["vpa_resizes"] = len(quota_changes)
+    rt = getattr(workload, "rt", None)
+    gc_cycles = rt.gc_cycle_table() if rt is not None else pd.DataFrame()
     return SimulationResult(scenario, summary, engine.periods_frame(), series,
-                            workload.series(SCRAPE_INTERVAL_NS), wall, quota_changes)
+                            workload.series(SCRAPE_INTERVAL_NS), wall, quota_changes, gc_cycles)
 
 
 def _vpa_in_the_loop(engine: CfsEngine, scenario: Scenario) -> list[dict[str, Any]]:
@@ -170,4 +175,6 @@ def write_result(result: SimulationResult, out_dir: str | Path) -> Path:
     result.series.to_parquet(out / "series.parquet", index=False)
     if not result.workload_series.empty:
         result.workload_series.to_parquet(out / "workload_series.parquet", index=False)
+    if not result.gc_cycles.empty:
+        result.gc_cycles.to_parquet(out / "gc_cycles.parquet", index=False)
     return out

@@ -235,3 +235,38 @@ def test_departure_log_stays_bounded(monkeypatch):
     assert len(log) < 1000 and log.stride == 16
     tab = log.table()
     assert (tab[:, 1] == 3).all() and np.all(np.diff(tab[:, 0]) > 0)
+
+
+def test_mark_termination_waits_for_every_p_to_flush_and_the_heap_grows_meanwhile():
+    """``gcMarkDone``'s ragged barrier (``forEachP``, ``src/runtime/mgc.go``): the mark ends only
+    when every P has flushed; a P whose thread waits behind others for a CPU flushes after their
+    slices, while the Ps that flushed allocate on. 8 Ps on 2 CPUs (no quota): about 3.5 runnable
+    threads a CPU, so the last waits ~(3.5 - 1) x 1.5 ms; 2 Ps on 2 CPUs flush at once. A model
+    that ends the mark when its scan work is done (no barrier) gives both ~0."""
+    def cycles(P):
+        r = run(kind="stream", cpus=2, P=P, rate_per_s=40_000, workers=8, cpu_ms_per_item=0.05,
+                alloc_kb_per_item=64, dur=2.0, version="1.26", go={"gogc": 200, "live_heap_mb": 16})
+        c = r.gc_cycles
+        assert len(c) >= 8
+        return c
+    c8, c2 = cycles(8), cycles(2)
+    assert c2.barrier_ms.max() < 0.1                      # the stop alone
+    assert 1.0 < c8.barrier_ms.median() < 6.0
+    # the heap the mutators add while the barrier runs counts in the cycle (allocate-black)
+    assert ((c8.heap_end_bytes - c8.triggered_bytes) > 0).all()
+    assert (c8.marked_bytes >= c8.heap_end_bytes - c8.triggered_bytes).all()
+
+
+def test_the_trigger_is_seen_when_the_heap_with_every_running_chunk_crosses_it():
+    """``gcTrigger.test`` reads ``heapLive``, which counts each P's allocation as it happens (a
+    span per mcache refill): the model adds what the chunks still running have allocated so far,
+    so at 8 Ps the heap at ``gcStart`` passes the trigger by about one chunk, not by the 8 chunks
+    in flight (without it: ~2.2 MiB late, median, at 8 Ps on a 1-core quota)."""
+    r = run(kind="stream", cpus=2, limit=1.0, P=8, rate_per_s=40_000, workers=8, cpu_ms_per_item=0.05,
+            alloc_kb_per_item=64, dur=2.0, version="1.26", go={"gogc": 200, "live_heap_mb": 16})
+    c = r.gc_cycles
+    late = (c.heap0_bytes - c.trigger_bytes) / MiB
+    assert len(c) >= 8 and (late >= 0).all()
+    assert late.median() < 1.0
+    # the stop-the-world adds only what the stopped chunks had done since (their share is counted)
+    assert ((c.triggered_bytes - c.heap0_bytes) / MiB).median() < 0.5

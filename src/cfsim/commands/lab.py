@@ -88,7 +88,7 @@ def run(args) -> int:
                                    run_one=partial(runner.run, log=bar.write), log=bar.write, progress=bar,
                                    designs=designs, repeats=args.repeats)
         runs = [{"run": name, **{k: v for k, v in entry.items() if k != "overrides"},
-                 "overrides": " ".join(f"{k}={v}" for k, v in entry.get("overrides", []))}
+                 "overrides": _overrides_text(entry.get("overrides", []))}
                 for name, entry in result.get("runs", {}).items()]
         data = {"out": str(args.out), "failed": result.get("failed", 0), "oom": result.get("oom", 0),
                 "runs": result.get("runs", {}),
@@ -100,3 +100,14 @@ def run(args) -> int:
     except KeyboardInterrupt:
         print("interrupted: processes stopped and cgroups removed", file=sys.stderr)
         return 130
+
+
+def _overrides_text(overrides: list) -> str:
+    """A run's overrides as ``key=value`` words: grid.json keeps them as ``"key=value"`` strings
+    (older grids: ``[key, value]`` pairs).
+
+    >>> _overrides_text(["go.gomaxprocs=1", ["cgroup.cpu_limit", 0.5]])
+    'go.gomaxprocs=1 cgroup.cpu_limit=0.5'
+    """
+    return " ".join(o if isinstance(o, str) else f"{o[0]}={o[1]}" for o in overrides)
+

@@ -284,6 +284,14 @@ class CfsEngine:
         self._after_change(c, now)
         return int(round(left))
 
+    def work_left(self, tid: int) -> int:
+        """The unfinished work [ns] of a runnable thread, without stopping it (0 if blocked)."""
+        c = self._t_cpu[tid]
+        if c < 0:
+            return 0
+        self._advance(c, self.env._now)
+        return int(round(self._t_end_v[tid] - min(self._work_done_ns[c], self._t_end_v[tid])))
+
     def is_runnable(self, tid: int) -> bool:
         return self._t_cpu[tid] >= 0
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cfsim.goruntime.gc_cycles import cycle_keys
 from cfsim.kernel import memory as kmem
 
 # real-CPU classes (the runtime charges every segment's CPU to one of them)
@@ -89,6 +90,7 @@ class RuntimeReports:
         for k, v in pc.items():
             out["go_cpu_classes_" + k.replace("/", "_") + "_cpu_seconds_total"] = v
         out.update(self.gc_memory_summary(t0_ns, t1_ns, start, now_row))
+        out.update(cycle_keys(self.gc_cycle_table(), t0_ns / 1e9, t1_ns / 1e9))
         return out
 
     def gc_memory_summary(self, t0_ns: int, t1_ns: int, start: tuple, now_row: tuple) -> dict[str, Any]:
@@ -129,6 +131,24 @@ class RuntimeReports:
             "gc_scan_stack_bytes": None,   # stacks and globals are one parameter here (go.roots_mb)
             "gc_scan_globals_bytes": None,
         }
+
+    def gc_cycle_table(self) -> pd.DataFrame:
+        """One row a completed GC cycle, in the fields of the runtime's own trace
+        (:mod:`cfsim.io.gctrace`, ``GODEBUG=gctrace=1,gcpacertrace=1``) so the two compare
+        directly: ``run_t_s`` when the mark ended; ``sweepterm_ms`` from the trigger to the mark's
+        start, ``mark_ms`` the concurrent mark, of which ``barrier_ms`` after its work was done
+        (``gcMarkDone``'s ragged barrier and the mark-termination stop); ``trigger_bytes`` the pacer's trigger, ``heap0_bytes``
+        the heap when it was seen crossed (``gcStart``), ``triggered_bytes`` when the mark began
+        (``startCycle``), ``heap_end_bytes`` when it ended (``endCycle``), ``marked_bytes`` the
+        marked heap, ``goal_bytes`` the cycle's goal; assist / dedicated / idle mark P-time [ms]
+        (gctrace's ``ms cpu``)."""
+        cols = ["run_t_s", "sweepterm_ms", "mark_ms", "barrier_ms", "trigger_bytes", "heap0_bytes", "triggered_bytes",
+                "heap_end_bytes", "marked_bytes", "goal_bytes", "assist_cpu_ms", "background_cpu_ms", "idle_cpu_ms",
+                "procs", "forced"]
+        rows = [(t / 1e9, (tm - t0) / 1e6, (t - tm) / 1e6, (t - tw) / 1e6 if tw >= tm else 0.0, trig_at, h0, trig,
+                 end, marked, goal, a / 1e6, d / 1e6, i / 1e6, procs, bool(forced))
+                for t, t0, tm, tw, h0, trig_at, trig, end, marked, goal, a, d, i, procs, forced in self.cycle_log]
+        return pd.DataFrame(rows, columns=cols)
 
     def series(self, step_ns: int) -> pd.DataFrame:
         """Runtime series at ``step_ns`` (a multiple of the sampling interval): GOMAXPROCS, /cpu/classes rates

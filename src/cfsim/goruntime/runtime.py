@@ -273,6 +273,10 @@ class GoRuntime(RuntimeReports):
         self.pauses_ns: list[int] = []
         self.pause_end_ns: list[int] = []
         self.cycle_pause_ns: list[tuple[int, int]] = []
+        # one row a completed cycle, the runtime's gctrace/gcpacertrace fields (see gc_cycle_table())
+        self.cycle_log: list[tuple] = []
+        self._cycle_start: tuple = (0, 0, 0)
+        self._work_done_ns = 0
         self._sweepterm_pause = 0
         # what every cycle marks before the objects allocated during it: the workload's live heap
         # and the process's own (runtime, metrics registry, HTTP server...)
@@ -280,6 +284,9 @@ class GoRuntime(RuntimeReports):
         self.heap_marked = self.base_live
         self.heap_live = self.base_live
         self.alloc_total = 0
+        # allocation of the user chunks running now (counted into heap_live when they end): the
+        # runtime's heapLive sees it as it happens (each span an mcache takes), see _heap_live_now
+        self.inflight_alloc = 0
         self.cons = gcpacer.ConsMarkEstimator()
         self.limiter = gcpacer.GcCpuLimiter(self.nprocs)
         self._lim_t = 0
@@ -293,6 +300,7 @@ class GoRuntime(RuntimeReports):
         self.alloc_per_ns = 0.0             # the workload's allocation per CPU-ns, seen in its chunks
         self.assistq: deque[list] = deque()  # goroutines parked on the assist queue: [claim, t0, debt]
         self.assist_inflight = 0.0          # scan work of running assists
+        self.mark_draining = False          # the mark's work is done, gcMarkDone's ragged barrier runs
         # memory: heap spans, non-heap memory, scavenger; the container's memory cgroup
         self.mem = gmem.HeapMemory(params.mem, self.base_live)
         self.gogc_goal: int | None = None   # gcPercentHeapGoal (None: GOGC=off)
@@ -698,6 +706,7 @@ class GoRuntime(RuntimeReports):
         if src is not None and src.has_work():
             c = src.claim(self.claim_ns)
             if c is not None:
+                self.inflight_alloc += c.alloc
                 pre = extra + self.c_switch
                 if m.spinning:
                     pre += self.c_steal
@@ -748,6 +757,7 @@ class GoRuntime(RuntimeReports):
     def _user_done(self, m: _M) -> int | None:
         c = m.claim
         m.claim = None
+        self.inflight_alloc -= c.alloc
         # the goroutine's own completion (and anything it readies) waits for its allocation's
         # accounting: the assist it owes, or the GC it triggers (see _allocated); readied goroutines
         # go to the P's runnext and are woken after the M has chosen its next work
@@ -859,9 +869,28 @@ class GoRuntime(RuntimeReports):
             if debt > 0:
                 return self._assist(m, c, t0, debt)
         self.source.done(c, t0, self.engine.now)
-        if self.phase == OFF and not self.stw and self.goal and self.heap_live >= self.trigger_bytes:
+        if self.phase == OFF and not self.stw and self.goal and (
+                self.heap_live >= self.trigger_bytes
+                or (self.heap_live + self.inflight_alloc >= self.trigger_bytes
+                    and self._heap_live_now() >= self.trigger_bytes)):
             return self._gc_start(m, periodic=False)
         return None
+
+    def _heap_live_now(self) -> int:
+        """``heapLive`` as the runtime's trigger test reads it (``gcTrigger.test``): the chunks
+        other Ms are running have allocated their done share already (the runtime counts a span
+        when an mcache takes it, ``mcache.refill``), which the model adds to ``heap_live`` only
+        when a chunk ends. Without them the trigger is seen late by up to a chunk per P (at 8 Ps
+        on a 1-core quota ~2 MiB, 10 % of the heap left before a 16 MiB heap's goal)."""
+        live = self.heap_live
+        eng = self.engine
+        for m in self.holders:
+            c = m.claim
+            if c is None or m.seg != USER or c.work <= 0:
+                continue
+            left = min(eng.work_left(m.tid) / m.infl, c.work)
+            live += int(c.alloc * (1 - left / c.work))
+        return live
 
     # ------------------------------------------------------------------ GC: pacer
     def _commit(self) -> None:
@@ -1041,6 +1070,7 @@ class GoRuntime(RuntimeReports):
 
     # ------------------------------------------------------------------ GC: cycle
     def _gc_start(self, m: _M | None, periodic: bool) -> int | None:
+        self._cycle_start = (self.engine.now, self._heap_live_now(), self.trigger_bytes)   # gcStart: work.heap0
         self.periodic = periodic
         self._limiter_update(force=True, gc_on=False)   # startGCTransition: flush up to the stop
         self.phase = SWEEPTERM
@@ -1061,12 +1091,14 @@ class GoRuntime(RuntimeReports):
         self.bg_credit = 0.0
         self.mark_inflight = 0
         self.assist_inflight = 0.0
+        self.mark_draining = False
         self._claim_cap()
         self.ded_running = 0
         self.idlew_running = 0
         self.frac_ns = {}
         acc = self._acc()
         self.assist_pt0 = acc[PC_ASSIST]
+        self.ded_pt0 = acc[PC_DED]
         self.idlemark_pt0 = acc[PC_IDLEMARK]
         self._revise()
 
@@ -1079,6 +1111,11 @@ class GoRuntime(RuntimeReports):
                                         acc[PC_ASSIST] - self.assist_pt0,
                                         acc[PC_IDLEMARK] - self.idlemark_pt0, wall, self.nprocs)
         self.cons.update(cur)
+        t_gc, heap0, trig = self._cycle_start
+        self.cycle_log.append((now, t_gc, self.mark_start, self._work_done_ns, heap0, trig, self.triggered,
+                               self.heap_live, self.base_live + max(0, alloc_during), self.goal,
+                               acc[PC_ASSIST] - self.assist_pt0, acc[PC_DED] - self.ded_pt0,
+                               acc[PC_IDLEMARK] - self.idlemark_pt0, self.nprocs, self.periodic))
         self._wake_all_assists()
         # allocate-black: objects allocated during mark count as marked
         self.last_goal = self.goal          # endCycle: lastHeapGoal
@@ -1186,15 +1223,21 @@ class GoRuntime(RuntimeReports):
                 self.source.done(c, t0, self.engine.now)
         # the mark is done when all its scan work is: work buffers are shared, so assists may
         # have done what in-flight workers hold (their rest is stopped by the STW)
-        if self.phase == MARK and ((self.mark_unclaimed <= 1e-6 and self.mark_inflight == 0)
-                                   or self.scan_done >= self.mark_total - 1.0):
+        if self.phase == MARK and not self.mark_draining and (
+                (self.mark_unclaimed <= 1e-6 and self.mark_inflight == 0)
+                or self.scan_done >= self.mark_total - 1.0):
             if seg == DED:
                 self.ded_running -= 1
             elif seg == IDLEW:
                 self.idlew_running -= 1
-            self._limiter_update(force=True, gc_on=True)
-            self.phase = MARKTERM
-            return self._stw_begin(m, self._gc_mark_end)
+            self._work_done_ns = self.engine.now
+            barrier = self._ragged_barrier_ns(m)
+            if barrier > 0:
+                # gcMarkDone's forEachP: m sleeps holding its P until every P has flushed
+                self.mark_draining = True
+                self.engine.call_later(barrier, self._mark_term_begin, m)
+                return None
+            return self._mark_term_begin(m)
         if seg == DED:
             if self.mark_unclaimed > 0:
                 return self._mark_seg(m, DED)
@@ -1205,6 +1248,35 @@ class GoRuntime(RuntimeReports):
                 return self._mark_seg(m, IDLEW)
             self.idlew_running -= 1
         return self._schedule(m)
+
+    def _ragged_barrier_ns(self, coord: _M) -> int:
+        """How long ``gcMarkDone``'s ragged barrier lasts (``src/runtime/mgc.go``: ``forEachP``
+        flushes every P's write-barrier buffer and work cache before the mark-termination
+        stop-the-world). Unlike a stop, the barrier does not stop the Ps that have flushed: they
+        run on, so a P whose thread waits for a CPU behind others flushes only when the kernel
+        runs it, after the threads ahead of it on that CPU have had their slices (EEVDF's base
+        slice, 0.75 ms x (1 + log2(min(CPUs, 8))), ``kernel/sched/fair.c``
+        ``sysctl_sched_base_slice`` and ``update_sysctl``). With ``k`` runnable threads a CPU
+        (the process's other P-holding threads, plus other processes' tasks in the share
+        ``background_cores / cpus``), the last of them waits ``(k - 1)`` slices; with at most one
+        a CPU, every P flushes at once (0). Meanwhile goroutines allocate on as far as their
+        assist credit goes; one in debt finds no mark work left and waits (``gcAssistAlloc`` ->
+        ``gcMarkDone``'s ``markDoneSema``, here the assist queue, woken at the mark's end)."""
+        eng = self.engine
+        running = sum(1 for m in self.holders if m is not coord and eng.is_runnable(m.tid))
+        k = running / self.cpus + self.wake_busy
+        if k <= 1.0:
+            return 0
+        return int((k - 1.0) * self.wake_slice_ns)
+
+    def _mark_term_begin(self, m: _M) -> int | None:
+        """The ragged barrier is over: mark termination's stop-the-world, coordinated by ``m``."""
+        self.mark_draining = False
+        if self.phase != MARK or self.dead:
+            return None
+        self._limiter_update(force=True, gc_on=True)
+        self.phase = MARKTERM
+        return self._stw_begin(m, self._gc_mark_end)
 
     # ------------------------------------------------------------------ stop the world
     def _stw_begin(self, coord: _M | None, then) -> int | None:
@@ -1271,6 +1343,7 @@ class GoRuntime(RuntimeReports):
         if seg == USER:
             c = m.claim
             m.claim = None
+            self.inflight_alloc -= c.alloc
             left = min(int(left / m.infl), c.work)
             if left > 0 and c.work > 0:
                 done_alloc = int(c.alloc * (1 - left / c.work))

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from cfsim.io.gctrace import GODEBUG_GCTRACE
 from cfsim.lab.kinds import kinds_with, lab_kind
 from cfsim.scenario import Scenario, ScenarioError
 from cfsim.workloads.arrivals import parse_rate
@@ -94,6 +95,8 @@ def workload_env(sc: Scenario, base: Mapping[str, str] | None = None) -> dict[st
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in GO_ENV_CLEARED}
     env.update(gomaxprocs_env(sc["go.gomaxprocs"])[0])
     env["GOGC"] = "off" if sc["go.gogc"] < 0 else str(sc["go.gogc"])
+    if sc["lab.gctrace"]:
+        env["GODEBUG"] = ",".join(x for x in (env.get("GODEBUG"), GODEBUG_GCTRACE) if x)
     if sc["go.gomemlimit_policy"] == "explicit" and sc["go.gomemlimit_mb"] is not None:
         env["GOMEMLIMIT"] = f"{int(sc['go.gomemlimit_mb'] * MIB)}"
     return env

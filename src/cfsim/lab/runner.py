@@ -22,7 +22,8 @@ Run folder layout::
     prom/rate.jsonl.gz   the dashboard rate() queries, same format (line index in manifest["exports"])
     prom/samples.jsonl.gz  /api/v1/query of ``<counter>[<range>]``: raw samples at their scrape times
     profile.pb.gz        pprof CPU profile (``lab.profile_s`` > 0)
-    logs/*.log           workload, load generator and Prometheus output
+    gc_cycles.csv.gz     the runtime's per-cycle GC trace (``lab.gctrace``; cfsim.io.gctrace)
+    logs/*.log           workload, load generator and Prometheus output (workload.log.gz with lab.gctrace)
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ import math
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -46,6 +48,7 @@ from typing import Any, Callable
 
 from cfsim.goruntime.gomaxprocs import gomaxprocs_value
 from cfsim.kernel.hostinfo import kernel_hz
+from cfsim.io.gctrace import GODEBUG_GCTRACE, read_gctrace
 from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, preflight, prometheus, queries, summary
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
 from cfsim.lab.lock import machine_lock
@@ -874,10 +877,32 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                                        "(a saturated process): its counters are that much late"))
         if warnings:
             manifest["warnings"] = warnings
+        if sc["lab.gctrace"]:
+            manifest["gctrace"] = write_gc_cycles(out_dir, workload.launch_unix_s, window.start_unix_s)
         summ = derive.summarize_manifest(manifest, raw_bodies)
         (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
         (out_dir / "summary.json").write_text(json.dumps(summ, indent=1, sort_keys=True) + "\n")
         return summ
+
+
+def write_gc_cycles(out_dir: Path, launch_unix_s: float, start_unix_s: float) -> dict[str, Any]:
+    """The runtime's per-cycle GC trace (``lab.gctrace``) from the workload's log into
+    ``gc_cycles.csv.gz``, with ``run_t_s``: the cycle's end on the run's clock (the trace's
+    ``@t`` counts from the process's start, taken as its launch; a few ms early). The log, ~300 KB
+    a run with the trace, is kept gzipped (``logs/workload.log.gz``). Idempotent: a second call
+    reads the gzipped log."""
+    logs = out_dir / "logs"
+    log, gz = logs / "workload.log", logs / "workload.log.gz"
+    if log.is_file():
+        with open(log, "rb") as f, gzip.open(gz, "wb") as g:
+            shutil.copyfileobj(f, g)
+        log.unlink()
+    cycles, meta = read_gctrace(gz)
+    cycles.insert(2, "run_t_s", (cycles["t_s"] + (launch_unix_s - start_unix_s)).round(4))
+    cycles.to_csv(out_dir / "gc_cycles.csv.gz", index=False)
+    return {"file": "gc_cycles.csv.gz", "cycles": meta["cycles"], "with_pacer": meta["with_pacer"],
+            "godebug": GODEBUG_GCTRACE, "log": "logs/workload.log.gz",
+            "note": "cfsim.io.gctrace.read_gctrace reads the log back; run_t_s = t_s + launch_unix_s - start_unix_s"}
 
 
 def _write_startup_oom(sc: Scenario, out_dir: Path, run_id: str, command: list[str], tools: preflight.Tools,

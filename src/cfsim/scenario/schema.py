@@ -329,6 +329,8 @@ register_section("lab", {
     "load_fraction": Key(None, "float", "open kinds: sets workload.rate_per_s = load_fraction x cgroup.cpu_limit / "
                                         "cpu_ms_per_request (the grid resolves it before the run)",
                          _gt(0), optional=True),
+    "gctrace": Key(False, "bool", "the runtime's per-cycle GC trace (GODEBUG gctrace=1,gcpacertrace=1) in "
+                                  "logs/workload.log.gz, parsed into gc_cycles.csv.gz (cfsim.io.gctrace)"),
     "vpa_in_the_loop": Key(False, "bool", "cfsim's own VPA ([vpa], one pod, in-place resizes) moves the "
                                           "real quota during the run, with the [vpa] time constants as given "
                                           "(scale them down so the trap forms in minutes)"),

@@ -84,6 +84,23 @@ GC_MEMORY_METRICS: tuple[Metric, ...] = (
     Metric("oom_killed", "exact", _oom, 0.0, "1 if the kernel OOM-killed the process, else 0"),
 )
 
+#: the GC cycle by cycle (runs with the runtime's per-cycle trace, ``lab.gctrace``): medians over
+#: the window's cycles (:mod:`cfsim.goruntime.gc_cycles`); no issue sets goals for them yet
+GC_CYCLE_METRICS: tuple[Metric, ...] = (
+    Metric("gc_cycle_marked_median_bytes", "relative", _key("gc_cycle_marked_median_bytes"), None,
+           "heap marked per cycle, median (gctrace: the third heap size)"),
+    Metric("gc_cycle_goal_median_bytes", "relative", _key("gc_cycle_goal_median_bytes"), None,
+           "heap goal per cycle, median (gctrace 'MB goal')"),
+    Metric("gc_cycle_alloc_during_mark_median_bytes", "relative", _key("gc_cycle_alloc_during_mark_median_bytes"),
+           None, "allocated while the mark ran, median (gcpacertrace: heap at the mark's end - at its start)"),
+    Metric("gc_cycle_end_over_goal_median", "absolute", _key("gc_cycle_end_over_goal_median"), None,
+           "heap when the mark ended over the goal, median (> 1: overshoot)"),
+    Metric("gc_cycle_mark_median_s", "relative", _key("gc_cycle_mark_median_s"), None,
+           "wall time of the concurrent mark, median (gctrace: the second clock time)"),
+    Metric("gc_cycle_assist_share", "absolute", _key("gc_cycle_assist_share"), None,
+           "assists' share of the mark P-time over the window's cycles (assist / (assist + background + idle))"),
+)
+
 METRICS: tuple[Metric, ...] = (
     Metric("throughput_per_s", "relative", _key("throughput_per_s"), 0.05, "records or requests per second"),
     Metric("cpu_usage_cores", "relative", _key("cpu_usage_cores"), 0.05, "container CPU usage [cores]"),
@@ -97,6 +114,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("backlog_final", "relative", _key("backlog_final"), None, "records waiting at the end"),
     Metric("lag_final_s", "relative", _key("lag_final_s"), None, "age of the oldest waiting record [s]"),
     *GC_MEMORY_METRICS,
+    *GC_CYCLE_METRICS,
 )
 
 #: below this the observed value is too small for a relative error to mean anything

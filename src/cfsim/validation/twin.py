@@ -40,6 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+import pandas as pd
+
+from cfsim.goruntime.gc_cycles import cycle_keys
+from cfsim.io.gctrace import cycle_table
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.simulation import SimulationResult, simulate
 
@@ -68,8 +72,15 @@ def run_scenario(run_dir: Path) -> Scenario:
 
 
 def observed_summary(run_dir: Path) -> dict[str, Any]:
-    """What the run measured (``summary.json``): compared with the twin, never given to it."""
-    return json.loads((run_dir / "summary.json").read_text())
+    """What the run measured (``summary.json``): compared with the twin, never given to it. A
+    run that recorded the runtime's per-cycle GC trace (``gc_cycles.csv.gz``, ``lab.gctrace``)
+    adds its per-cycle keys over the measured window (:func:`cfsim.goruntime.gc_cycles.cycle_keys`)."""
+    out = json.loads((run_dir / "summary.json").read_text())
+    trace = run_dir / "gc_cycles.csv.gz"
+    if trace.is_file() and not out.get("oom_kills"):
+        sc = run_scenario(run_dir)
+        out.update(cycle_keys(cycle_table(pd.read_csv(trace)), sc["run.warmup_s"], sc["run.duration_s"]))
+    return out
 
 
 def run_manifest(run_dir: Path) -> dict[str, Any]:

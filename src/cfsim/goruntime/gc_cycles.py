@@ -1,0 +1,64 @@
+"""GC cycles one by one: the summary keys of a per-cycle table, the same for the model's cycles
+(``GoRuntime.gc_cycle_table``) and the real runtime's (``GODEBUG=gctrace=1,gcpacertrace=1``, read
+by :func:`cfsim.io.gctrace.read_gctrace` and put in these columns by
+:func:`cfsim.io.gctrace.cycle_table`).
+
+Table columns (one row a cycle): ``run_t_s`` (when the cycle ended), ``mark_ms`` (the concurrent
+mark's wall time), ``triggered_bytes`` (the heap when the mark began, ``startCycle``),
+``heap_end_bytes`` (when it ended, ``endCycle``), ``marked_bytes``, ``goal_bytes``, and the mark's
+P-time [ms] in ``assist_cpu_ms``, ``background_cpu_ms``, ``idle_cpu_ms``.
+
+Why these: the next cycle's goal is computed from the heap marked in this one
+(``src/runtime/mgcpacer.go``, ``(*gcControllerState).commit``), and allocate-black objects count
+as marked (``mgcmark.go``, ``gcmarknewobject``), so what the mutators allocate while a mark runs
+(``alloc_during_mark``) and how far past the goal the heap ends (``end_over_goal``) set the
+marked heap, the goal and the cycle rate; the assist share says who did the marking.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: summary keys (all None when no cycle ended in the window)
+CYCLE_KEYS = ("gc_cycle_count", "gc_cycle_marked_median_bytes", "gc_cycle_goal_median_bytes",
+              "gc_cycle_alloc_during_mark_median_bytes", "gc_cycle_end_over_goal_median", "gc_cycle_mark_median_s",
+              "gc_cycle_assist_share")
+
+
+def cycle_keys(cycles: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, Any]:
+    """Medians over the cycles that ended in ``(t0_s, t1_s]`` (see the module docstring); the
+    assist share is the assists' part of the mark P-time summed over those cycles.
+
+    >>> t = pd.DataFrame({"run_t_s": [0.5, 1.5, 2.5], "mark_ms": [10, 20, 30],
+    ...                   "triggered_bytes": [90, 100, 110], "heap_end_bytes": [120, 130, 150],
+    ...                   "marked_bytes": [40, 45, 50], "goal_bytes": [120, 125, 140],
+    ...                   "assist_cpu_ms": [0, 10, 30], "background_cpu_ms": [20, 30, 30], "idle_cpu_ms": [0, 0, 0]})
+    >>> k = cycle_keys(t, 1.0, 3.0)
+    >>> k["gc_cycle_count"], k["gc_cycle_alloc_during_mark_median_bytes"], k["gc_cycle_mark_median_s"]
+    (2, 35.0, 0.025)
+    >>> round(k["gc_cycle_end_over_goal_median"], 4), k["gc_cycle_assist_share"]
+    (1.0557, 0.4)
+    """
+    out: dict[str, Any] = dict.fromkeys(CYCLE_KEYS)
+    if cycles is None or cycles.empty:
+        out["gc_cycle_count"] = 0
+        return out
+    c = cycles[(cycles["run_t_s"] > t0_s) & (cycles["run_t_s"] <= t1_s)]
+    out["gc_cycle_count"] = int(len(c))
+    if c.empty:
+        return out
+
+    def med(x: pd.Series) -> float | None:
+        x = x.dropna()
+        return float(np.median(x)) if len(x) else None
+
+    out["gc_cycle_marked_median_bytes"] = med(c["marked_bytes"])
+    out["gc_cycle_goal_median_bytes"] = med(c["goal_bytes"])
+    out["gc_cycle_alloc_during_mark_median_bytes"] = med(c["heap_end_bytes"] - c["triggered_bytes"])
+    out["gc_cycle_end_over_goal_median"] = med(c["heap_end_bytes"] / c["goal_bytes"])
+    out["gc_cycle_mark_median_s"] = med(c["mark_ms"] / 1e3)
+    mark = float((c["assist_cpu_ms"] + c["background_cpu_ms"] + c["idle_cpu_ms"]).sum())
+    out["gc_cycle_assist_share"] = float(c["assist_cpu_ms"].sum()) / mark if mark > 0 else None
+    return out

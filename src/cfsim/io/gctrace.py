@@ -1,0 +1,145 @@
+"""Read the Go runtime's own per-cycle GC trace (``GODEBUG=gctrace=1,gcpacertrace=1``).
+
+The runtime prints, for every cycle, a ``gctrace`` line when the cycle ends
+(``src/runtime/mgc.go``, ``gcMarkTermination``) and, before it, the pacer's ``endCycle`` line
+(``src/runtime/mgcpacer.go``, ``(*gcControllerState).endCycle``, with ``gcpacertrace``)::
+
+    pacer: 43% CPU (25 exp.) for 6003032+8920+244650 B work (6255818 B exp.) in 149821712 B -> 192061200 B (∆goal 5237820, cons/mark 3.63)
+    gc 40 @5.879s 12%: 1.3+84+0.24 ms clock, 2.7+129/144/0+0.49 ms cpu, 142->183->56 MB, 178 MB goal, 0 MB stacks, 0 MB globals, 8 P
+
+Reference: "Go runtime environment variables" (``GODEBUG`` ``gctrace``), the ``runtime``
+package documentation, https://pkg.go.dev/runtime. The gctrace ``MB`` are MiB (``>> 20``); its
+CPU times are P-time (wall time a P spent on the work, throttled time included under a CPU
+quota). ``heap0`` is read before the sweep-termination stop (``gcStart``), ``triggered`` after
+it (``startCycle``), so ``triggered - heap0`` is what was allocated while the world stopped.
+
+:func:`read_gctrace` returns ``(cycles, meta)`` (the pvlib ``read_*`` convention): one row a cycle
+with the columns of :data:`COLUMNS`; pacer columns are NaN where the pacer line is missing.
+Other lines (the workload's own output, ``pacer: assist ratio`` and ``sweep done`` lines) are
+skipped; a ``gc N`` or ``pacer: N% CPU`` line that does not parse raises
+:class:`~cfsim.io.errors.CfsimParseError` naming the file and line.
+"""
+from __future__ import annotations
+
+import gzip
+import math
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from cfsim.io.errors import CfsimParseError
+
+__all__ = ["COLUMNS", "parse_gctrace", "read_gctrace", "cycle_table", "GODEBUG_GCTRACE"]
+
+#: the GODEBUG settings that make the runtime print both lines
+GODEBUG_GCTRACE = "gctrace=1,gcpacertrace=1"
+
+_MiB = 1 << 20
+_NUM = r"(-?[\d.]+(?:e[-+]?\d+)?|[-+]?Inf|NaN)"
+_GC = re.compile(
+    r"^gc (\d+) @([\d.]+)s (\d+)%: ([\d.]+)\+([\d.]+)\+([\d.]+) ms clock, "
+    r"([\d.]+)\+([\d.]+)/([\d.]+)/([\d.]+)\+([\d.]+) ms cpu, (\d+)->(\d+)->(\d+) MB, (\d+) MB goal, "
+    r"(\d+) MB stacks, (\d+) MB globals, (\d+) P( \(forced\))?")
+_PACER = re.compile(
+    r"^pacer: (-?\d+)% CPU \((\d+) exp\.\) for (\d+)\+(\d+)\+(\d+) B work \((\d+) B exp\.\) "
+    r"in (\d+) B -> (\d+) B \(∆goal (-?\d+), cons/mark " + _NUM + r"\)")
+
+#: one row per cycle; ``*_mib`` from the gctrace line (whole MiB), ``*_bytes`` from the pacer line
+COLUMNS = (
+    "cycle", "t_s", "gc_cpu_percent", "sweepterm_ms", "mark_ms", "markterm_ms",
+    "sweepterm_cpu_ms", "assist_cpu_ms", "background_cpu_ms", "idle_cpu_ms", "markterm_cpu_ms",
+    "heap0_mib", "heap1_mib", "marked_mib", "goal_mib", "stacks_mib", "globals_mib", "procs", "forced",
+    "utilization_percent", "scan_work_bytes", "scan_expected_bytes", "triggered_bytes", "heap_end_bytes",
+    "goal_delta_bytes", "cons_mark",
+)
+
+
+def _float(text: str) -> float:
+    t = text.lower()
+    if t in ("+inf", "inf"):
+        return math.inf
+    if t == "-inf":
+        return -math.inf
+    return float(text)
+
+
+def parse_gctrace(lines: Iterable[str], source: str = "<buffer>") -> pd.DataFrame:
+    """Cycles of a runtime's stderr (see the module docstring); ``source`` names it in errors."""
+    rows: list[dict[str, Any]] = []
+    pacer: dict[str, Any] | None = None
+    for i, raw in enumerate(lines, 1):
+        line = raw.rstrip("\n")
+        # the runtime writes its trace unbuffered to fd 2: another writer's text may precede it
+        at = line.find("pacer: ")
+        if at >= 0 and "% CPU" in line[at:]:
+            m = _PACER.match(line[at:])
+            if m is None:
+                raise CfsimParseError(source, "malformed gcpacertrace 'pacer: N% CPU' line", line=i, column=at + 1)
+            g = m.groups()
+            pacer = {"utilization_percent": int(g[0]),
+                     "scan_work_bytes": int(g[2]) + int(g[3]) + int(g[4]), "scan_expected_bytes": int(g[5]),
+                     "triggered_bytes": int(g[6]), "heap_end_bytes": int(g[7]),
+                     "goal_delta_bytes": int(g[8]), "cons_mark": _float(g[9])}
+            continue
+        at = line.find("gc ")
+        if at < 0 or not line[at + 3:at + 4].isdigit() or " @" not in line[at:]:
+            continue
+        m = _GC.match(line[at:])
+        if m is None:
+            raise CfsimParseError(source, "malformed gctrace 'gc N @t' line", line=i, column=at + 1)
+        g = m.groups()
+        row: dict[str, Any] = {
+            "cycle": int(g[0]), "t_s": float(g[1]), "gc_cpu_percent": int(g[2]),
+            "sweepterm_ms": float(g[3]), "mark_ms": float(g[4]), "markterm_ms": float(g[5]),
+            "sweepterm_cpu_ms": float(g[6]), "assist_cpu_ms": float(g[7]), "background_cpu_ms": float(g[8]),
+            "idle_cpu_ms": float(g[9]), "markterm_cpu_ms": float(g[10]),
+            "heap0_mib": int(g[11]), "heap1_mib": int(g[12]), "marked_mib": int(g[13]), "goal_mib": int(g[14]),
+            "stacks_mib": int(g[15]), "globals_mib": int(g[16]), "procs": int(g[17]), "forced": g[18] is not None,
+        }
+        row.update(pacer or {})
+        pacer = None
+        rows.append(row)
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    return df.astype({"cycle": "int64", "procs": "int64", "forced": "bool"}) if len(df) else df
+
+
+def read_gctrace(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``(cycles, meta)`` from a log file (plain or ``.gz``) holding a runtime's trace.
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "workload.log")
+    >>> _ = open(p, "w").write('{"event":"ready"}\\n'
+    ...   "pacer: 43% CPU (25 exp.) for 6003032+8920+244650 B work (6255818 B exp.) in 149821712 B -> 192061200 B (∆goal 5237820, cons/mark 3.63)\\n"
+    ...   "gc 40 @5.879s 12%: 1.3+84+0.24 ms clock, 2.7+129/144/0+0.49 ms cpu, 142->183->56 MB, 178 MB goal, 0 MB stacks, 0 MB globals, 8 P\\n")
+    >>> cycles, meta = read_gctrace(p)
+    >>> c = cycles.iloc[0]
+    >>> int(c.cycle), int(c.marked_mib), int(c.goal_mib), float(c.assist_cpu_ms), meta["cycles"]
+    (40, 56, 178, 129.0, 1)
+    >>> int(c.triggered_bytes), float(c.cons_mark)
+    (149821712, 3.63)
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such GC trace file")
+    opener = gzip.open if p.suffix == ".gz" else open
+    with opener(p, "rt", encoding="utf-8", errors="replace") as f:
+        df = parse_gctrace(f, str(p))
+    meta = {"source": str(p), "cycles": int(len(df)),
+            "with_pacer": int(df["triggered_bytes"].notna().sum()) if len(df) else 0,
+            "units": {"*_mib": "MiB (whole, as the runtime prints them)", "*_bytes": "bytes",
+                      "*_ms": "ms (P-time for *_cpu_ms)", "t_s": "s since the process started"}}
+    return df, meta
+
+
+def cycle_table(cycles: pd.DataFrame) -> pd.DataFrame:
+    """A lab run's cycles (``gc_cycles.csv.gz``, with ``run_t_s``) in the columns of the model's
+    table (:mod:`cfsim.goruntime.gc_cycles`): marked heap and goal from the gctrace line (whole
+    MiB), the heap at the mark's start and end from the pacer line (bytes; NaN without it)."""
+    return pd.DataFrame({
+        "run_t_s": cycles["run_t_s"], "mark_ms": cycles["mark_ms"],
+        "triggered_bytes": cycles["triggered_bytes"], "heap_end_bytes": cycles["heap_end_bytes"],
+        "marked_bytes": cycles["marked_mib"] * _MiB, "goal_bytes": cycles["goal_mib"] * _MiB,
+        "assist_cpu_ms": cycles["assist_cpu_ms"], "background_cpu_ms": cycles["background_cpu_ms"],
+        "idle_cpu_ms": cycles["idle_cpu_ms"]})

@@ -1,0 +1,98 @@
+"""The runtime's per-cycle GC trace reader (cfsim.io.gctrace) and the model's table of the same fields."""
+from __future__ import annotations
+
+import gzip
+import math
+
+import pytest
+
+from cfsim.io.errors import CfsimParseError
+from cfsim.io.gctrace import COLUMNS, read_gctrace
+from cfsim.lab import launch
+from cfsim.scenario import load_scenario
+
+PACER = ("pacer: 43% CPU (25 exp.) for 6003032+8920+244650 B work (6255818 B exp.) in 149821712 B -> "
+         "192061200 B (∆goal 5237820, cons/mark 3.6308906896701063)")
+GC = ("gc 40 @5.879s 12%: 1.3+84+0.24 ms clock, 2.7+129/144/0+0.49 ms cpu, 142->183->56 MB, 178 MB goal, "
+      "0 MB stacks, 0 MB globals, 8 P")
+
+
+def write(path, lines, gz=False):
+    text = "\n".join(lines) + "\n"
+    if gz:
+        with gzip.open(path, "wt") as f:
+            f.write(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def test_reads_both_lines_of_a_cycle_and_skips_the_rest(tmp_path):
+    p = write(tmp_path / "w.log", ['{"event":"ready"}', "pacer: assist ratio=0.17 (scan 7 MB in 137->171 MB) workers=2+0",
+                                   "pacer: sweep done at heap size 99MB; allocated 43MB during sweep", PACER, GC,
+                                   GC.replace("gc 40 @5.879s", "gc 41 @6.000s") + " (forced)"])
+    df, meta = read_gctrace(p)
+    assert list(df.columns) == list(COLUMNS) and meta["cycles"] == 2 and meta["with_pacer"] == 1
+    a, b = df.iloc[0], df.iloc[1]
+    assert (a.cycle, a.t_s, a.mark_ms, a.assist_cpu_ms, a.background_cpu_ms, a.idle_cpu_ms) == (40, 5.879, 84.0, 129.0, 144.0, 0.0)
+    assert (a.heap0_mib, a.heap1_mib, a.marked_mib, a.goal_mib, a.procs) == (142, 183, 56, 178, 8)
+    assert a.scan_work_bytes == 6003032 + 8920 + 244650 and a.triggered_bytes == 149821712
+    assert a.heap_end_bytes == 192061200 and a.cons_mark == pytest.approx(3.6309, abs=1e-4)
+    assert not a.forced and b.forced and math.isnan(b.triggered_bytes)   # its pacer line is missing
+
+
+def test_gzip_and_interleaved_output(tmp_path):
+    # the runtime writes to fd 2 unbuffered: another writer's partial line may precede its text
+    p = write(tmp_path / "w.log.gz", ["partial output" + PACER, "xx" + GC], gz=True)
+    df, _ = read_gctrace(p)
+    assert df.loc[0, "cycle"] == 40 and df.loc[0, "utilization_percent"] == 43
+
+
+@pytest.mark.parametrize("lines, line", [([PACER, GC.replace("ms cpu", "ms cpus")], 2),
+                                         ([PACER.replace(" B work", " work"), GC], 1)])
+def test_a_malformed_trace_line_names_file_and_line(tmp_path, lines, line):
+    p = write(tmp_path / "w.log", lines)
+    with pytest.raises(CfsimParseError, match=rf"w\.log:{line}:1: malformed"):
+        read_gctrace(p)
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such GC trace file"):
+        read_gctrace(tmp_path / "nope.log")
+
+
+def test_lab_gctrace_sets_godebug_beside_the_gomaxprocs_policy():
+    env = launch.workload_env(load_scenario({"lab": {"gctrace": True}, "go": {"gomaxprocs": "host"}}), base={})
+    assert env["GODEBUG"] == "containermaxprocs=0,updatemaxprocs=0,gctrace=1,gcpacertrace=1"
+    env = launch.workload_env(load_scenario({"lab": {"gctrace": True}, "go": {"gomaxprocs": 2}}), base={"GODEBUG": "x=1"})
+    assert env["GODEBUG"] == "gctrace=1,gcpacertrace=1"
+    assert "GODEBUG" not in launch.workload_env(load_scenario({"go": {"gomaxprocs": 2}}), base={})
+
+
+def test_lab_writes_the_cycle_table_on_the_run_clock_and_keeps_the_log_gzipped(tmp_path):
+    from cfsim.lab.runner import write_gc_cycles
+
+    (tmp_path / "logs").mkdir()
+    write(tmp_path / "logs" / "workload.log", ['{"event":"ready"}', PACER, GC])
+    info = write_gc_cycles(tmp_path, launch_unix_s=100.0, start_unix_s=103.0)
+    assert info["cycles"] == 1 and info["with_pacer"] == 1
+    assert not (tmp_path / "logs" / "workload.log").exists() and (tmp_path / "logs" / "workload.log.gz").is_file()
+    import pandas as pd
+
+    df = pd.read_csv(tmp_path / "gc_cycles.csv.gz")
+    assert df.loc[0, "run_t_s"] == pytest.approx(5.879 - 3.0)
+    assert write_gc_cycles(tmp_path, 100.0, 103.0) == info        # again, from the gzipped log
+
+
+def test_cycle_keys_are_the_same_for_the_lab_table_and_the_model_table():
+    from cfsim.goruntime.gc_cycles import cycle_keys
+    from cfsim.io.gctrace import cycle_table, parse_gctrace
+
+    lab = parse_gctrace([PACER, GC])
+    lab.insert(2, "run_t_s", [2.0])
+    k = cycle_keys(cycle_table(lab), 1.0, 3.0)
+    assert k["gc_cycle_count"] == 1 and k["gc_cycle_marked_median_bytes"] == 56 * 2**20
+    assert k["gc_cycle_alloc_during_mark_median_bytes"] == 192061200 - 149821712
+    assert k["gc_cycle_end_over_goal_median"] == pytest.approx(192061200 / (178 * 2**20))
+    assert k["gc_cycle_assist_share"] == pytest.approx(129 / (129 + 144))
+    assert cycle_keys(cycle_table(lab), 2.0, 3.0)["gc_cycle_marked_median_bytes"] is None   # no cycle in the window
