@@ -278,6 +278,63 @@ if not lab.empty:
                  "lab memory_max_usage_bytes", "model memory_max_usage_bytes"]])
 
 # %% [markdown]
+# ### The GC cycle by cycle (`gc-trace` grid)
+#
+# The `gc-trace` grid ran the same stream with `GODEBUG=gctrace=1,gcpacertrace=1`: the runtime's own
+# line per cycle (`gc_cycles.csv.gz`, read by `cfsim.io.gctrace`), beside the twin's cycles
+# (`SimulationResult.gc_cycles`, the same fields). At 8 Ps on a 1-core quota the marked heap, and
+# with it the next goal, is set by two small amounts: what is already allocated beyond the trigger
+# when the mark starts, and how far past the goal the heap ends it, while `gcMarkDone`'s ragged
+# barrier waits for every P to flush (`forEachP`; with 8 threads on 2 CPUs the last one waits a few
+# kernel slices while the others allocate on).
+
+# %%
+from cfsim.goruntime.gc_cycles import cycle_keys
+from cfsim.io.gctrace import cycle_table
+
+TRACE_RUNS = ("p004_", "p005_") if SMALL else None   # GOGC 200 at 2 and 8 Ps (None: the whole grid)
+trace_dir = root / "gc-trace"
+trace_rows = []
+if trace_dir.is_dir():
+    truns = [r for r in find_runs(trace_dir) if not is_calibration_run(r)]
+    if TRACE_RUNS is not None:
+        truns = [r for r in truns if r.name.startswith(TRACE_RUNS)]
+    over = dict(PARAMS)
+    if TWIN_RUN_S is not None:
+        over.update({"run.duration_s": TWIN_RUN_S, "run.warmup_s": TWIN_RUN_S / 4})
+    trep = validate(trace_dir, params=over, only=truns)
+    fig, axes = plt.subplots(1, len(trep.runs), figsize=(6 * len(trep.runs), 3.5), squeeze=False)
+    for ax, r in zip(axes[0], trep.runs):
+        path = Path(r["path"])
+        sc = run_scenario(path)
+        t0, t1 = sc["run.warmup_s"], sc["run.duration_s"]
+        labc = cycle_table(pd.read_csv(path / "gc_cycles.csv.gz"))
+        modc = trep.simulated[r["run"]].gc_cycles
+        tm0, tm1 = (TWIN_RUN_S / 4, TWIN_RUN_S) if TWIN_RUN_S is not None else (t0, t1)
+        for name, c, a, b in (("lab", labc, t0, t1), ("model", modc, tm0, tm1)):
+            k = cycle_keys(c, a, b)
+            trace_rows.append({"run": path.name, "gomaxprocs": sc["go.gomaxprocs"], "side": name,
+                               "cycles/s": k["gc_cycle_count"] / (b - a),
+                               "marked MiB": k["gc_cycle_marked_median_bytes"] / MiB,
+                               "goal MiB": k["gc_cycle_goal_median_bytes"] / MiB,
+                               "allocated in mark MiB": k["gc_cycle_alloc_during_mark_median_bytes"] / MiB,
+                               "end / goal": k["gc_cycle_end_over_goal_median"],
+                               "mark ms": k["gc_cycle_mark_median_s"] * 1e3,
+                               "assist share": k["gc_cycle_assist_share"]})
+            sel = c[(c["run_t_s"] > a) & (c["run_t_s"] <= b)]
+            ax.plot(sel["run_t_s"] - a, sel["marked_bytes"] / MiB, ".-" if name == "model" else "o",
+                    ms=3, lw=0.6, mfc="none", label=name)
+        ax.set_title(f"{path.name}: marked heap per cycle")
+        ax.set_xlabel("s into the window")
+        ax.set_ylabel("MiB")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    display(pd.DataFrame(trace_rows).set_index(["run", "side"]).round(3))
+else:
+    print("gc-trace: not collected (data/lab/collect.sh gc-trace)")
+
+# %% [markdown]
 # ## 3. The VPA's memory loop on a Go service with automemlimit
 #
 # The VPA recommends memory from one working-set peak per pod per day (P90 of the decaying peaks,
