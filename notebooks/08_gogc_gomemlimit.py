@@ -171,17 +171,26 @@ from cfsim.validation.twin import find_runs, is_calibration_run, run_scenario
 GC_METRICS = ("throughput_per_s", "gc_cycles_per_s", "gc_heap_goal_mean_bytes", "gc_heap_live_bytes",
               "memory_usage_mean_bytes", "memory_max_usage_bytes", "gc_cpu_share", "oom_killed")
 metric = {m.name: m for m in vm.METRICS}
+# the twins' simulated window: as measured, or shortened at the small size
+TWIN_WINDOW = (TWIN_RUN_S / 4, TWIN_RUN_S) if TWIN_RUN_S is not None else None
+
+
+def validate_twins(grid: Path, prefixes: tuple | None):
+    """`cfsim validate GRID --params docs/params/gc-memory.toml` on the grid's point runs (those
+    whose folder names start with ``prefixes``; None: all), twins shortened to TWIN_WINDOW."""
+    runs = [r for r in find_runs(grid) if not is_calibration_run(r)]
+    if prefixes is not None:
+        runs = [r for r in runs if r.name.startswith(prefixes)]
+    over = dict(PARAMS)
+    if TWIN_WINDOW is not None:
+        over.update({"run.duration_s": TWIN_WINDOW[1], "run.warmup_s": TWIN_WINDOW[0]})
+    return validate(grid, params=over, only=runs)
+
+
 lab_rows = []
 gc_report = {}
 if grid_dir.is_dir():
-    runs = [r for r in find_runs(grid_dir) if not is_calibration_run(r)]
-    if RUN_PREFIXES is not None:
-        runs = [r for r in runs if r.name.startswith(RUN_PREFIXES)]
-    over = dict(PARAMS)
-    if TWIN_RUN_S is not None:
-        over.update({"run.duration_s": TWIN_RUN_S, "run.warmup_s": TWIN_RUN_S / 4})
-    # what `cfsim validate data/lab/gc-memory --params docs/params/gc-memory.toml` computes
-    report = validate(grid_dir, params=over, only=runs)
+    report = validate_twins(grid_dir, RUN_PREFIXES)
     gc_report = report.gc
     for r in report.runs:
         sc = run_scenario(Path(r["path"]))
@@ -296,13 +305,7 @@ TRACE_RUNS = ("p004_", "p005_") if SMALL else None   # GOGC 200 at 2 and 8 Ps (N
 trace_dir = root / "gc-trace"
 trace_rows = []
 if trace_dir.is_dir():
-    truns = [r for r in find_runs(trace_dir) if not is_calibration_run(r)]
-    if TRACE_RUNS is not None:
-        truns = [r for r in truns if r.name.startswith(TRACE_RUNS)]
-    over = dict(PARAMS)
-    if TWIN_RUN_S is not None:
-        over.update({"run.duration_s": TWIN_RUN_S, "run.warmup_s": TWIN_RUN_S / 4})
-    trep = validate(trace_dir, params=over, only=truns)
+    trep = validate_twins(trace_dir, TRACE_RUNS)
     fig, axes = plt.subplots(1, len(trep.runs), figsize=(6 * len(trep.runs), 3.5), squeeze=False)
     for ax, r in zip(axes[0], trep.runs):
         path = Path(r["path"])
@@ -310,7 +313,7 @@ if trace_dir.is_dir():
         t0, t1 = sc["run.warmup_s"], sc["run.duration_s"]
         labc = cycle_table(pd.read_csv(path / "gc_cycles.csv.gz"))
         modc = trep.simulated[r["run"]].gc_cycles
-        tm0, tm1 = (TWIN_RUN_S / 4, TWIN_RUN_S) if TWIN_RUN_S is not None else (t0, t1)
+        tm0, tm1 = TWIN_WINDOW or (t0, t1)
         for name, c, a, b in (("lab", labc, t0, t1), ("model", modc, tm0, tm1)):
             k = cycle_keys(c, a, b)
             trace_rows.append({"run": path.name, "gomaxprocs": sc["go.gomaxprocs"], "side": name,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import math
 
+import pandas as pd
 import pytest
 
 from cfsim.io.errors import CfsimParseError
@@ -77,8 +78,6 @@ def test_lab_writes_the_cycle_table_on_the_run_clock_and_keeps_the_log_gzipped(t
     info = write_gc_cycles(tmp_path, launch_unix_s=100.0, start_unix_s=103.0)
     assert info["cycles"] == 1 and info["with_pacer"] == 1
     assert not (tmp_path / "logs" / "workload.log").exists() and (tmp_path / "logs" / "workload.log.gz").is_file()
-    import pandas as pd
-
     df = pd.read_csv(tmp_path / "gc_cycles.csv.gz")
     assert df.loc[0, "run_t_s"] == pytest.approx(5.879 - 3.0)
     assert write_gc_cycles(tmp_path, 100.0, 103.0) == info        # again, from the gzipped log

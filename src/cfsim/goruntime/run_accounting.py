@@ -137,11 +137,11 @@ class RuntimeReports:
         (:mod:`cfsim.io.gctrace`, ``GODEBUG=gctrace=1,gcpacertrace=1``) so the two compare
         directly: ``run_t_s`` when the mark ended; ``sweepterm_ms`` from the trigger to the mark's
         start, ``mark_ms`` the concurrent mark, of which ``barrier_ms`` after its work was done
-        (``gcMarkDone``'s ragged barrier and the mark-termination stop); ``trigger_bytes`` the pacer's trigger, ``heap0_bytes``
-        the heap when it was seen crossed (``gcStart``), ``triggered_bytes`` when the mark began
-        (``startCycle``), ``heap_end_bytes`` when it ended (``endCycle``), ``marked_bytes`` the
-        marked heap, ``goal_bytes`` the cycle's goal; assist / dedicated / idle mark P-time [ms]
-        (gctrace's ``ms cpu``)."""
+        (``gcMarkDone``'s ragged barrier and the mark-termination stop); ``trigger_bytes`` the
+        pacer's trigger, ``heap0_bytes`` the heap when it was seen crossed (``gcStart``),
+        ``triggered_bytes`` when the mark began (``startCycle``), ``heap_end_bytes`` when it ended
+        (``endCycle``), ``marked_bytes`` the marked heap, ``goal_bytes`` the cycle's goal; assist /
+        dedicated / idle mark P-time [ms] (gctrace's ``ms cpu``)."""
         cols = ["run_t_s", "sweepterm_ms", "mark_ms", "barrier_ms", "trigger_bytes", "heap0_bytes", "triggered_bytes",
                 "heap_end_bytes", "marked_bytes", "goal_bytes", "assist_cpu_ms", "background_cpu_ms", "idle_cpu_ms",
                 "procs", "forced"]
