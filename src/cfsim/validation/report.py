@@ -28,6 +28,7 @@ import pandas as pd
 
 from cfsim.simulation import simulate
 from cfsim.sweep.executors import map_in_order
+from cfsim.validation.noise import noise_summary, repeat_spreads
 from cfsim.validation import metrics as vm
 from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
 from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibration_twin_summary, grid_norm,
@@ -95,20 +96,20 @@ def _derived(summary: Mapping[str, Any]) -> dict[str, float | None]:
     return {m.name: m.get(summary) for m in vm.METRICS}
 
 
-def _noise(grid_runs: dict[str, dict[str, Any]]) -> dict[str, float | None]:
-    """Observed difference between a repeated configuration and its original (relative)."""
-    out: dict[str, float | None] = {}
-    for name, run in grid_runs.items():
-        if run["role"] != "repeat":
-            continue
-        original = grid_runs.get(name.removeprefix("repeat-"))
-        if original is None:
-            continue
-        for metric in ("throughput_per_s", "cpu_usage_cores"):
-            a, b = original["observed"].get(metric), run["observed"].get(metric)
-            if a and b:
-                out[f"repeat_{metric}"] = (b - a) / a
-    return out
+def _noise(grid_runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The grid's measured repeatability (:mod:`cfsim.validation.noise`): the spread of every
+    metric over each repeated point's runs, and its median for throughput and CPU."""
+    observed = {name: run["observed"] for name, run in grid_runs.items() if run["role"] in ("point", "repeat")}
+    spreads = repeat_spreads(observed)
+    summary = noise_summary(spreads)
+    return {"repeat_spreads": spreads, "noise": summary,
+            **{f"repeat_{m}": summary.get(m, {}).get("median") for m in ("throughput_per_s", "cpu_usage_cores")}}
+
+
+def pooled_noise(grids: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float | int]]:
+    """The lab's repeatability over every repeated point of every grid (median, max, points)."""
+    return noise_summary({f"{g}/{point}": row for g, grid in grids.items()
+                          for point, row in grid.get("repeat_spreads", {}).items()})
 
 
 def summarise_errors(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("point", "repeat"),
@@ -353,11 +354,17 @@ def to_markdown(report: ValidationReport) -> str:
     lines += _regime_table(report, REGIMES)
     lines += ["", "## Errors over all held-out runs" + (" (but the oom-killed)" if report.regime_counts.get(
         "oom-killed") else ""), "",
-              "| metric | kind | median | median abs | worst | worst run | n | goal |",
-              "|---|---|---|---|---|---|---|---|"]
+              "The lab's own repeatability is beside each error: the spread between runs of one configuration "
+              "((max - min) / mean, or max - min for ratios; median over the repeated points, their number in "
+              "brackets). An error below it cannot be told from the lab's noise.", "",
+              "| metric | kind | median | median abs | worst | worst run | n | goal | lab repeat spread (points) |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    noise = pooled_noise(report.grids)
     for name, e in report.errors.items():
+        nz = noise.get(name)
+        nz_text = f"{nz['median']:.4f} ({nz['points']})" if nz else ""
         lines.append(f"| {name} | {e['kind']} | {e['median']:+.4f} | {e['median_abs']:.4f} | {e['worst']:+.4f} | "
-                     f"{e['worst_run']} | {e['n']} | {_fmt(e['goal'])} |")
+                     f"{e['worst_run']} | {e['n']} | {_fmt(e['goal'])} | {nz_text} |")
     lines += _gc_markdown(report)
     loops = [r for r in report.runs if r.get("trajectory")]
     if loops:
@@ -370,11 +377,19 @@ def to_markdown(report: ValidationReport) -> str:
                          f"{_fmt(t['median_abs_limit_error'])} | {_fmt(t['final_limit_lab_cores'])} / "
                          f"{_fmt(t['final_limit_sim_cores'])} |")
     lines += ["", "## Grid noise (measured) and what the calibration runs gave the twins", "",
-              "| grid | cost factor | calibration drift | repeat throughput | repeat CPU | client rtt p50 / p99 [ms] | "
-              "extra live heap [MiB] | extra STW [us] |", "|---|---|---|---|---|---|---|---|"]
+              "Repeat spreads: median / max over the grid's repeated points (relative; throttled ratio absolute).", "",
+              "| grid | cost factor | calibration drift | repeated points | throughput | CPU | throttled ratio | "
+              "p99 latency | GC cycles/s | client rtt p50 / p99 [ms] | extra live heap [MiB] | extra STW [us] |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, g in report.grids.items():
-        lines.append(f"| {name} | {_fmt(g['cost_factor'])} | {_fmt(g['drift'])} | "
-                     f"{_fmt(g.get('repeat_throughput_per_s'))} | {_fmt(g.get('repeat_cpu_usage_cores'))} | "
+        nz = g.get("noise", {})
+
+        def cell(metric: str) -> str:
+            v = nz.get(metric)
+            return f"{v['median']:.3g} / {v['max']:.3g}" if v else ""
+        lines.append(f"| {name} | {_fmt(g['cost_factor'])} | {_fmt(g['drift'])} | {len(g.get('repeat_spreads', {}))} | "
+                     f"{cell('throughput_per_s')} | {cell('cpu_usage_cores')} | {cell('throttled_ratio')} | "
+                     f"{cell('latency_p99_s')} | {cell('gc_cycles_per_s')} | "
                      f"{_fmt(g.get('client_rtt_ms'))} / {_fmt(g.get('client_rtt_p99_ms'))} | "
                      f"{_fmt(g.get('extra_live_mb'))} | {_fmt(g.get('extra_stw_us'))} |")
     lines += ["", "## Runs", "", "| run | regime | limit | GOMAXPROCS | HZ | contention | throughput obs / sim | "
