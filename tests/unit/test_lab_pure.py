@@ -42,6 +42,21 @@ def test_workload_env_clears_inherited_go_settings():
     assert env["GOGC"] == "off" and env["GOMEMLIMIT"] == str(64 * 1024 * 1024)
 
 
+def test_lab_godebug_adds_settings_after_the_policy_and_the_trace():
+    sc = load_scenario({"lab": {"godebug": "asyncpreemptoff=1", "gctrace": True}, "go": {"gomaxprocs": "host"}})
+    env = launch.workload_env(sc, base={"GODEBUG": "x=1"})
+    assert env["GODEBUG"] == "containermaxprocs=0,updatemaxprocs=0,gctrace=1,gcpacertrace=1,asyncpreemptoff=1"
+    env = launch.workload_env(load_scenario({"lab": {"godebug": "asyncpreemptoff=1"}, "go": {"gomaxprocs": 2}}),
+                              base={})
+    assert env["GODEBUG"] == "asyncpreemptoff=1"
+
+
+@pytest.mark.parametrize("bad", ["asyncpreemptoff", "asyncpreemptoff=", "=1", "a=1,,b=2", "a=1, b=2"])
+def test_lab_godebug_syntax_is_checked_naming_the_key(bad):
+    with pytest.raises(ScenarioError, match="lab.godebug"):
+        load_scenario({"lab": {"godebug": bad}})
+
+
 def test_commands_carry_the_knobs(tmp_path):
     sc = load_scenario({"workload": {"kind": "closed", "clients": 3, "fanout": 8, "think_ms": 5},
                         "go": {"gomaxprocs": "automaxprocs", "round": "ceil"}})

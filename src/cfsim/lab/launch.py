@@ -95,8 +95,9 @@ def workload_env(sc: Scenario, base: Mapping[str, str] | None = None) -> dict[st
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in GO_ENV_CLEARED}
     env.update(gomaxprocs_env(sc["go.gomaxprocs"])[0])
     env["GOGC"] = "off" if sc["go.gogc"] < 0 else str(sc["go.gogc"])
-    if sc["lab.gctrace"]:
-        env["GODEBUG"] = ",".join(x for x in (env.get("GODEBUG"), GODEBUG_GCTRACE) if x)
+    extra = (GODEBUG_GCTRACE if sc["lab.gctrace"] else "", sc["lab.godebug"])
+    if any(extra):
+        env["GODEBUG"] = ",".join(x for x in (env.get("GODEBUG"), *extra) if x)
     if sc["go.gomemlimit_policy"] == "explicit" and sc["go.gomemlimit_mb"] is not None:
         env["GOMEMLIMIT"] = f"{int(sc['go.gomemlimit_mb'] * MIB)}"
     return env

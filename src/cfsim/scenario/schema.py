@@ -50,6 +50,18 @@ def _between(lo: float, hi: float) -> Callable[[Any], str | None]:
     return lambda v: None if lo <= v <= hi else f"must be in [{lo}, {hi}] (got {v})"
 
 
+def _godebug(v: Any) -> str | None:
+    """GODEBUG's syntax: comma-separated ``name=value`` settings (runtime/debug's parser ignores
+    anything else, so a typo would silently do nothing)."""
+    if v == "":
+        return None
+    for item in str(v).split(","):
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip() or name != name.strip() or value != value.strip():
+            return f"must be comma-separated name=value settings, e.g. 'asyncpreemptoff=1' (got {v!r})"
+    return None
+
+
 def _gomaxprocs(v: Any) -> str | None:
     if isinstance(v, bool):
         return "must be 'host', 'automaxprocs', 'go1.25' or an integer >= 1"
@@ -329,6 +341,9 @@ register_section("lab", {
     "load_fraction": Key(None, "float", "open kinds: sets workload.rate_per_s = load_fraction x cgroup.cpu_limit / "
                                         "cpu_ms_per_request (the grid resolves it before the run)",
                          _gt(0), optional=True),
+    "godebug": Key("", "str", "extra GODEBUG settings for the workload (name=value[,...], e.g. "
+                              "'asyncpreemptoff=1'), after the GOMAXPROCS policy's and the GC trace's",
+                   _godebug),
     "gctrace": Key(False, "bool", "the runtime's per-cycle GC trace (GODEBUG gctrace=1,gcpacertrace=1) in "
                                   "logs/workload.log.gz, parsed into gc_cycles.csv.gz (cfsim.io.gctrace)"),
     "vpa_in_the_loop": Key(False, "bool", "cfsim's own VPA ([vpa], one pod, in-place resizes) moves the "
