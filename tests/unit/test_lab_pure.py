@@ -413,3 +413,12 @@ def test_scrape_health_counts_failed_scrapes_per_job():
     h = derive.scrape_health({"up": up, "scrape_duration_seconds": dur}, 10, 12)
     assert h["workload"] == {"steps": 3, "down": 2, "max_scrape_duration_s": 1.0}
     assert h["cadvisor"]["down"] == 0
+
+
+def test_async_preempt_leaf_is_summed_wherever_profsplit_lists_it():
+    from cfsim.lab.report import async_preempt_leaf_s
+    split = {"top_scheduler_leaf": [{"function": "runtime.asyncPreempt", "cpu_s": 3.47},
+                                    {"function": "runtime.futex", "cpu_s": 0.2}],
+             "top_gc_leaf": [{"function": "runtime.asyncPreempt", "cpu_s": 0.03}]}
+    assert async_preempt_leaf_s(split) == pytest.approx(3.5)
+    assert async_preempt_leaf_s({"top_gc_leaf": [{"function": "runtime.scanObject", "cpu_s": 1.0}]}) == 0

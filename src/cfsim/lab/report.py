@@ -117,8 +117,17 @@ def profile_rows(grid_dir: Path) -> list[dict[str, Any]]:
                     "gomaxprocs": sc["go"]["gomaxprocs"], "profile_cpu_s": split["cpu_s"], "cgroup_cpu_s": cg,
                     "coverage": None if not cg else split["cpu_s"] / cg,
                     **{f"{k}_fraction": v for k, v in split["fraction"].items()},
+                    "async_preempt_leaf_s": async_preempt_leaf_s(split),
                     **{f"detail_{k}_s": v for k, v in split["detail_cpu_s"].items()}})
     return out
+
+
+def async_preempt_leaf_s(split: dict[str, Any]) -> float:
+    """CPU [s] of the samples whose leaf is ``runtime.asyncPreempt`` (in profsplit's top leaves):
+    where a signal-based preemption resumed the goroutine (signal_unix.go doSigPreempt points the
+    interrupted context at asyncPreempt), so a sample pending during the signal handler lands there."""
+    return sum(x["cpu_s"] for key in ("top_scheduler_leaf", "top_gc_leaf", "top_user_leaf")
+               for x in split.get(key) or [] if x.get("function") == "runtime.asyncPreempt")
 
 
 def manifest_entry(grid_dir: Path) -> dict[str, Any]:
@@ -187,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             print()
             print(rows(prof, [c for c in ("run", "cpu_limit", "gomaxprocs", "profile_cpu_s", "cgroup_cpu_s",
                                           "coverage", "user_fraction", "scheduler_fraction", "gc_fraction",
-                                          "detail_user_alloc_s", "detail_gc_assist_s") if c in prof]))
+                                          "async_preempt_leaf_s", "detail_user_alloc_s", "detail_gc_assist_s") if c in prof]))
         elif args[0] == "--rows":
             cols = args[1].split(",")
             del args[:2]

@@ -49,7 +49,7 @@ from typing import Any, Callable
 from cfsim.goruntime.gomaxprocs import gomaxprocs_value
 from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.io.gctrace import GODEBUG_GCTRACE, read_gctrace
-from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, preflight, prometheus, queries, summary
+from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, preflight, prometheus, queries, summary
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
 from cfsim.lab.lock import machine_lock
 from cfsim.scenario import Scenario, ScenarioError
@@ -178,10 +178,16 @@ def check_scenario(sc: Scenario) -> None:
     if sc["go.gomemlimit_policy"] == "automemlimit" and sc["go.gomemlimit_mb"] is not None:
         raise ScenarioError("go.gomemlimit_mb", "set together with go.gomemlimit_policy = 'automemlimit' "
                                                 "(the library leaves an explicit GOMEMLIMIT alone): drop one")
-    prof = sc["lab.profile_s"]
-    if prof and prof > sc["run.duration_s"] - sc["run.warmup_s"]:
-        raise ScenarioError("lab.profile_s", f"{prof:g} s does not fit in the measured window "
-                                             f"({sc['run.duration_s'] - sc['run.warmup_s']:g} s)")
+    for key in ("lab.profile_s", "lab.perf_s"):
+        secs = sc[key]
+        if secs and secs > sc["run.duration_s"] - sc["run.warmup_s"]:
+            raise ScenarioError(key, f"{secs:g} s does not fit in the measured window "
+                                     f"({sc['run.duration_s'] - sc['run.warmup_s']:g} s)")
+    if sc["lab.perf_s"]:
+        try:
+            perf.perf_binary()
+        except perf.PerfError as exc:
+            raise ScenarioError("lab.perf_s", str(exc)) from None
 
 
 def host_busy_s() -> tuple[float, float]:
@@ -381,6 +387,7 @@ class Window:
     peak_since_start: dict[str, Any] | None = None
     oom: dict[str, Any] | None = None
     profile: dict[str, Any] | None = None
+    perf: dict[str, Any] | None = None
 
 
 def start_workload(sc: Scenario, binary: Path, cgs: RunCgroups, procs: Processes, logs: Path) -> Workload:
@@ -476,6 +483,9 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
     if prof_s > 0:
         # centred in the measured window
         marks.append((warmup + (duration - warmup - prof_s) / 2, "profile", None))
+    perf_s = sc["lab.perf_s"] or 0.0
+    if perf_s > 0:
+        marks.append((warmup + (duration - warmup - perf_s) / 2, "perf", None))
     quota_changes: list[dict[str, Any]] = []
     lab_vpa = None
     if sc["lab.vpa_in_the_loop"]:
@@ -488,6 +498,7 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
     snap0, cpu0 = snap_t0, cpu_t0
     peak_since_start = None
     profiler: Profiler | None = None
+    probe: perf.PerfProbe | None = None
     died = lambda: watch.died  # noqa: E731
     # a quota change at the same instant as the warm-up end comes after the snapshot
     for t, what, lim in sorted(marks, key=lambda m: (m[0], m[1] != "snapshot")):
@@ -503,6 +514,10 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
         if what == "profile":
             profiler = Profiler(workload.url, prof_s, out_dir / "profile.pb.gz")
             profiler.start()
+            continue
+        if what == "perf":
+            probe = perf.PerfProbe(pid, perf_s)
+            probe.start()
             continue
         if what == "vpa":
             change = lab_vpa.tick(round(time.time() - t_start, 4))
@@ -542,8 +557,13 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
         profiler.join(timeout=prof_s + 90)
         prof = {"seconds": prof_s, "file": "profile.pb.gz", "start_t_s": round(profiler.t0 - t_start, 3),
                 "end_t_s": round(profiler.t1 - t_start, 3), "error": profiler.error}
+    perf_block = None
+    if probe is not None:
+        probe.join(timeout=perf_s + 180)
+        perf_block = {"seconds": perf_s, "start_t_s": round(probe.t0 - t_start, 3),
+                      "end_t_s": round(probe.t1 - t_start, 3), "error": probe.error, **(probe.result or {})}
     return Window(t_start, t_end, snap0, snap1, cpu0, cpu1, quota_changes,
-                  {"start": load0, "end": os.getloadavg()}, peak_since_start, oom, prof)
+                  {"start": load0, "end": os.getloadavg()}, peak_since_start, oom, prof, perf_block)
 
 
 def _after_death(sc: Scenario, cgs: RunCgroups, watch: Watch, prom: prometheus.Prometheus, t_start: float,
@@ -841,6 +861,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                                "window_end": dict(s1.process)},
             "oom": window.oom,
             "profile": profile,
+            "perf": window.perf,
             "window_samples": {"note": "the /metrics samples the summary reads, at the window's start and end",
                                "workload": summary.window_samples(s0.workload, s1.workload),
                                "loadgen": summary.window_samples(s0.loadgen, s1.loadgen)},

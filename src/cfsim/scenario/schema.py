@@ -338,6 +338,9 @@ register_section("lab", {
     "profile_s": Key(0.0, "float", "pprof CPU profile of this many seconds inside the measured window "
                                     "(net/http/pprof), split into user / scheduler / GC CPU in the manifest; 0 = none",
                       _ge(0)),
+    "perf_s": Key(0.0, "float", "perf stat counters (context switches, migrations, page faults, signals) and a "
+                                "perf record split by DSO (kernel share) of this many seconds in the measured "
+                                "window, in the manifest (cfsim.lab.perf); 0 = none", _ge(0)),
     "load_fraction": Key(None, "float", "open kinds: sets workload.rate_per_s = load_fraction x cgroup.cpu_limit / "
                                         "cpu_ms_per_request (the grid resolves it before the run)",
                          _gt(0), optional=True),

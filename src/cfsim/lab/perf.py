@@ -1,0 +1,156 @@
+"""The kernel's view of the workload: ``perf stat`` counters and a ``perf record`` split by DSO.
+
+A Go CPU profile (pprof) sees only what the process's own timer signals sample, and at high
+GOMAXPROCS under a quota it misattributes: a SIGPROF that becomes pending while the thread
+handles a preemption signal (SIGURG) is delivered when the handler returns, at
+``runtime.asyncPreempt`` (``signal_unix.go``, ``doSigPreempt``), so samples of the interrupted
+code pile up there. ``perf`` counts in the kernel instead: context switches (voluntary and
+involuntary), migrations, page faults and signal deliveries of every thread of the process, and
+samples CPU time, kernel included, with timer interrupts rather than signals.
+
+Two ``perf`` processes attach to the workload's pid at once for ``lab.perf_s`` seconds:
+
+* ``perf stat -x, -e <PERF_EVENTS> -p <pid> -- sleep <s>`` (CSV on stderr), parsed by
+  :func:`parse_perf_stat`;
+* ``perf record -e cpu-clock -F 499 -p <pid> -o <tmp> -- sleep <s>`` and then
+  ``perf report --sort dso`` / ``--sort dso,sym``, parsed by :func:`parse_perf_report`. The
+  recording itself is not kept (only the shares go to the manifest), so data stays lean.
+
+Needs the ``perf`` tool (Debian: ``apt-get install linux-perf``) and root or
+``kernel.perf_event_paranoid <= 0``; the tracepoint ``signal:signal_deliver`` needs tracefs
+(its count is ``None`` where it is not supported).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+#: counted by ``perf stat`` (software events and one tracepoint: no PMU needed, so they work in VMs)
+PERF_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults", "signal:signal_deliver")
+#: sampling frequency of ``perf record`` [Hz] (odd, so it does not beat with HZ = 250/1000 ticks)
+RECORD_HZ = 499
+#: the DSO name perf gives kernel samples
+KERNEL_DSO = "[kernel.kallsyms]"
+
+_REPORT_LINE = re.compile(r"^\s*(?P<pct>\d+(?:\.\d+)?)%\s+(?P<rest>\S.*?)\s*$")
+
+
+class PerfError(RuntimeError):
+    """perf is missing or failed; the message says what to do."""
+
+
+def perf_binary() -> str:
+    """The ``perf`` executable, or a PerfError saying how to get it."""
+    path = shutil.which("perf")
+    if path is None:
+        raise PerfError("lab.perf_s needs the perf tool: apt-get install linux-perf")
+    return path
+
+
+def parse_perf_stat(text: str, source: str = "perf stat") -> dict[str, float | None]:
+    """``perf stat -x,`` output -> ``{event: value}`` (``None`` for '<not supported>' or
+    '<not counted>'). task-clock is in milliseconds as perf gives it.
+
+    >>> parse_perf_stat("3747.69,msec,task-clock,3747690000,100.00,0.936,CPUs utilized\\n"
+    ...                 "5473,,context-switches,3747690000,100.00,1.460,K/sec\\n"
+    ...                 "<not supported>,,signal:signal_deliver,0,100.00,,")
+    {'task-clock': 3747.69, 'context-switches': 5473.0, 'signal:signal_deliver': None}
+    """
+    out: dict[str, float | None] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split(",")
+        if len(fields) < 3:
+            raise ValueError(f"{source}: line {lineno}: expected 'value,unit,event,...', got {line!r}")
+        value, event = fields[0].strip(), fields[2].strip()
+        if value.startswith("<"):
+            out[event] = None
+            continue
+        try:
+            out[event] = float(value)
+        except ValueError:
+            raise ValueError(f"{source}: line {lineno}, column 1: not a number: {value!r}") from None
+    return out
+
+
+def parse_perf_report(text: str) -> list[tuple[float, str]]:
+    """``perf report --stdio`` rows -> ``[(fraction, key), ...]`` in the order given (comments and
+    call-graph lines skipped).
+
+    >>> parse_perf_report("# Overhead  Shared Object\\n    82.66%  workload\\n    17.01%  [kernel.kallsyms]\\n")
+    [(0.8266, 'workload'), (0.1701, '[kernel.kallsyms]')]
+    """
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = _REPORT_LINE.match(line)
+        if m:
+            rows.append((round(float(m.group("pct")) / 100.0, 6), re.sub(r"\s+", " ", m.group("rest"))))
+    return rows
+
+
+def summarise(counters: dict[str, float | None], seconds: float, dso: list[tuple[float, str]],
+              symbols: list[tuple[float, str]], top: int = 15) -> dict[str, Any]:
+    """The manifest's ``perf`` block: counters per second, the kernel's share of the sampled CPU,
+    and the top symbols."""
+    per_s = {k: (None if v is None else (v / 1000.0 if k == "task-clock" else v) / seconds)
+             for k, v in counters.items()}
+    kernel = sum(f for f, name in dso if name == KERNEL_DSO)
+    return {"counters": counters,
+            "per_s": {("cpu_cores" if k == "task-clock" else k): (None if v is None else round(v, 4))
+                      for k, v in per_s.items()},
+            "dso_fraction": {name: f for f, name in dso},
+            "kernel_fraction": round(kernel, 4) if dso else None,
+            "top_symbols": [{"fraction": f, "symbol": s} for f, s in symbols[:top]]}
+
+
+class PerfProbe(threading.Thread):
+    """``perf stat`` and ``perf record`` on one pid for ``seconds``, in the background."""
+
+    def __init__(self, pid: int, seconds: float):
+        super().__init__(daemon=True, name="cfsim-lab-perf")
+        self.pid, self.seconds = pid, seconds
+        self.error: str | None = None
+        self.result: dict[str, Any] | None = None
+        self.t0 = self.t1 = 0.0
+
+    def run(self) -> None:
+        self.t0 = time.time()
+        try:
+            self.result = self._measure(perf_binary())
+        except (OSError, PerfError, ValueError, subprocess.SubprocessError) as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+        self.t1 = time.time()
+
+    def _measure(self, perf: str) -> dict[str, Any]:
+        secs = f"{self.seconds:g}"
+        with tempfile.TemporaryDirectory(prefix="cfsim-perf-") as tmp:
+            data = Path(tmp) / "perf.data"
+            stat = subprocess.Popen([perf, "stat", "-x,", "-e", ",".join(PERF_EVENTS), "-p", str(self.pid),
+                                     "--", "sleep", secs], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True)
+            rec = subprocess.run([perf, "record", "-q", "-e", "cpu-clock", "-F", str(RECORD_HZ), "-p", str(self.pid),
+                                  "-o", str(data), "--", "sleep", secs], capture_output=True, text=True,
+                                 timeout=self.seconds + 60)
+            _, stat_err = stat.communicate(timeout=self.seconds + 60)
+            if stat.returncode != 0:
+                raise PerfError(f"perf stat exited {stat.returncode}: {stat_err.strip()[-300:]}")
+            counters = parse_perf_stat(stat_err)
+            if rec.returncode != 0 or not data.exists():
+                raise PerfError(f"perf record exited {rec.returncode}: {rec.stderr.strip()[-300:]}")
+
+            def report(sort: str) -> list[tuple[float, str]]:
+                res = subprocess.run([perf, "report", "-i", str(data), "--stdio", "--no-children", "--sort", sort],
+                                     capture_output=True, text=True, timeout=120)
+                if res.returncode != 0:
+                    raise PerfError(f"perf report --sort {sort} exited {res.returncode}: {res.stderr.strip()[-300:]}")
+                return parse_perf_report(res.stdout)
+            return summarise(counters, self.seconds, report("dso"), report("dso,sym"))
