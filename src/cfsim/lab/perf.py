@@ -5,7 +5,8 @@ GOMAXPROCS under a quota it misattributes: a SIGPROF that becomes pending while 
 handles a preemption signal (SIGURG) is delivered when the handler returns, at
 ``runtime.asyncPreempt`` (``signal_unix.go``, ``doSigPreempt``), so samples of the interrupted
 code pile up there. ``perf`` counts in the kernel instead: context switches (voluntary and
-involuntary), migrations, page faults and signal deliveries of every thread of the process, and
+involuntary), migrations, page faults, signal deliveries and the system calls behind the switches
+of every thread of the process, and
 samples CPU time, kernel included, with timer interrupts rather than signals.
 
 Two ``perf`` processes attach to the workload's pid at once for ``lab.perf_s`` seconds:
@@ -17,8 +18,8 @@ Two ``perf`` processes attach to the workload's pid at once for ``lab.perf_s`` s
   recording itself is not kept (only the shares go to the manifest), so data stays lean.
 
 Needs the ``perf`` tool (Debian: ``apt-get install linux-perf``) and root or
-``kernel.perf_event_paranoid <= 0``; the tracepoint ``signal:signal_deliver`` needs tracefs
-(its count is ``None`` where it is not supported).
+``kernel.perf_event_paranoid <= 0``; the tracepoints need tracefs (and syscall tracepoints
+``CONFIG_FTRACE_SYSCALLS``): an event perf does not support is counted as ``None``.
 """
 from __future__ import annotations
 
@@ -31,8 +32,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: counted by ``perf stat`` (software events and one tracepoint: no PMU needed, so they work in VMs)
-PERF_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults", "signal:signal_deliver")
+#: counted by ``perf stat``: software events and tracepoints (no PMU needed, so they work in VMs).
+#: The system calls are where an M's context switches come from: ``futex`` (``futexsleep`` /
+#: ``futexwakeup``: M park and wake-up, ``notesleep``), ``nanosleep`` (``usleep``: sysmon's polls,
+#: ``runqgrab``'s 3 us back-off), ``epoll_pwait`` (``netpoll``), ``sched_yield`` (``osyield``);
+#: ``read``/``write`` are the network I/O. Enabling syscall tracepoints slows every system call of
+#: the process by a little (the kernel's tracing entry path).
+PERF_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults", "signal:signal_deliver",
+               "syscalls:sys_enter_futex", "syscalls:sys_enter_nanosleep", "syscalls:sys_enter_epoll_pwait",
+               "syscalls:sys_enter_sched_yield", "syscalls:sys_enter_read", "syscalls:sys_enter_write")
 #: sampling frequency of ``perf record`` [Hz] (odd, so it does not beat with HZ = 250/1000 ticks)
 RECORD_HZ = 499
 #: the DSO name perf gives kernel samples

@@ -2,6 +2,7 @@
 in the README is typed by hand): counts, calibration drift, repeat spread, and pivot tables.
 
     python -m cfsim.lab.report data/lab/gc-memory [--pivot KEY ROW COL]... [--rows COL,COL,...]
+    python -m cfsim.lab.report data/lab/kernel-switches --perf   (runs with lab.perf_s)
     python -m cfsim.lab.report --manifest data/lab GRID...   (refresh data/lab/manifest.json entries)
 """
 from __future__ import annotations
@@ -122,6 +123,29 @@ def profile_rows(grid_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
+def perf_rows(grid_dir: Path) -> list[dict[str, Any]]:
+    """Per run with a ``lab.perf_s`` block: the kernel's counters per second and its CPU share."""
+    out = []
+    g = json.loads((grid_dir / "grid.json").read_text())
+    for name in g["order"]:
+        mp = grid_dir / name / "manifest.json"
+        sp = grid_dir / name / "summary.json"
+        if not (mp.exists() and sp.exists()):
+            continue
+        block = json.loads(mp.read_text()).get("perf") or {}
+        if not block.get("per_s"):
+            continue
+        s = json.loads(sp.read_text())
+        rate = block["per_s"]
+        out.append({"run": name, "gomaxprocs": s.get("gomaxprocs"), "throughput_per_s": s.get("throughput_per_s"),
+                    "cpu_usage_cores": s.get("cpu_usage_cores"), "context_switches_per_s": rate.get("context-switches"),
+                    "migrations_per_s": rate.get("cpu-migrations"), "signals_per_s": rate.get("signal:signal_deliver"),
+                    "page_faults_per_s": rate.get("page-faults"), "kernel_fraction": block.get("kernel_fraction"),
+                    **{f"{k.removeprefix('syscalls:sys_enter_')}_per_s": v
+                       for k, v in rate.items() if k.startswith("syscalls:")}})
+    return out
+
+
 def async_preempt_leaf_s(split: dict[str, Any]) -> float:
     """CPU [s] of the samples whose leaf is ``runtime.asyncPreempt`` (in profsplit's top leaves):
     where a signal-based preemption resumed the goroutine (signal_unix.go doSigPreempt points the
@@ -197,6 +221,14 @@ def main(argv: list[str] | None = None) -> int:
             print(rows(prof, [c for c in ("run", "cpu_limit", "gomaxprocs", "profile_cpu_s", "cgroup_cpu_s",
                                           "coverage", "user_fraction", "scheduler_fraction", "gc_fraction",
                                           "async_preempt_leaf_s", "detail_user_alloc_s", "detail_gc_assist_s") if c in prof]))
+        elif args[0] == "--perf":
+            del args[:1]
+            print()
+            print(rows(pd.DataFrame(perf_rows(grid_dir)), ["run", "gomaxprocs", "throughput_per_s", "cpu_usage_cores",
+                                                           "context_switches_per_s", "migrations_per_s",
+                                                           "signals_per_s", "page_faults_per_s", "kernel_fraction",
+                                                           "futex_per_s", "nanosleep_per_s", "epoll_pwait_per_s",
+                                                           "sched_yield_per_s", "read_per_s", "write_per_s"]))
         elif args[0] == "--rows":
             cols = args[1].split(",")
             del args[:2]
