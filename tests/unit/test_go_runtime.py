@@ -270,3 +270,14 @@ def test_the_trigger_is_seen_when_the_heap_with_every_running_chunk_crosses_it()
     assert late.median() < 1.0
     # the stop-the-world adds only what the stopped chunks had done since (their share is counted)
     assert ((c.triggered_bytes - c.heap0_bytes) / MiB).median() < 0.5
+
+
+def test_os_thread_wakes_and_parks_are_counted_where_ms_sleep():
+    # an open loop far below capacity: after each request the Ps go idle, their Ms park
+    # (stopm -> futexsleep) and the next arrival wakes one (startm -> futexwakeup)
+    idle = run(kind="open", arrivals="fixed", rate_per_s=200, cpu_ms_per_request=0.2, P=4, dur=2.0,
+               warm=0.5).summary
+    assert idle["os_thread_wakes_per_s"] >= 150 and idle["os_thread_parks_per_s"] >= 150
+    # a saturated CPU-bound stream on one P never lets its M sleep
+    busy = run(rate_per_s=40000, cpu_ms_per_item=0.05, workers=8, P=1, cpus=2, dur=2.0, warm=0.5).summary
+    assert busy["os_thread_wakes_per_s"] < 5 and busy["os_thread_parks_per_s"] < 5

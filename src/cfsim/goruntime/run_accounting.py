@@ -10,7 +10,7 @@ The runtime keeps the counters and appends one *sample row* every ``sample_ns``
   marking, idle marking, assists, pause: ``PC_*`` order in :mod:`.runtime`);
 * ``row[C_CPU]``: cumulative real CPU [ns] per class (:data:`CPU_CLASSES` order);
 * ``row[C_CYCLES:]``: GC cycles, live heap, heap goal, cgroup usage and its high-water mark
-  since the previous sample, RSS, bytes allocated, marked heap.
+  since the previous sample, RSS, bytes allocated, marked heap, OS-thread wake-ups and parks.
 
 :class:`RuntimeReports` is a mixin of ``GoRuntime``; it only reads the runtime's state.
 """
@@ -29,7 +29,7 @@ CPU_CLASSES = ("user", "sched", "gc_assist", "gc_dedicated", "gc_idle", "gc_paus
 # sample row columns (see the module docstring and GoRuntime._row)
 C_PTIME = slice(2, 8)
 C_CPU = slice(8, 8 + len(CPU_CLASSES))
-C_CYCLES, C_HEAP, C_GOAL, C_USAGE, C_USAGE_HWM, C_RSS, C_ALLOC, C_MARKED = range(14, 22)
+C_CYCLES, C_HEAP, C_GOAL, C_USAGE, C_USAGE_HWM, C_RSS, C_ALLOC, C_MARKED, C_MWAKES, C_MPARKS = range(14, 24)
 
 
 class RuntimeReports:
@@ -74,6 +74,10 @@ class RuntimeReports:
             **_gc_duration_quantiles(self.cycle_pause_ns, t0_ns, t1_ns),
             "gc_heap_goal_bytes": int(self.goal),
             "gc_limiter_enabled_s": self.limiter_enabled_ns / 1e9,
+            # Ms woken (startm) and parked (stopm) per second: the voluntary context switches of
+            # the process's threads (perf's context-switches also counts involuntary ones)
+            "os_thread_wakes_per_s": d[C_MWAKES] / span,
+            "os_thread_parks_per_s": d[C_MPARKS] / span,
             # where the real CPU went (fractions of the process's CPU time)
             "go_cpu_seconds": real_total,
             "go_cpu_cores": real_total / span,

@@ -270,6 +270,10 @@ class GoRuntime(RuntimeReports):
         self.phase = OFF
         self.gc_cycles = 0
         self.gc_forced = 0
+        # OS-thread wake-ups (startm -> futexwakeup) and parks (stopm -> futexsleep): each is a
+        # context switch of an M in the kernel (in and out), what `perf stat` counts voluntarily
+        self.m_wakes = 0
+        self.m_parks = 0
         self.pauses_ns: list[int] = []
         self.pause_end_ns: list[int] = []
         self.cycle_pause_ns: list[tuple[int, int]] = []
@@ -571,6 +575,7 @@ class GoRuntime(RuntimeReports):
         advances one M at a time, as fast as Ms get CPUs."""
         m = self._new_m()
         self._acquire_p(m)
+        self.m_wakes += 1
         if spinning:
             m.spinning = True
             self.nmspinning += 1
@@ -749,6 +754,7 @@ class GoRuntime(RuntimeReports):
             return w
         self._release_p(m)
         m.seg = PARK
+        self.m_parks += 1
         m.debt += self.c_park + self._lock_ns()
         self.idle_ms.append(m)
         return None
@@ -1499,7 +1505,8 @@ class GoRuntime(RuntimeReports):
         usage = 0 if self.dead else kmem.usage_bytes(gmem.cgroup_anon_bytes(mem))
         return (self.engine.now, self.nprocs, *self._acc(), *(cpu[k] for k in CPU_CLASSES),
                 self.gc_cycles, self.heap_live, self.goal, usage, max(usage, self.mem_hwm),
-                0 if self.dead else gmem.rss_bytes(mem), self.alloc_total, self.heap_marked)
+                0 if self.dead else gmem.rss_bytes(mem), self.alloc_total, self.heap_marked,
+                self.m_wakes, self.m_parks)
 
     def _sample(self) -> None:
         if self.sysmon is not None:
