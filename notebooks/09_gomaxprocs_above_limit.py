@@ -275,6 +275,18 @@ else:
 #   Fitted on the `profiles` grid with the cost of waking a parked M (`sched_wake_us` 6 us, which the
 #   futile wake-ups at GOMAXPROCS >= 2 multiply): the 2-CPU VM's wake-ups are about three times the
 #   bare-metal figure.
+# * **Switching threads in the kernel: measured, not yet modelled.** A Go CPU profile of the
+#   saturating closed loop at GOMAXPROCS 32 puts ~30 % of its samples on `runtime.asyncPreempt`;
+#   the lab's `preempt-profile` grid shows that this is a sampling artefact (the burn loop's CPU per
+#   request is the same at 1 and 32 Ps once those samples are counted with it, and turning async
+#   preemption off recovers at most 5.5 % of the 19.5 % loss). `perf` in the `kernel-switches` grid
+#   counts what the profile cannot see: from 2 Ps on the workload's threads are switched out
+#   8,600-15,600 times a second instead of 1,200-1,400 at one P, mostly involuntarily (every wake-up
+#   of another task preempts one of them once they hold every CPU), and the kernel's share of the
+#   CPU doubles (14 % -> 30-40 %), about 14-20 us of kernel CPU per switch on this VM; requests/s
+#   fall by 29 % from 1 to 32 Ps there. The model's engine shares a CPU among runnable threads at
+#   no cost and its Ms do not sleep in a saturated loop, so its twins stay flat (9,600-9,960/s):
+#   that cost, per host, is the next mechanism to model (data/README.md, `kernel-switches`).
 
 # %% [markdown]
 # ## Headline numbers (the golden regression reads this line)

@@ -5,7 +5,8 @@
 # Grids and their sizes (runs, including calibration and repeats; about 35-50 s per run):
 #   quota-steps 5, closed-menu 23, cpu-stream 48, alloc-stream 48, quota-steps-from-1.2 5,
 #   sched-overhead 10, sched-overhead-fanout8 10 (the first collection, about 2.5 h together);
-#   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218, gc-trace 12.
+#   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218, gc-trace 12, preempt-profile 14,
+#   kernel-switches 12.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -41,6 +42,11 @@ if [ -z "$ARGS" ] || want overprovisioned; then
   grid $S/overprovisioned.toml --design $S/overprovisioned.designs.toml --out data/lab/overprovisioned; fi
 if [ -z "$ARGS" ] || want profiles; then
   grid $S/open-latency.toml --design $S/profiles.designs.toml --out data/lab/profiles; fi
+if [ -z "$ARGS" ] || want preempt-profile; then
+  grid $S/overprovisioned.toml --design $S/preempt-profile.designs.toml --out data/lab/preempt-profile; fi
+if [ -z "$ARGS" ] || want kernel-switches; then
+  command -v perf >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >/dev/null
+  grid $S/overprovisioned.toml --design $S/kernel-switches.designs.toml --out data/lab/kernel-switches; fi
 if [ -z "$ARGS" ] || want open-latency; then
   grid $S/open-latency.toml --design $S/open-latency.designs.toml --out data/lab/open-latency; fi
 echo "collection finished $(date -u +%FT%TZ)"
