@@ -197,3 +197,24 @@ def test_time_outside_the_process_follows_the_pre_run_neighbour_load():
     assert rtt_at(norm, None) == (0.2, 2.7)           # the run measured no neighbours: the median
     one = GridNorm(rtt_ms=0.2, rtt_p99_ms=2.7, rtt_by_tenants=[(0.5, 0.2, 2.7)])
     assert rtt_at(one, 0.0) == (0.2, 2.7)
+
+
+def test_runs_with_perf_counters_get_the_kernel_side_beside_their_twin(tmp_path):
+    root = tmp_path / "grid"
+    for name in ("calib-start", "calib-end"):
+        _write_run(root, ["cgroup.cpu_limit=null"], 1.0, name)
+    run = _write_run(root, ["cgroup.cpu_limit=1.0"], 1.0, "p_perf")
+    _write_run(root, ["cgroup.cpu_limit=0.5"], 1.0, "p_plain")
+    perf = {"per_s": {"context-switches": 14000.0, "syscalls:sys_enter_futex": 80.0,
+                      "syscalls:sys_enter_nanosleep": 200.0, "syscalls:sys_enter_epoll_pwait": 190.0},
+            "kernel_fraction": 0.33}
+    (run / "manifest.json").write_text(json.dumps({"run_id": "p_perf", "perf": perf}))
+    rep = validate(root)
+    by = {r["run"].split("/")[-1]: r for r in rep.runs}
+    assert "kernel" not in by["p_plain"]
+    k = by["p_perf"]["kernel"]
+    assert k["lab_context_switches_per_s"] == 14000.0 and k["lab_sleep_syscalls_per_s"] == 470.0
+    # the 'threads' kind has no Go runtime in its twin, so no M wake-ups or parks to show
+    assert "model_thread_switches_per_s" in k and k["model_thread_switches_per_s"] is None
+    md = (write_report(rep, tmp_path / "report") / "report.md").read_text()
+    assert "## The kernel's side" in md and "| grid/p_perf |" in md

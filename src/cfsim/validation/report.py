@@ -28,6 +28,7 @@ import pandas as pd
 
 from cfsim.simulation import simulate
 from cfsim.sweep.executors import map_in_order
+from cfsim.validation.kernel_view import kernel_view
 from cfsim.validation.noise import noise_summary, repeat_spreads
 from cfsim.validation import metrics as vm
 from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
@@ -264,6 +265,9 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
                "twin": spec.as_dict(), "params": run_params,
                "observed": observed, "simulated": simulated, "errors": errors,
                "gc_regime": gc_regime(scenario)}
+        kv = kernel_view(run_manifest(run), sim.summary)
+        if kv is not None:
+            row["kernel"] = kv
         if spec.vpa_in_the_loop:
             recorded = (run_manifest(run).get("cgroup") or {}).get("quota_changes") or []
             row["trajectory"] = compare_trajectories(recorded, sim.quota_changes)
@@ -376,6 +380,19 @@ def to_markdown(report: ValidationReport) -> str:
             lines.append(f"| {r['run']} | {t['resizes_lab']} / {t['resizes_sim']} | {_fmt(t['median_abs_dt_s'])} | "
                          f"{_fmt(t['median_abs_limit_error'])} | {_fmt(t['final_limit_lab_cores'])} / "
                          f"{_fmt(t['final_limit_sim_cores'])} |")
+    kernel = [r for r in report.runs if r.get("kernel")]
+    if kernel:
+        lines += ["", "## The kernel's side (runs recorded with lab.perf_s; a diagnostic, no goal)", "",
+                  "perf counts every context switch of the workload's threads (voluntary and involuntary) and "
+                  "the system calls an M sleeps in (futex, nanosleep, epoll_pwait); the twin charges only its "
+                  "Ms' wake-ups and parks and shares CPUs without switching costs.", "",
+                  "| run | GOMAXPROCS | lab context switches/s | lab sleeping syscalls/s | lab kernel CPU share | "
+                  "twin M wake-ups + parks/s |", "|---|---|---|---|---|---|"]
+        for r in kernel:
+            k = r["kernel"]
+            lines.append(f"| {r['run']} | {_fmt(r['scenario'].get('go.gomaxprocs'))} | "
+                         f"{_fmt(k['lab_context_switches_per_s'])} | {_fmt(k['lab_sleep_syscalls_per_s'])} | "
+                         f"{_fmt(k['lab_kernel_fraction'])} | {_fmt(k['model_thread_switches_per_s'])} |")
     lines += ["", "## Grid noise (measured) and what the calibration runs gave the twins", "",
               "Repeat spreads: median / max over the grid's repeated points (relative; throttled ratio absolute).", "",
               "| grid | cost factor | calibration drift | repeated points | throughput | CPU | throttled ratio | "
