@@ -7,7 +7,7 @@ its own calibration runs; optional calibrated parameters) is compared with the o
 regime (:mod:`cfsim.validation.regimes`) and the errors are reported per regime: the headline is
 the *uncapped* and *contended* runs, where the model predicts; in the capped regimes a cap decides
 the CPU. Per grid the measured noise is reported beside the errors: the drift of the calibration
-runs and the difference between the repeated configuration and its original. Hardware-in-the-loop
+runs and the spread over each repeated configuration's runs (:mod:`cfsim.validation.noise`). Hardware-in-the-loop
 runs are also compared on the VPA's resize trajectory (:mod:`cfsim.validation.trajectory`).
 
 "Held out" means no fit touched the run: calibration runs set the grid's cost factor, and runs a
@@ -265,11 +265,12 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
                "twin": spec.as_dict(), "params": run_params,
                "observed": observed, "simulated": simulated, "errors": errors,
                "gc_regime": gc_regime(scenario)}
-        kv = kernel_view(run_manifest(run), sim.summary)
+        manifest = run_manifest(run)
+        kv = kernel_view(manifest, sim.summary)
         if kv is not None:
             row["kernel"] = kv
         if spec.vpa_in_the_loop:
-            recorded = (run_manifest(run).get("cgroup") or {}).get("quota_changes") or []
+            recorded = (manifest.get("cgroup") or {}).get("quota_changes") or []
             row["trajectory"] = compare_trajectories(recorded, sim.quota_changes)
         sims[run_id] = sim
         report_runs.append(row)
@@ -295,6 +296,11 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
     by_regime, counts = summarise_by_regime(report_runs)
     return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims, by_regime, counts,
                             gc_by_regime(report_runs))
+
+
+def _spread_cell(spread: Mapping[str, Any] | None) -> str:
+    """``median / max`` of a metric's repeat spread, or empty when no point was repeated."""
+    return f"{spread['median']:.3g} / {spread['max']:.3g}" if spread else ""
 
 
 def _fmt(v: Any) -> str:
@@ -400,13 +406,10 @@ def to_markdown(report: ValidationReport) -> str:
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, g in report.grids.items():
         nz = g.get("noise", {})
-
-        def cell(metric: str) -> str:
-            v = nz.get(metric)
-            return f"{v['median']:.3g} / {v['max']:.3g}" if v else ""
+        spreads = " | ".join(_spread_cell(nz.get(m)) for m in ("throughput_per_s", "cpu_usage_cores", "throttled_ratio",
+                                                                 "latency_p99_s", "gc_cycles_per_s"))
         lines.append(f"| {name} | {_fmt(g['cost_factor'])} | {_fmt(g['drift'])} | {len(g.get('repeat_spreads', {}))} | "
-                     f"{cell('throughput_per_s')} | {cell('cpu_usage_cores')} | {cell('throttled_ratio')} | "
-                     f"{cell('latency_p99_s')} | {cell('gc_cycles_per_s')} | "
+                     f"{spreads} | "
                      f"{_fmt(g.get('client_rtt_ms'))} / {_fmt(g.get('client_rtt_p99_ms'))} | "
                      f"{_fmt(g.get('extra_live_mb'))} | {_fmt(g.get('extra_stw_us'))} |")
     lines += ["", "## Runs", "", "| run | regime | limit | GOMAXPROCS | HZ | contention | throughput obs / sim | "
