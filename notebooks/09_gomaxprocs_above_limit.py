@@ -284,7 +284,8 @@ else:
 #   8,600-15,600 times a second instead of 1,200-1,400 at one P, mostly involuntarily (every wake-up
 #   of another task preempts one of them once they hold every CPU), and the kernel's share of the
 #   CPU doubles (14 % -> 30-40 %), about 14-20 us of kernel CPU per switch on this VM; requests/s
-#   fall by 29 % from 1 to 32 Ps there. The model's engine shares a CPU among runnable threads at
+#   fall by 29 % from 1 to 32 Ps there. Without a load generator on the host (a CPU-bound stream,
+#   `kernel-switches-stream`) the switches stay at 105-1,400/s and nothing is lost. The model's engine shares a CPU among runnable threads at
 #   no cost and its Ms do not sleep in a saturated loop, so its twins stay flat (9,600-9,960/s):
 #   that cost, per host, is the next mechanism to model (data/README.md, `kernel-switches`).
 

@@ -6,7 +6,7 @@
 #   quota-steps 5, closed-menu 23, cpu-stream 48, alloc-stream 48, quota-steps-from-1.2 5,
 #   sched-overhead 10, sched-overhead-fanout8 10 (the first collection, about 2.5 h together);
 #   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218, gc-trace 12, preempt-profile 14,
-#   kernel-switches 12.
+#   kernel-switches 12, kernel-switches-stream 10.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -47,6 +47,9 @@ if [ -z "$ARGS" ] || want preempt-profile; then
 if [ -z "$ARGS" ] || want kernel-switches; then
   command -v perf >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >/dev/null
   grid $S/overprovisioned.toml --design $S/kernel-switches.designs.toml --out data/lab/kernel-switches; fi
+if [ -z "$ARGS" ] || want kernel-switches-stream; then
+  command -v perf >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >/dev/null
+  grid $S/cpu-stream.toml --design $S/kernel-switches-stream.designs.toml --out data/lab/kernel-switches-stream; fi
 if [ -z "$ARGS" ] || want open-latency; then
   grid $S/open-latency.toml --design $S/open-latency.designs.toml --out data/lab/open-latency; fi
 echo "collection finished $(date -u +%FT%TZ)"
