@@ -167,6 +167,18 @@ def compare_runs(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return res
 
 
+def relative_spread(values: list[float]) -> float | None:
+    """``(max - min) / |mean|`` of a point's runs: the repeat spread of ``grid.json`` (None for a
+    zero mean)."""
+    mean = statistics.fmean(values)
+    return None if mean == 0 else (max(values) - min(values)) / abs(mean)
+
+
+def point_of_repeat(name: str) -> str:
+    """The point a repeat run repeats: ``repeat-<point>`` or ``repeat<k>-<point>``."""
+    return name.split("-", 1)[1]
+
+
 def spread_report(groups: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """For every point run more than once: (max - min) / mean of each key over its runs, and the
     median and largest of those over the points."""
@@ -178,8 +190,8 @@ def spread_report(groups: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         for k in SPREAD_KEYS:
             vals = [r["summary"].get(k) for r in runs]
             vals = [v for v in vals if isinstance(v, (int, float))]
-            if len(vals) == len(runs) and statistics.fmean(vals) != 0:
-                row[k] = (max(vals) - min(vals)) / abs(statistics.fmean(vals))
+            if len(vals) == len(runs) and (spread := relative_spread(vals)) is not None:
+                row[k] = spread
         tens = [_tenants(r) for r in runs]
         row["tenants_cores"] = tens
         row["comparable"] = None if None in tens else max(tens) - min(tens) <= COMPARABLE_TENANTS_CORES
@@ -364,7 +376,7 @@ def refresh_drift(grid_dir: Path) -> dict[str, Any]:
             groups.setdefault(name, [name])
     for name, entry in state["runs"].items():
         if entry.get("role") == "repeat":
-            of = entry.get("repeat_of") or name.split("-", 1)[1]
+            of = entry.get("repeat_of") or point_of_repeat(name)
             groups.setdefault(of, [of]).append(name)
             if name.startswith("repeat-"):
                 repeat_of = of

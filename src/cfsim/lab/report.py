@@ -150,7 +150,7 @@ def async_preempt_leaf_s(split: dict[str, Any]) -> float:
     """CPU [s] of the samples whose leaf is ``runtime.asyncPreempt`` (in profsplit's top leaves):
     where a signal-based preemption resumed the goroutine (signal_unix.go doSigPreempt points the
     interrupted context at asyncPreempt), so a sample pending during the signal handler lands there."""
-    return sum(x["cpu_s"] for key in ("top_scheduler_leaf", "top_gc_leaf", "top_user_leaf")
+    return sum(x["cpu_s"] for key in ("top_scheduler_leaf", "top_gc_leaf")
                for x in split.get(key) or [] if x.get("function") == "runtime.asyncPreempt")
 
 

@@ -14,15 +14,15 @@ import re
 import statistics
 from typing import Any, Mapping
 
+from cfsim.lab.grid import point_of_repeat, relative_spread
 from cfsim.validation import metrics as vm
 
-_REPEAT = re.compile(r"^repeat\d*-(?P<point>.+)$")
+_REPEAT = re.compile(r"^repeat\d*-.")
 
 
 def repeat_point(run_name: str) -> str | None:
     """The point a repeat run repeats (``None`` for a run that is not a repeat)."""
-    m = _REPEAT.match(run_name)
-    return m.group("point") if m else None
+    return point_of_repeat(run_name) if _REPEAT.match(run_name) else None
 
 
 def spread(values: list[float], kind: str) -> float | None:
@@ -32,10 +32,7 @@ def spread(values: list[float], kind: str) -> float | None:
         return None
     if kind == "absolute":
         return max(vals) - min(vals)
-    mean = statistics.fmean(vals)
-    if kind != "relative" or mean == 0:
-        return None
-    return (max(vals) - min(vals)) / abs(mean)
+    return relative_spread(vals) if kind == "relative" else None
 
 
 def repeat_spreads(observed: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
