@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from cfsim.engine.cfs import Bandwidth, CfsEngine, CpuStat
+from cfsim.engine.slices import SlicedCfsEngine
 from cfsim.kernel import limits
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.workloads import get_builder
@@ -73,6 +74,23 @@ def kernel_summary(scenario: Scenario, start: CpuStat, end: CpuStat, t0_ns: int,
     }
 
 
+def new_engine(scenario: Scenario, seed: int) -> CfsEngine:
+    """The host + bandwidth engine of a scenario: CPUs shared fluidly or in time slices."""
+    kw = dict(cpus=scenario["host.cpus"], hz=scenario["host.hz"], bandwidth=bandwidth_for(scenario),
+              seed=seed, background_cores=scenario["host.background_cores"])
+    if scenario["host.cpu_sharing"] == "slices":
+        return SlicedCfsEngine(**kw, switch_ns=int(round(scenario["host.context_switch_us"] * 1000)),
+                               neighbours=scenario["workload.client_cpu_us_per_request"] > 0)
+    return CfsEngine(**kw)
+
+
+def _switches(engine: CfsEngine) -> tuple[int, int, int] | None:
+    """Thread switches the sliced engine counted so far (the fluid engine has no turns)."""
+    if isinstance(engine, SlicedCfsEngine):
+        return engine.switches_voluntary, engine.switches_involuntary, engine.neighbour_preemptions
+    return None
+
+
 def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> SimulationResult:
     """Simulate a scenario (object, file or built-in name) and return its result.
 
@@ -86,10 +104,7 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
         scenario = scenario.with_overrides(overrides)
     wall0 = time.perf_counter()
     seeds = np.random.SeedSequence(scenario["run.seed"]).spawn(2)
-    engine = CfsEngine(cpus=scenario["host.cpus"], hz=scenario["host.hz"],
-                       bandwidth=bandwidth_for(scenario),
-                       seed=int(seeds[0].generate_state(1)[0]),
-                       background_cores=scenario["host.background_cores"])
+    engine = new_engine(scenario, int(seeds[0].generate_state(1)[0]))
     workload = get_builder(scenario["workload.kind"])(engine, scenario, np.random.default_rng(seeds[1]))
 
     for t_s, lim in scenario["cgroup.limit_schedule"] or []:
@@ -116,13 +131,20 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
     if t0 > 0:
         engine.run_until(t0)
     marks["start"] = engine.cpu_stat()
+    switches0 = _switches(engine)
     engine.run_until(t1)
     marks["end"] = engine.cpu_stat()
+    switches1 = _switches(engine)
     if samples[-1][0] < t1 / 1e9:
         scrape(again=False)  # the scrape due exactly at the end of the run
 
     summary = kernel_summary(scenario, marks["start"], marks["end"], t0, t1)
     summary.update(workload.summary(t0, t1))
+    if switches0 is not None:
+        span_s = (t1 - t0) / 1e9
+        summary["context_switches_voluntary_per_s"] = (switches1[0] - switches0[0]) / span_s
+        summary["context_switches_involuntary_per_s"] = (switches1[1] - switches0[1]) / span_s
+        summary["neighbour_preemptions_per_s"] = (switches1[2] - switches0[2]) / span_s
     series = pd.DataFrame(samples, columns=[
         "t_s", "container_cpu_usage_seconds_total", "container_cpu_cfs_periods_total",
         "container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_throttled_seconds_total",

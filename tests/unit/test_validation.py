@@ -218,3 +218,38 @@ def test_runs_with_perf_counters_get_the_kernel_side_beside_their_twin(tmp_path)
     assert "model_thread_switches_per_s" in k and k["model_thread_switches_per_s"] is None
     md = (write_report(rep, tmp_path / "report") / "report.md").read_text()
     assert "## The kernel's side" in md and "| grid/p_perf |" in md
+
+
+def _with_harness(run, harness_cores, pre_run_harness_cores):
+    m = json.loads((run / "manifest.json").read_text())
+    m["host_cpu"] = {"harness_cores": harness_cores, "pre_run": {"harness_cores": pre_run_harness_cores}}
+    (run / "manifest.json").write_text(json.dumps(m))
+
+
+def test_twins_of_load_generator_runs_share_the_host_with_its_cpu_per_request_from_calibration_runs(tmp_path):
+    from cfsim.validation.normalise import client_cpu_per_request_us, grid_norm, grid_priors
+    from cfsim.validation.twin import run_scenario, twin_spec
+
+    root = tmp_path / "grid"
+    cal = _write_open_run(root, ["cgroup.cpu_limit=null", "workload.rate_per_s=800.0"], [], "calib-start")
+    observed = json.loads((cal / "summary.json").read_text())
+    # the harness used 0.02 cores before the run and 0.02 + 800/s x 60 us during it
+    _with_harness(cal, 0.02 + observed["throughput_per_s"] * 60e-6, 0.02)
+    run = _write_open_run(root, ["go.gomaxprocs=2", "cgroup.cpu_limit=0.5"], [], "p_g2")
+    _with_harness(run, 0.9, 0.03)   # its during-run harness CPU is an outcome: not an input
+    assert client_cpu_per_request_us(json.loads((cal / "manifest.json").read_text()), observed) == \
+        pytest.approx(60.0, abs=0.01)
+    norm = grid_norm([cal, run])
+    assert norm.client_cpu_us == pytest.approx(60.0, abs=0.01)
+    priors = grid_priors(run_scenario(run), norm)
+    assert priors["host.cpu_sharing"] == "slices" and priors["workload.client_cpu_us_per_request"] == norm.client_cpu_us
+    from cfsim.validation.twin import neighbour_inputs, run_manifest
+
+    staged = run_scenario(run).with_overrides(list(priors.items()))
+    [(harness, _)], _, sources = neighbour_inputs(run_manifest(run), staged, client_modelled=True)
+    assert harness == 0.03 and "manifest:host_cpu.pre_run.harness_cores" in sources
+    assert neighbour_inputs(run_manifest(run), staged)[0][0][0] == 0.9
+    assert twin_spec(run, priors).scenario["host.cpu_sharing"] == "slices"
+    # a stream has no load generator: its twins keep the fluid CPUs
+    stream = load_scenario("cpu-bound-threads", ["workload.kind=stream"])
+    assert "host.cpu_sharing" not in grid_priors(stream, norm)

@@ -442,17 +442,27 @@ class CfsEngine:
         else:
             t_next = t0 + (math.ceil(left * k / speed) if left > 0 else 0)
         if self._bandwidth is not None:
-            rr = self._runtime_remaining_ns[c]
-            # the silo runs dry at t0 + rr; the next tick's update_curr notices it (no sooner
-            # than t_dry, so only a silo that runs dry before t_next can move it)
-            t_dry = t0 + (rr if speed == 1.0 else math.ceil(rr / speed))
-            if t_dry < t_next:
-                tick = self.tick_ns
-                t_ref = -(-t_dry // tick) * tick
-                if t_ref < t0:
-                    t_ref = t0
-                if t_ref < t_next:
-                    t_next = t_ref
+            t_next = self._refill_due(c, t0, t_next)
+        self._arm_cpu(c, t_next)
+
+    def _refill_due(self, c: int, t0: int, t_next: int) -> int:
+        """The earlier of ``t_next`` and the tick at which CPU c's silo is noticed dry."""
+        speed = self._speed
+        rr = self._runtime_remaining_ns[c]
+        # the silo runs dry at t0 + rr; the next tick's update_curr notices it (no sooner
+        # than t_dry, so only a silo that runs dry before t_next can move it)
+        t_dry = t0 + (rr if speed == 1.0 else math.ceil(rr / speed))
+        if t_dry < t_next:
+            tick = self.tick_ns
+            t_ref = -(-t_dry // tick) * tick
+            if t_ref < t0:
+                t_ref = t0
+            if t_ref < t_next:
+                return t_ref
+        return t_next
+
+    def _arm_cpu(self, c: int, t_next: int) -> None:
+        """Make CPU c's one pending event fire at ``t_next``."""
         if t_next == self._event_at_ns[c]:
             return  # the pending event already fires then
         ver = self._ver[c] + 1
@@ -621,13 +631,7 @@ class CfsEngine:
             self._overloaded.add(c)
             self._arm_balance()
         self._t_cpu[tid] = c
-        gen = self._t_gen[tid] + 1
-        self._t_gen[tid] = gen
-        start = self._work_done_ns[c]
-        end = start + work
-        self._t_start_v[tid] = start
-        self._t_end_v[tid] = end
-        heapq.heappush(self._heap[c], (end, tid, gen))
+        self._place(c, tid, work)
         if self._bandwidth is not None:
             if throttled:
                 if n == 1 and self._thr_clock[c] < 0:
@@ -637,6 +641,17 @@ class CfsEngine:
                 self._account(c, now)
         if arm:
             self._schedule_cpu(c)
+
+    def _place(self, c: int, tid: int, work: float) -> None:
+        """Put a thread with ``work`` to do on CPU c's runqueue (processor sharing: its end on
+        the CPU's shared virtual clock)."""
+        gen = self._t_gen[tid] + 1
+        self._t_gen[tid] = gen
+        start = self._work_done_ns[c]
+        end = start + work
+        self._t_start_v[tid] = start
+        self._t_end_v[tid] = end
+        heapq.heappush(self._heap[c], (end, tid, gen))
 
     def _dequeue(self, c: int, tid: int, now: int) -> None:
         n = self._queued[c]
@@ -721,20 +736,25 @@ class CfsEngine:
             return
         if now > self._updated_ns[busiest]:
             self._advance(busiest, now)
-        heap = self._heap[busiest]
-        # migrate the queued thread with the most work left (least likely to finish soon)
-        t_gen, t_cpu = self._t_gen, self._t_cpu
-        end_v, tid = -1.0, -1
-        for e, t, g in heap:
-            if e > end_v and g == t_gen[t] and t_cpu[t] == busiest:
-                end_v, tid = e, t
-        left = end_v - self._work_done_ns[busiest]
-        self._t_base[tid] += self._work_done_ns[busiest] - self._t_start_v[tid]
+        tid, left = self._migrant(busiest)
         cb = self._t_cb[tid]
         self._dequeue(busiest, tid, now)
         self._t_cb[tid] = cb
         self._schedule_cpu(busiest)
         self._enqueue(c, tid, max(left, 1.0), arm=False)  # every caller re-arms CPU c next
+
+    def _migrant(self, c: int) -> tuple[int, float]:
+        """The queued thread of CPU c to migrate, and its work left (its CPU so far booked):
+        the one with the most work left (least likely to finish soon)."""
+        heap = self._heap[c]
+        t_gen, t_cpu = self._t_gen, self._t_cpu
+        end_v, tid = -1.0, -1
+        for e, t, g in heap:
+            if e > end_v and g == t_gen[t] and t_cpu[t] == c:
+                end_v, tid = e, t
+        left = end_v - self._work_done_ns[c]
+        self._t_base[tid] += self._work_done_ns[c] - self._t_start_v[tid]
+        return tid, left
 
     # ------------------------------------------------------------------ group timers
     def _ns_to_refresh(self, now: int) -> int:

@@ -204,6 +204,9 @@ def _cross_checks(sc: Scenario) -> None:
             q = limits.quota_us_exact(lim, sc["cgroup.period_us"])
             for key, msg in limits.check_bandwidth(q, sc["cgroup.period_us"], sc["cgroup.burst_us"]):
                 raise ScenarioError(f"cgroup.limit_schedule[{i}]", msg)
+    if sc["workload.client_cpu_us_per_request"] > 0 and sc["host.cpu_sharing"] != "slices":
+        raise ScenarioError("workload.client_cpu_us_per_request",
+                            "a client on the host needs host.cpu_sharing = 'slices' (got 'fluid')")
     if sc["host.background_cores"] >= sc["host.cpus"]:
         raise ScenarioError("host.background_cores", f"must be < host.cpus={sc['host.cpus']} "
                                                      f"(got {sc['host.background_cores']})")

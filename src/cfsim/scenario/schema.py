@@ -106,6 +106,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "name": Key("node", "str", "a label for reports"),
         "background_cores": Key(0.0, "float", "CPU other processes take from the CPUs the group runs on "
                                 "[cores, spread over the node] (shared hosts; lab twins)", _ge(0)),
+        "cpu_sharing": Key("fluid", "str", "how a CPU runs several runnable threads: 'slices' = one at a time in "
+                           "turns of the fair scheduler's base slice (kernel/sched/fair.c, EEVDF), 'fluid' = all at "
+                           "once at a share each (processor sharing; the same CPU, no turns)",
+                           choices=("fluid", "slices")),
+        "context_switch_us": Key(0.0, "float", "CPU the kernel charges to a thread switched in after another "
+                                 "thread on its CPU (cpu_sharing = 'slices') [us]", _between(0, 1000)),
     },
     "cgroup": {
         "cpu_limit": Key(None, "float", "CPU limit [cores]; absent = unlimited", _gt(0), optional=True),
@@ -395,6 +401,11 @@ register_section("workload", {
                                            "median client_rtt_ms and this 99th percentile (a load generator sharing "
                                            "the host is scheduled late now and then); 0 = every request the same",
                              _ge(0)),
+    "client_cpu_us_per_request": Key(0.0, "float", "CPU a client on the same host (a load generator) spends on "
+                                                   "each response, outside the container, on the host's CPUs: it "
+                                                   "preempts a thread of the process when they hold every CPU [us] "
+                                                   "(kind=closed, open; needs host.cpu_sharing = 'slices'); 0 = the "
+                                                   "clients run elsewhere", _between(0, 1e6)),
     "cpu_cv": Key(0.0, "float", "coefficient of variation of the CPU of one request or record (gamma "
                                 "distribution; 0 = every one costs the same)", _between(0, 10)),
     "scrape_interval_s": Key(0.0, "float", "interval of a Prometheus scrape of the process's /metrics (a goroutine "

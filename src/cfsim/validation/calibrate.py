@@ -206,6 +206,11 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
             start = 1.0
         else:
             start = run_scenario(train_runs[0])[k]
+        if not lo < start < hi:
+            # a default outside the bounds (a cost that is 0 unless set) starts in their geometric
+            # middle: from the lower bound, the relative finite-difference step is too small to move
+            # a discrete-event simulation at all
+            start = math.sqrt(lo * hi)
         x0.append(math.log(min(max(start, lo * 1.01), hi * 0.99) / lo))
     # x = log(value / lower bound) > 0: least_squares' finite-difference step is relative to x,
     # so x must stay away from 0

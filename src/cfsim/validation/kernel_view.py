@@ -1,12 +1,12 @@
 """The kernel's side of a lab run beside its twin: thread switches the model does not charge.
 
 A lab run recorded with ``lab.perf_s`` (:mod:`cfsim.lab.perf`) counts every context switch of the
-workload's threads and the system calls an M sleeps in. The model charges only the voluntary
-switches its runtime makes, an M parked (``stopm`` -> ``futexsleep``) or woken (``startm`` ->
-``futexwakeup``); its engine shares a CPU among runnable threads without switching costs. This
-table puts the two side by side, so a report says how much switching the twin leaves out. It is
-a diagnostic without a goal: perf's count includes involuntary switches (another task's wake-up
-preempting a thread), which the model has no counterpart for yet.
+workload's threads and the system calls an M sleeps in. The model's runtime parks Ms (``stopm`` ->
+``futexsleep``) and wakes them (``startm`` -> ``futexwakeup``); a twin on time-sliced CPUs
+(:mod:`cfsim.engine.slices`) also counts the switches between its threads on a CPU, voluntary and
+involuntary, a load generator's preemptions included, while the fluid engine shares a CPU without
+switches. This table puts them side by side, so a report says how much switching the twin leaves
+out. It is a diagnostic without a goal.
 """
 from __future__ import annotations
 
@@ -31,7 +31,12 @@ def kernel_view(manifest: Mapping[str, Any], simulated_summary: Mapping[str, Any
         return None
     sleeps = [rate.get(k) for k in SLEEP_SYSCALLS]
     wakes, parks = simulated_summary.get("os_thread_wakes_per_s"), simulated_summary.get("os_thread_parks_per_s")
-    return {"lab_context_switches_per_s": rate["context-switches"],
-            "lab_sleep_syscalls_per_s": None if any(v is None for v in sleeps) else float(sum(sleeps)),
-            "lab_kernel_fraction": perf.get("kernel_fraction"),
-            "model_thread_switches_per_s": None if wakes is None or parks is None else wakes + parks}
+    vol = simulated_summary.get("context_switches_voluntary_per_s")
+    invol = simulated_summary.get("context_switches_involuntary_per_s")
+    out = {"lab_context_switches_per_s": rate["context-switches"],
+           "lab_sleep_syscalls_per_s": None if any(v is None for v in sleeps) else float(sum(sleeps)),
+           "lab_kernel_fraction": perf.get("kernel_fraction"),
+           "model_thread_switches_per_s": None if wakes is None or parks is None else wakes + parks}
+    if vol is not None and invol is not None:
+        out["model_context_switches_per_s"] = vol + invol
+    return out

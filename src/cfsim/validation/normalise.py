@@ -49,6 +49,11 @@ class GridNorm:
     #: futex wake-ups, the pause's own bookkeeping): /sched/pauses/total/gc per pause (two per
     #: cycle) on the calibration runs minus their twin's
     extra_stw_us: float | None = None
+    #: CPU the load generator spends per request on the host [us]: its cgroup's CPU during a
+    #: calibration run beyond the harness's own before the run (Prometheus, the runner), per
+    #: completed request. The twins of runs with a load generator share the host's CPUs with it
+    #: (``host.cpu_sharing = "slices"``, ``workload.client_cpu_us_per_request``)
+    client_cpu_us: float | None = None
 
     def params_for(self, scenario: Scenario) -> dict[str, Any]:
         key = COST_KEYS.get(scenario["workload.kind"])
@@ -93,7 +98,31 @@ def grid_priors(scenario: Scenario, norm: "GridNorm", tenants_cores: float | Non
         out["go.process_heap_mb"] = round(scenario["go.process_heap_mb"] + norm.extra_live_mb, 4)
     if norm.extra_stw_us is not None:
         out["go.gc_stw_base_us"] = round(max(0.0, scenario["go.gc_stw_base_us"] + norm.extra_stw_us), 3)
+    if norm.client_cpu_us is not None and has_loadgen(scenario) \
+            and not scenario["workload.client_cpu_us_per_request"]:
+        out["host.cpu_sharing"] = "slices"
+        out["workload.client_cpu_us_per_request"] = norm.client_cpu_us
     return out
+
+
+def has_loadgen(scenario: Scenario) -> bool:
+    """Whether the lab drives this kind with its load generator on the same host."""
+    from cfsim.lab.kinds import LAB_KINDS
+
+    kind = LAB_KINDS.get(scenario["workload.kind"])
+    return bool(kind and kind.loadgen)
+
+
+def client_cpu_per_request_us(manifest: Mapping[str, Any], summary: Mapping[str, Any]) -> float | None:
+    """The load generator's CPU per completed request [us]: the harness cgroup's CPU during the
+    run minus its CPU before the run (the harness without the load generator), over the
+    throughput. None when the run recorded either one."""
+    host = manifest.get("host_cpu") or {}
+    during, before = host.get("harness_cores"), (host.get("pre_run") or {}).get("harness_cores")
+    thr = summary.get("throughput_per_s")
+    if during is None or before is None or not thr:
+        return None
+    return round(max(0.0, during - before) / thr * 1e6, 3)
 
 
 def cost_per_item_s(summary: dict[str, Any]) -> float | None:
@@ -134,7 +163,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     :func:`calibration_overrides`), by run folder; the others are simulated here."""
     norm = GridNorm()
     overrides = calibration_overrides(params)
-    rtts, rtt_p99s, extra_live, extra_stw = [], [], [], []
+    rtts, rtt_p99s, extra_live, extra_stw, client_cpu = [], [], [], [], []
     for run in grid_runs:
         if not is_calibration_run(run):
             continue
@@ -149,6 +178,10 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
         per_pause = [_pause_per_stw_us(x) for x in (obs, sim)]
         if None not in per_pause:
             extra_stw.append(per_pause[0] - per_pause[1])
+        if has_loadgen(run_scenario(run)):
+            c = client_cpu_per_request_us(run_manifest(run), obs)
+            if c is not None:
+                client_cpu.append(c)
         has_rtt = "client_rtt_ms" in workload_kind(run_scenario(run)["workload.kind"]).keys
         if has_rtt and obs.get("latency_p50_s") and sim.get("latency_p50_s") is not None:
             rtts.append(max(0.0, obs["latency_p50_s"] - sim["latency_p50_s"]) * 1e3)
@@ -167,6 +200,8 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
         norm.extra_live_mb = round(statistics.median(extra_live), 4)
     if rtt_p99s:
         norm.rtt_p99_ms = round(statistics.median(rtt_p99s), 4)
+    if client_cpu:
+        norm.client_cpu_us = round(statistics.median(client_cpu), 3)
     if norm.factors:
         values = list(norm.factors.values())
         norm.factor = statistics.fmean(values)

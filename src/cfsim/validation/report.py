@@ -390,15 +390,17 @@ def to_markdown(report: ValidationReport) -> str:
     if kernel:
         lines += ["", "## The kernel's side (runs recorded with lab.perf_s; a diagnostic, no goal)", "",
                   "perf counts every context switch of the workload's threads (voluntary and involuntary) and "
-                  "the system calls an M sleeps in (futex, nanosleep, epoll_pwait); the twin charges only its "
-                  "Ms' wake-ups and parks and shares CPUs without switching costs.", "",
+                  "the system calls an M sleeps in (futex, nanosleep, epoll_pwait). The twin's Ms wake and park "
+                  "(startm/stopm); a twin on time-sliced CPUs (host.cpu_sharing = 'slices') also counts its "
+                  "switches between threads, preemptions by the load generator included (a fluid twin has none).", "",
                   "| run | GOMAXPROCS | lab context switches/s | lab sleeping syscalls/s | lab kernel CPU share | "
-                  "twin M wake-ups + parks/s |", "|---|---|---|---|---|---|"]
+                  "twin M wake-ups + parks/s | twin context switches/s |", "|---|---|---|---|---|---|---|"]
         for r in kernel:
             k = r["kernel"]
             lines.append(f"| {r['run']} | {_fmt(r['scenario'].get('go.gomaxprocs'))} | "
                          f"{_fmt(k['lab_context_switches_per_s'])} | {_fmt(k['lab_sleep_syscalls_per_s'])} | "
-                         f"{_fmt(k['lab_kernel_fraction'])} | {_fmt(k['model_thread_switches_per_s'])} |")
+                         f"{_fmt(k['lab_kernel_fraction'])} | {_fmt(k['model_thread_switches_per_s'])} | "
+                         f"{_fmt(k.get('model_context_switches_per_s'))} |")
     lines += ["", "## Grid noise (measured) and what the calibration runs gave the twins", "",
               "Repeat spreads: median / max over the grid's repeated points (relative; throttled ratio absolute).", "",
               "| grid | cost factor | calibration drift | repeated points | throughput | CPU | throttled ratio | "

@@ -9,8 +9,11 @@ twin's scenario - reads only:
 * ``params``: calibrated parameters (``cfsim calibrate``) and what the grid's calibration runs
   (other runs, at its start and end) measured, :mod:`cfsim.validation.normalise`: the cost factor,
   the time a request spends outside the server (median and 99th percentile, at the run's pre-run
-  neighbour load), the program's own live heap beyond the twin's and the GC pause's
-  stop-the-world time;
+  neighbour load), the program's own live heap beyond the twin's, the GC pause's
+  stop-the-world time and, for kinds the lab drives with its load generator on the same host,
+  the load generator's CPU per request (the twin then shares the CPUs with it in time slices:
+  ``host.cpu_sharing = "slices"``, ``workload.client_cpu_us_per_request``; the rest of the
+  harness counts at its pre-run CPU);
 * machine facts the lab recorded in ``manifest.json``: ``host.hz``, ``host.affinity_cpus`` /
   ``host.host_cpus``, ``host.kernel``, ``host.kernel_version``, ``host.hostname`` (for runs without
   ``host.hz``: other manifests of the same data tree from the same kernel build on the same host,
@@ -226,7 +229,7 @@ def pre_run_tenants_cores(manifest: Mapping[str, Any]) -> float | None:
     return None if value is None else float(value)
 
 
-def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario
+def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario, client_modelled: bool = False
                      ) -> tuple[list[tuple[float, float]], float, list[str]] | None:
     """The independently measured neighbours of a run: ``(neighbours, workload_shares, sources)``,
     or None when the run recorded none (contention unknown).
@@ -234,6 +237,8 @@ def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario
     Neighbours: the harness (``host_cpu.harness_cores``, its own cgroup, else the pre-run value)
     and other tenants (``host_cpu.pre_run.tenants_cores``, measured before the workload started).
     The during-run ``tenants_cores`` and everything derived from the host's busy CPU are not used.
+    ``client_modelled``: the twin runs the load generator itself (its CPU per request from the
+    grid's calibration runs), so the harness counts only as it was before the run.
     """
     host = manifest.get("host_cpu") or {}
     pre = host.get("pre_run") or {}
@@ -241,7 +246,10 @@ def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario
     w = host.get("weights") or {}
     sources: list[str] = []
     harness, tenants = host.get("harness_cores"), pre_run_tenants_cores(manifest)
-    if harness is not None:
+    if client_modelled and pre.get("harness_cores") is not None:
+        harness = pre["harness_cores"]
+        sources.append("manifest:host_cpu.pre_run.harness_cores")
+    elif harness is not None:
         sources.append("manifest:host_cpu.harness_cores")
     elif pre.get("harness_cores") is not None:
         harness = pre["harness_cores"]
@@ -361,7 +369,8 @@ def twin_spec(run_dir: Path, params: Mapping[str, Any] | None = None) -> TwinSpe
     contention = "unknown"
     if "host.background_cores" not in given:
         staged = scenario.with_overrides([(i.key, i.value) for i in inputs]) if inputs else scenario
-        found = neighbour_inputs(manifest, staged)
+        # a twin that runs the load generator itself counts only the rest of the harness
+        found = neighbour_inputs(manifest, staged, client_modelled=staged["workload.client_cpu_us_per_request"] > 0)
         if found is not None:
             neighbours, workload_shares, sources = found
             bg = neighbour_background_cores(int(staged["host.cpus"]), workload_shares,

@@ -1,0 +1,264 @@
+"""The host + CFS bandwidth engine with time slices: each CPU runs one of its queued threads at a
+time, in turns of the fair scheduler's base slice, instead of sharing itself among them.
+
+:class:`cfsim.engine.cfs.CfsEngine` shares a CPU equally among its runnable threads at every
+instant (processor sharing). That is exact for the CPU a group gets, but not for *when* each
+thread runs: on a real CPU one thread runs while the others wait for their turn
+(:mod:`cfsim.kernel.eevdf`: a slice of ``sysctl_sched_base_slice``, noticed at the tick; a
+woken thread waits for the running one's slice to end, ``RUN_TO_PARITY``). With more runnable
+threads than CPUs - GOMAXPROCS above the CPUs, say - this decides what the Go scheduler sees: a
+P whose M is waiting for a CPU still holds its goroutines while the running Ms finish theirs,
+run dry, steal, spin and park, so OS-thread wake-ups and parks happen that processor sharing
+never shows.
+
+Every switch between two threads on a CPU is counted (``switches_voluntary``: the running
+thread blocked; ``switches_involuntary``: its slice ended with others waiting), and costs the
+thread switched in ``switch_ns`` of CPU (``__schedule``, ``finish_task_switch``, cache and TLB
+refills: kernel time charged to the group), so the group's usage and quota include it.
+
+Another process's short task on the host (a load generator handling a response:
+:meth:`SlicedCfsEngine.neighbour_burst`) runs on a CPU where no thread of the group runs if there
+is one; otherwise it preempts a running thread of the group (the woken task of a group that
+mostly sleeps is eligible with an earlier deadline than the long-running group's: EEVDF wake-up
+preemption between groups, ``check_preempt_wakeup_fair``), which waits for the burst, pays
+``switch_ns`` to be switched back in, and counts an involuntary switch. That is how a load
+generator on the same host slows a process whose threads hold every CPU, and not one that
+leaves a CPU idle (GOMAXPROCS below the CPUs).
+
+Bandwidth, placement and balancing are the base engine's: only the sharing of a CPU differs.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import simpy
+
+from cfsim.engine.cfs import _EPS, Bandwidth, CfsEngine, _CpuEvent
+from cfsim.kernel import eevdf
+
+
+class SlicedCfsEngine(CfsEngine):
+    """:class:`CfsEngine` with one running thread per CPU at a time (see the module docstring).
+
+    >>> eng = SlicedCfsEngine(cpus=1, hz=1000, seed=1)
+    >>> done = []
+    >>> for t in [eng.new_thread() for _ in range(2)]:
+    ...     eng.run(t, 3_000_000, lambda tid: done.append((tid, eng.now)))
+    >>> eng.run_until(10**9)
+    >>> done   # 1 ms ticks, 0.75 ms slices: turns of 1 ms each
+    [(0, 5000000), (1, 6000000)]
+    >>> eng.switches_involuntary, eng.switches_voluntary
+    (4, 1)
+    """
+
+    __slots__ = ("_rq", "_t_left", "_slice_left", "_base_slice", "_switch_ns", "_nb_until", "_nb_next",
+                 "_last_ran", "switches_voluntary", "switches_involuntary", "neighbour_preemptions")
+
+    def __init__(self, cpus: int, hz: int = 1000, bandwidth: Bandwidth | None = None, seed: int = 0,
+                 env: simpy.Environment | None = None,
+                 prefetch: bool = True, background_cores: float = 0.0, switch_ns: int = 0,
+                 slice_ns: int | None = None, neighbours: bool = False):
+        # neighbour bursts pause a CPU's silo consumption, which the prefetch arithmetic
+        # (slices taken ahead at a steady pace) does not allow for
+        super().__init__(cpus, hz, bandwidth, seed, env, prefetch and not neighbours, background_cores)
+        if switch_ns < 0:
+            raise ValueError(f"host.context_switch_us: must be >= 0 (got {switch_ns / 1000})")
+        self._rq: list[deque[int]] = [deque() for _ in range(cpus)]
+        self._slice_left = [0.0] * cpus     # CPU left in the running thread's slice [ns]
+        self._nb_until = [0] * cpus         # another process's task has the CPU until then
+        self._nb_next = 0                   # where the search for a CPU to preempt starts
+        self._last_ran = [-1] * cpus        # the thread that ran last on each CPU
+        self._base_slice = eevdf.base_slice_ns(cpus) if slice_ns is None else int(slice_ns)
+        self._switch_ns = int(switch_ns)
+        self._t_left: list[float] = []
+        self.switches_voluntary = 0
+        self.switches_involuntary = 0
+        self.neighbour_preemptions = 0
+
+    def new_thread(self, name: str = "") -> int:
+        tid = super().new_thread(name)
+        self._t_left.append(0.0)
+        return tid
+
+    # ------------------------------------------------------------------ per-thread progress
+    def stop(self, tid: int) -> int:
+        c = self._t_cpu[tid]
+        if c < 0:
+            return 0
+        now = self.env._now
+        self._advance(c, now)
+        left = self._t_left[tid]
+        self._dequeue(c, tid, now)
+        self._after_change(c, now)
+        return int(round(left)) if left > 0 else 0
+
+    def work_left(self, tid: int) -> int:
+        c = self._t_cpu[tid]
+        if c < 0:
+            return 0
+        self._advance(c, self.env._now)
+        left = self._t_left[tid]
+        return int(round(left)) if left > 0 else 0
+
+    def thread_cpu_ns(self, tid: int) -> int:
+        c = self._t_cpu[tid]
+        if c >= 0:
+            self._advance(c, self.env._now)
+        return int(round(self._t_base[tid]))
+
+    def neighbour_burst(self, burst_ns: int) -> None:
+        """Another process's task wakes for ``burst_ns`` of CPU (see the module docstring)."""
+        if burst_ns <= 0:
+            return
+        now = self.env._now
+        nb, nq, thr = self._nb_until, self._queued, self._throttled
+        n = self.ncpus
+        for c in range(n):
+            if nb[c] <= now and (nq[c] == 0 or thr[c]):
+                nb[c] = now + burst_ns   # a CPU the group leaves idle
+                return
+        busy = [c for c in range(n) if nb[c] > now]
+        if busy:
+            # the other process is running already: it takes the work without a wake-up
+            c = min(busy, key=lambda d: (nb[d], d))
+            self._advance(c, now)
+            nb[c] += burst_ns
+            if nq[c]:
+                self._schedule_cpu(c)
+            return
+        start = self._nb_next
+        self._nb_next = (start + 1) % n
+        for i in range(n):
+            c = (start + i) % n
+            if nb[c] <= now:
+                # wake-up preemption of the group's running thread
+                self._advance(c, now)
+                nb[c] = now + burst_ns
+                head = self._rq[c][0]
+                self._t_left[head] += self._switch_ns
+                self.switches_involuntary += 1
+                self.neighbour_preemptions += 1
+                self._schedule_cpu(c)
+                return
+
+    # ------------------------------------------------------------------ one CPU
+    def _advance(self, c: int, t: int) -> None:
+        u = self._updated_ns[c]
+        if t <= u:
+            return
+        self._updated_ns[c] = t
+        nbu = self._nb_until[c]
+        if nbu > u:
+            if nbu >= t:
+                return   # the whole span went to another process's task
+            u = nbu
+        dt = t - u
+        if self._queued[c] and not self._throttled[c]:
+            if self._speed != 1.0:
+                dt = round(dt * self._speed)  # the rest went to other processes on the host
+            head = self._rq[c][0]
+            self._t_left[head] -= dt
+            self._t_base[head] += dt
+            self._slice_left[c] -= dt
+            self._usage[c] += dt
+            if self._bandwidth is not None:
+                self._runtime_remaining_ns[c] -= dt
+
+    def _switch_in(self, c: int) -> None:
+        """The head of CPU c's queue starts a turn: a fresh slice, and the switch's cost if
+        another thread ran there last."""
+        rq = self._rq[c]
+        if not rq:
+            return
+        head = rq[0]
+        self._slice_left[c] = float(self._base_slice)
+        if self._last_ran[c] != head:
+            if self._last_ran[c] >= 0:
+                self._t_left[head] += self._switch_ns
+            self._last_ran[c] = head
+
+    def _place(self, c: int, tid: int, work: float) -> None:
+        self._t_gen[tid] += 1
+        self._t_left[tid] = work
+        rq = self._rq[c]
+        rq.append(tid)
+        if len(rq) == 1:
+            self._switch_in(c)
+
+    def _dequeue(self, c: int, tid: int, now: int) -> None:
+        rq = self._rq[c]
+        was_head = rq[0] == tid
+        if was_head:
+            rq.popleft()
+        else:
+            rq.remove(tid)
+        super()._dequeue(c, tid, now)
+        if was_head and rq:
+            self.switches_voluntary += 1
+            self._switch_in(c)
+
+    def _migrant(self, c: int) -> tuple[int, float]:
+        """A waiting thread (the running one cannot migrate: ``can_migrate_task``), the one that
+        would run last."""
+        tid = self._rq[c][-1]
+        return tid, self._t_left[tid]
+
+    def _schedule_cpu(self, c: int) -> None:
+        k = self._queued[c]
+        if not k or self._throttled[c]:
+            self._ver[c] += 1
+            self._event_at_ns[c] = -1
+            return
+        head = self._rq[c][0]
+        t0 = self._updated_ns[c]
+        if self._nb_until[c] > t0:
+            t0 = self._nb_until[c]
+        left = self._t_left[head]
+        speed = self._speed
+        if left <= 0:
+            t_next = t0
+        else:
+            t_next = t0 + (-int(-left // 1) if speed == 1.0 else -int(-left // speed))
+        if k > 1:
+            t_turn = eevdf.slice_end_ns(t0, max(self._slice_left[c], 0.0), self.tick_ns, speed)
+            if t_turn < t_next:
+                t_next = t_turn
+        if self._bandwidth is not None:
+            t_next = self._refill_due(c, t0, t_next)
+        self._arm_cpu(c, t_next)
+
+    def _cpu_event_cb(self, ev: _CpuEvent) -> None:
+        """CPU c's running thread finished its work, or its slice ended, or a refill is due."""
+        c = ev.cpu
+        self._free_events.append(ev)
+        if ev.ver != self._ver[c]:
+            return
+        self._event_at_ns[c] = -1
+        now = self.env._now
+        if now > self._updated_ns[c]:
+            self._advance(c, now)
+        rq = self._rq[c]
+        t_cpu = self._t_cpu
+        blocked = False
+        while rq and not self._throttled[c]:
+            tid = rq[0]
+            if self._t_left[tid] > _EPS:
+                break
+            cb = self._t_cb[tid]
+            more = cb(tid) if cb is not None else None
+            if t_cpu[tid] != c:
+                blocked = True  # the callback moved or stopped it
+            elif more and more > 0:
+                self._t_gen[tid] += 1
+                self._t_left[tid] += float(more)
+            else:
+                self._dequeue(c, tid, now)
+                blocked = True
+        if len(rq) > 1 and not self._throttled[c] and self._slice_left[c] <= _EPS \
+                and now % self.tick_ns == 0:
+            # the tick notices the slice is consumed: the next thread's turn
+            rq.rotate(-1)
+            self.switches_involuntary += 1
+            self._switch_in(c)
+        # the tick, a dequeue and the switch back in after another process's task charge the silo
+        self._after_change(c, now, blocked or now % self.tick_ns == 0 or now == self._nb_until[c])

@@ -1,0 +1,164 @@
+"""The sliced engine: one thread a CPU at a time in turns of the base slice, switch costs, and other
+processes' short tasks (a load generator on the host) that preempt the group only when it holds
+every CPU. The fluid engine fails the turn-taking tests; both keep the kernel's bandwidth rules."""
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from cfsim.engine.cfs import Bandwidth, CfsEngine
+from cfsim.engine.slices import SlicedCfsEngine
+from cfsim.kernel import eevdf
+from cfsim.scenario import ScenarioError, load_scenario
+from cfsim.simulation import simulate
+
+MS = 1_000_000
+SEC = 10**9
+
+
+def test_base_slice_follows_update_sysctl_log_scaling():
+    # 0.75 ms x (1 + ilog2(min(CPUs, 8))), kernel/sched/fair.c
+    assert [eevdf.base_slice_ns(c) for c in (1, 2, 3, 4, 7, 8, 96)] == [
+        750_000, 1_500_000, 1_500_000, 2_250_000, 2_250_000, 3_000_000, 3_000_000]
+
+
+def test_a_slice_ends_at_the_first_tick_after_it_is_consumed():
+    assert eevdf.slice_end_ns(0, 1_500_000, 4 * MS) == 4 * MS        # HZ=250
+    assert eevdf.slice_end_ns(0, 1_500_000, 1 * MS) == 2 * MS        # HZ=1000
+    assert eevdf.slice_end_ns(2 * MS, 0, 1 * MS) == 2 * MS           # consumed exactly at a tick
+    assert eevdf.slice_end_ns(0, 1_500_000, 1 * MS, speed=0.5) == 3 * MS
+
+
+def _two_threads_one_cpu(engine_cls):
+    eng = engine_cls(cpus=1, hz=1000, seed=1)
+    done = {}
+    for t in [eng.new_thread() for _ in range(2)]:
+        eng.run(t, 3 * MS, lambda tid: done.setdefault(tid, eng.now) and None)
+    eng.run_until(SEC)
+    return done
+
+
+def test_threads_take_turns_where_the_fluid_engine_shares():
+    # turns of one tick (0.75 ms slice noticed at the 1 ms tick): the first thread is done after
+    # 5 ms, the second after 6; shared fluidly both finish together at 6 ms
+    assert _two_threads_one_cpu(SlicedCfsEngine) == {0: 5 * MS, 1: 6 * MS}
+    assert _two_threads_one_cpu(CfsEngine) == {0: 6 * MS, 1: 6 * MS}
+
+
+def test_a_woken_thread_waits_for_the_running_ones_slice():
+    eng = SlicedCfsEngine(cpus=1, hz=250, seed=0)   # 4 ms ticks
+    a, b = eng.new_thread(), eng.new_thread()
+    seen = {}
+    eng.run(a, 100 * MS, lambda tid: None)
+    eng.call_at(1 * MS, lambda: eng.run(b, 1 * MS, lambda tid: seen.setdefault("b", eng.now) and None))
+    eng.run_until(20 * MS)
+    # a's slice (1.5 ms on one CPU... 0.75 ms here) ends at the 4 ms tick: b runs 4-5 ms
+    assert seen["b"] == 5 * MS
+    assert eng.switches_involuntary == 1 and eng.switches_voluntary == 1
+
+
+def test_switch_cost_is_charged_to_the_thread_switched_in_and_counts_as_usage():
+    eng = SlicedCfsEngine(cpus=1, hz=1000, seed=1, switch_ns=100_000)
+    tids = [eng.new_thread() for _ in range(2)]
+    for t in tids:
+        eng.run(t, 3 * MS, lambda tid: None)
+    eng.run_until(SEC)
+    switches = eng.switches_voluntary + eng.switches_involuntary
+    assert switches >= 5   # the switches' own CPU makes the turns a little longer
+    # every switch-in but the first thread's first costs 0.1 ms of CPU
+    assert sum(eng.thread_cpu_ns(t) for t in tids) == 6 * MS + switches * 100_000
+    assert eng.cpu_stat().usage_ns == 6 * MS + switches * 100_000
+
+
+def test_stop_and_work_left_report_the_unfinished_work():
+    eng = SlicedCfsEngine(cpus=1, hz=1000, seed=1)
+    a, b = eng.new_thread(), eng.new_thread()
+    eng.run(a, 10 * MS, lambda tid: None)
+    eng.run(b, 10 * MS, lambda tid: None)
+    eng.run_until(3 * MS)                  # a ran 0-1 and 2-3, b 1-2
+    assert eng.work_left(a) == 8 * MS and eng.work_left(b) == 9 * MS
+    assert eng.stop(b) == 9 * MS and not eng.is_runnable(b)
+    assert eng.thread_cpu_ns(b) == 1 * MS
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 8), st.sampled_from([0.5, 1.0, 1.5]), st.integers(1, 12), st.sampled_from([250, 1000]),
+       st.integers(0, 50))
+def test_bandwidth_is_the_same_whether_cpus_are_shared_fluidly_or_in_slices(cpus, limit, threads, hz, seed):
+    """CPU-bound threads get the same CPU and throttling either way: turns change who runs, not
+    how much the group runs."""
+    assume(limit <= cpus)
+    raw = {"host": {"cpus": cpus, "hz": hz}, "cgroup": {"cpu_limit": limit},
+           "workload": {"kind": "threads", "threads": threads, "burn_ms": 1000.0},
+           "run": {"duration_s": 2.0, "warmup_s": 0.5, "seed": seed}}
+    fluid = simulate(raw).summary
+    sliced = simulate({**raw, "host": {**raw["host"], "cpu_sharing": "slices"}}).summary
+    assert sliced["cpu_usage_cores"] == pytest.approx(fluid["cpu_usage_cores"], rel=0.01, abs=0.01)
+    assert sliced["nr_throttled"] == pytest.approx(fluid["nr_throttled"], abs=1)
+
+
+def test_a_neighbour_burst_takes_an_idle_cpu_and_preempts_only_when_the_group_holds_every_cpu():
+    def run(threads: int):
+        eng = SlicedCfsEngine(cpus=2, hz=1000, seed=0, switch_ns=10_000, neighbours=True)
+        done = {}
+        for t in [eng.new_thread() for _ in range(threads)]:
+            eng.run(t, 10 * MS, lambda tid: done.setdefault(tid, eng.now) and None)
+        eng.call_at(1 * MS, eng.neighbour_burst, 500_000)
+        eng.run_until(SEC)
+        return done, eng.neighbour_preemptions
+    done, preempted = run(1)           # the other CPU is idle: no one waits
+    assert done == {0: 10 * MS} and preempted == 0
+    done, preempted = run(2)           # both CPUs busy: one thread waits 0.5 ms and pays the switch
+    assert preempted == 1
+    assert sorted(done.values()) == [10 * MS, 10 * MS + 500_000 + 10_000]
+
+
+def test_a_burst_while_the_neighbour_runs_queues_behind_it_without_a_wake_up():
+    eng = SlicedCfsEngine(cpus=2, hz=1000, seed=0, neighbours=True)
+    t = eng.new_thread()
+    eng.run(t, 10 * MS, lambda tid: None)
+    eng.call_at(1 * MS, eng.neighbour_burst, 500_000)
+    eng.call_at(1 * MS + 100_000, eng.neighbour_burst, 500_000)
+    eng.run_until(SEC)
+    assert eng.neighbour_preemptions == 0 and eng.thread_cpu_ns(t) == 10 * MS
+
+
+def test_a_client_on_the_host_needs_sliced_cpus_and_the_error_names_the_key():
+    with pytest.raises(ScenarioError, match="workload.client_cpu_us_per_request"):
+        load_scenario("cpu-bound-threads", ["workload.kind=closed", "workload.client_cpu_us_per_request=50"])
+    with pytest.raises(ScenarioError, match="host.cpu_sharing"):
+        load_scenario("cpu-bound-threads", ["host.cpu_sharing=turns"])
+
+
+_CLOSED = ["host.cpus=2", "cgroup.cpu_limit=1", "workload.kind=closed", "workload.clients=64",
+           "workload.cpu_ms_per_request=0.06", "run.duration_s=1", "run.warmup_s=0.2", "host.cpu_sharing=slices",
+           "workload.client_cpu_us_per_request=75", "host.context_switch_us=10"]
+
+
+def test_a_load_generator_on_the_host_costs_a_server_that_holds_every_cpu_not_one_that_leaves_one_idle():
+    one = simulate("cpu-bound-threads", _CLOSED + ["go.gomaxprocs=1"]).summary
+    two = simulate("cpu-bound-threads", _CLOSED + ["go.gomaxprocs=2"]).summary
+    alone = simulate("cpu-bound-threads", _CLOSED[:-2] + ["go.gomaxprocs=2"]).summary
+    assert one["neighbour_preemptions_per_s"] < 0.01 * one["throughput_per_s"]
+    assert two["neighbour_preemptions_per_s"] > 0.2 * two["throughput_per_s"]
+    # the switches cost the quota-capped server requests (min(demand, limit) sees no difference)
+    assert two["throughput_per_s"] < 0.97 * alone["throughput_per_s"]
+    assert two["cpu_usage_cores"] == pytest.approx(alone["cpu_usage_cores"], rel=0.01)
+
+
+def test_sliced_runs_are_deterministic():
+    a = simulate("cpu-bound-threads", _CLOSED + ["go.gomaxprocs=8"]).summary
+    b = simulate("cpu-bound-threads", _CLOSED + ["go.gomaxprocs=8"]).summary
+    assert a == b
+
+
+def test_the_kernel_view_puts_a_sliced_twins_switches_beside_perfs():
+    from cfsim.validation.kernel_view import kernel_view
+
+    s = simulate("cpu-bound-threads", _CLOSED + ["go.gomaxprocs=2"]).summary
+    k = kernel_view({"perf": {"per_s": {"context-switches": 14000.0}}}, s)
+    assert k["model_context_switches_per_s"] == pytest.approx(
+        s["context_switches_voluntary_per_s"] + s["context_switches_involuntary_per_s"])
+    assert k["model_context_switches_per_s"] >= s["neighbour_preemptions_per_s"] > 0
+    fluid = simulate("cpu-bound-threads", _CLOSED[:-3] + ["go.gomaxprocs=2"]).summary
+    assert "model_context_switches_per_s" not in kernel_view({"perf": {"per_s": {"context-switches": 1.0}}}, fluid)
