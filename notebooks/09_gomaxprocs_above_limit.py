@@ -60,7 +60,7 @@ from cfsim.overheads.band import UNPINNED
 from cfsim.overheads.report import annotate
 from cfsim.scenario import load_scenario
 
-from _nbutil import headline, lab_root
+from _nbutil import headline, lab_root, repo_root
 
 pd.DataFrame([{"parameter": k, "low prior": v[0], "high prior": v[1]} for k, v in UNPINNED.items()])
 
@@ -178,14 +178,20 @@ print(f"requests/s at 24 / at 2: {ex_ratio:.2f}")
 # interval, and the grid's calibration runs (cost per request, and the client round trip: their
 # client median minus their twin's). Both grids are held out: the scheduler costs the twins use
 # (`go.sched_wake_us`, `go.sysmon_poll_us`) were fitted on the `profiles` grid's open-loop runs, and
-# `sched_spin_per_p_us` on the `sched-overhead` grids. Errors by regime (`cfsim.validation.regimes`):
+# `sched_spin_per_p_us` on the `sched-overhead` grids. The twins share the host's CPUs with the load
+# generator in time slices, with the lab host's cost of a switch fitted on a third grid,
+# `kernel-switches` (`docs/params/lab-host-switches.toml`). Errors by regime (`cfsim.validation.regimes`):
 # *uncapped* and *contended* (the model's own prediction, on a quiet or a busy host), *quota-capped*
 # (the kernel decides the CPU), *gomaxprocs-capped*, *host-capped*.
 
 # %%
 from cfsim.overheads.labcheck import GOALS, tails_rows, tails_summary
 from cfsim.validation import validate_each
+from cfsim.validation.calibrate import read_params
 from cfsim.validation.twin import find_runs, is_calibration_run
+
+HOST_PARAMS = repo_root() / "docs" / "params" / "lab-host-switches.toml"
+host_params = read_params(HOST_PARAMS) if HOST_PARAMS.is_file() else None
 
 lab_grids, lab_only = [], []
 for grid_name in LAB_GRIDS:
@@ -196,7 +202,7 @@ for grid_name in LAB_GRIDS:
     lab_grids.append(grid)
     lab_only += [r for r in find_runs(grid) if not is_calibration_run(r)][:LAB_MAX_RUNS]
 # every grid's twins in one process pool (validate_each), one report per grid
-lab_rows = {grid.name: tails_rows(rep) for grid, rep in zip(lab_grids, validate_each(lab_grids, only=lab_only))}
+lab_rows = {grid.name: tails_rows(rep) for grid, rep in zip(lab_grids, validate_each(lab_grids, host_params, only=lab_only))}
 lab_summary = {}
 for name, rows in lab_rows.items():
     lab_summary[name] = tails_summary(rows)
