@@ -441,9 +441,20 @@ class CfsEngine:
             t_next = t0 + (math.ceil(left * k) if left > 0 else 0)
         else:
             t_next = t0 + (math.ceil(left * k / speed) if left > 0 else 0)
-        if self._bandwidth is not None:
+        if self._bandwidth is not None and (speed != 1.0 or t0 + self._runtime_remaining_ns[c] < t_next):
             t_next = self._refill_due(c, t0, t_next)
-        self._arm_cpu(c, t_next)
+        # _arm_cpu, inlined: this is the engine's most frequent path
+        if t_next == self._event_at_ns[c]:
+            return  # the pending event already fires then
+        ver = self._ver[c] + 1
+        self._ver[c] = ver
+        self._event_at_ns[c] = t_next
+        free = self._free_events
+        ev = free.pop() if free else _CpuEvent(self.env)
+        ev.callbacks = [self._cpu_cb]
+        ev.cpu = c
+        ev.ver = ver
+        heapq.heappush(self.env._queue, (t_next, 2 + self._rank[c], next(self.env._eid), ev))
 
     def _refill_due(self, c: int, t0: int, t_next: int) -> int:
         """The earlier of ``t_next`` and the tick at which CPU c's silo is noticed dry."""
