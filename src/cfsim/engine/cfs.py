@@ -414,12 +414,32 @@ class CfsEngine:
             self._advance(c, t)
 
     def _schedule_cpu(self, c: int) -> None:
-        """(Re)arm CPU c's single pending event: next completion or next runtime refill."""
-        k = self._queued[c]
-        if not k or self._throttled[c]:
+        """(Re)arm CPU c's single pending event: its next completion, turn or runtime refill."""
+        t_next = self._next_event_ns(c)
+        if t_next is None:
             self._ver[c] += 1
             self._event_at_ns[c] = -1
             return
+        if t_next == self._event_at_ns[c]:
+            return  # the pending event already fires then
+        ver = self._ver[c] + 1
+        self._ver[c] = ver
+        self._event_at_ns[c] = t_next
+        free = self._free_events
+        env = self.env
+        ev = free.pop() if free else _CpuEvent(env)
+        ev.callbacks = [self._cpu_cb]
+        ev.cpu = c
+        ev.ver = ver
+        # env.schedule(ev, 2 + rank, t_next - now), inlined
+        heapq.heappush(env._queue, (t_next, 2 + self._rank[c], next(env._eid), ev))
+
+    def _next_event_ns(self, c: int) -> int | None:
+        """When CPU c's next event is due (processor sharing: the first queued thread to finish,
+        or the tick that notices its silo dry), None when it needs none."""
+        k = self._queued[c]
+        if not k or self._throttled[c]:
+            return None
         heap = self._heap[c]
         if heap:
             _, tid, gen = heap[0]
@@ -431,9 +451,7 @@ class CfsEngine:
         if not heap:
             # only the thread completing right now is queued (we are inside its callback):
             # the completion handler re-arms this CPU when the callback returns
-            self._ver[c] += 1
-            self._event_at_ns[c] = -1
-            return
+            return None
         t0 = self._updated_ns[c]
         left = heap[0][0] - self._work_done_ns[c]
         speed = self._speed
@@ -441,20 +459,10 @@ class CfsEngine:
             t_next = t0 + (math.ceil(left * k) if left > 0 else 0)
         else:
             t_next = t0 + (math.ceil(left * k / speed) if left > 0 else 0)
+        # (only a silo that can run dry before t_next moves it: skip the call otherwise)
         if self._bandwidth is not None and (speed != 1.0 or t0 + self._runtime_remaining_ns[c] < t_next):
             t_next = self._refill_due(c, t0, t_next)
-        # _arm_cpu, inlined: this is the engine's most frequent path
-        if t_next == self._event_at_ns[c]:
-            return  # the pending event already fires then
-        ver = self._ver[c] + 1
-        self._ver[c] = ver
-        self._event_at_ns[c] = t_next
-        free = self._free_events
-        ev = free.pop() if free else _CpuEvent(self.env)
-        ev.callbacks = [self._cpu_cb]
-        ev.cpu = c
-        ev.ver = ver
-        heapq.heappush(self.env._queue, (t_next, 2 + self._rank[c], next(self.env._eid), ev))
+        return t_next
 
     def _refill_due(self, c: int, t0: int, t_next: int) -> int:
         """The earlier of ``t_next`` and the tick at which CPU c's silo is noticed dry."""
@@ -472,22 +480,6 @@ class CfsEngine:
                 return t_ref
         return t_next
 
-    def _arm_cpu(self, c: int, t_next: int) -> None:
-        """Make CPU c's one pending event fire at ``t_next``."""
-        if t_next == self._event_at_ns[c]:
-            return  # the pending event already fires then
-        ver = self._ver[c] + 1
-        self._ver[c] = ver
-        self._event_at_ns[c] = t_next
-        free = self._free_events
-        env = self.env
-        ev = free.pop() if free else _CpuEvent(env)
-        ev.callbacks = [self._cpu_cb]
-        ev.cpu = c
-        ev.ver = ver
-        # env.schedule(ev, 2 + rank, t_next - now), inlined
-        heapq.heappush(env._queue, (t_next, 2 + self._rank[c], next(env._eid), ev))
-
     def _cpu_event_cb(self, ev: "_CpuEvent") -> None:
         """CPU c's completion or refill is due (unless the event went stale)."""
         c = ev.cpu
@@ -498,6 +490,13 @@ class CfsEngine:
         now = self.env._now
         if now > self._updated_ns[c]:
             self._advance(c, now)
+        # a thread that just keeps computing is no kernel event: only a tick or a dequeue
+        # charges the silo here
+        self._after_change(c, now, self._run_due(c, now) or now % self.tick_ns == 0)
+
+    def _run_due(self, c: int, now: int) -> bool:
+        """Continue or block CPU c's threads whose work is done now (their callbacks say which);
+        True when the CPU saw a scheduling event that charges the silo (a thread blocked)."""
         heap = self._heap[c]
         vt = self._work_done_ns[c]
         t_gen = self._t_gen
@@ -529,9 +528,7 @@ class CfsEngine:
                 self._dequeue(c, tid, now)
                 blocked = True
             vt = self._work_done_ns[c]
-        # a thread that just keeps computing is no kernel event: only a tick or a dequeue
-        # charges the silo here
-        self._after_change(c, now, blocked or now % self.tick_ns == 0)
+        return blocked
 
     def _after_change(self, c: int, now: int, charge: bool = True) -> None:
         """Charge runtime at a scheduling event (``update_curr``) and re-arm the CPU."""

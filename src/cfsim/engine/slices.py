@@ -33,7 +33,7 @@ from collections import deque
 
 import simpy
 
-from cfsim.engine.cfs import _EPS, Bandwidth, CfsEngine, _CpuEvent
+from cfsim.engine.cfs import _EPS, Bandwidth, CfsEngine
 from cfsim.kernel import eevdf
 
 
@@ -178,7 +178,6 @@ class SlicedCfsEngine(CfsEngine):
             self._last_ran[c] = head
 
     def _place(self, c: int, tid: int, work: float) -> None:
-        self._t_gen[tid] += 1
         self._t_left[tid] = work
         rq = self._rq[c]
         rq.append(tid)
@@ -203,12 +202,12 @@ class SlicedCfsEngine(CfsEngine):
         tid = self._rq[c][-1]
         return tid, self._t_left[tid]
 
-    def _schedule_cpu(self, c: int) -> None:
+    def _next_event_ns(self, c: int) -> int | None:
+        """The running thread's completion, the tick that ends its turn while others wait, or
+        the tick that notices the silo dry, whichever is first (after another process's burst)."""
         k = self._queued[c]
         if not k or self._throttled[c]:
-            self._ver[c] += 1
-            self._event_at_ns[c] = -1
-            return
+            return None
         head = self._rq[c][0]
         t0 = self._updated_ns[c]
         if self._nb_until[c] > t0:
@@ -225,18 +224,11 @@ class SlicedCfsEngine(CfsEngine):
                 t_next = t_turn
         if self._bandwidth is not None:
             t_next = self._refill_due(c, t0, t_next)
-        self._arm_cpu(c, t_next)
+        return t_next
 
-    def _cpu_event_cb(self, ev: _CpuEvent) -> None:
-        """CPU c's running thread finished its work, or its slice ended, or a refill is due."""
-        c = ev.cpu
-        self._free_events.append(ev)
-        if ev.ver != self._ver[c]:
-            return
-        self._event_at_ns[c] = -1
-        now = self.env._now
-        if now > self._updated_ns[c]:
-            self._advance(c, now)
+    def _run_due(self, c: int, now: int) -> bool:
+        """The running thread finished its work (its callback continues or blocks it), or its
+        turn ended at a tick; True also at the switch back in after another process's burst."""
         rq = self._rq[c]
         t_cpu = self._t_cpu
         blocked = False
@@ -249,7 +241,6 @@ class SlicedCfsEngine(CfsEngine):
             if t_cpu[tid] != c:
                 blocked = True  # the callback moved or stopped it
             elif more and more > 0:
-                self._t_gen[tid] += 1
                 self._t_left[tid] += float(more)
             else:
                 self._dequeue(c, tid, now)
@@ -260,5 +251,5 @@ class SlicedCfsEngine(CfsEngine):
             rq.rotate(-1)
             self.switches_involuntary += 1
             self._switch_in(c)
-        # the tick, a dequeue and the switch back in after another process's task charge the silo
-        self._after_change(c, now, blocked or now % self.tick_ns == 0 or now == self._nb_until[c])
+        # besides the tick and a dequeue, the switch back in after another process's task charges the silo
+        return blocked or now == self._nb_until[c]
