@@ -18,6 +18,7 @@ import pandas as pd
 from cfsim.engine.cfs import Bandwidth, CfsEngine, CpuStat
 from cfsim.engine.slices import SlicedCfsEngine
 from cfsim.kernel import limits
+from cfsim.kernel.wakeup import WakeupCost
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.workloads import get_builder
 
@@ -77,7 +78,8 @@ def kernel_summary(scenario: Scenario, start: CpuStat, end: CpuStat, t0_ns: int,
 def new_engine(scenario: Scenario, seed: int) -> CfsEngine:
     """The host + bandwidth engine of a scenario: CPUs shared fluidly or in time slices."""
     kw = dict(cpus=scenario["host.cpus"], hz=scenario["host.hz"], bandwidth=bandwidth_for(scenario),
-              seed=seed, background_cores=scenario["host.background_cores"])
+              seed=seed, background_cores=scenario["host.background_cores"],
+              wakeup=WakeupCost.from_scenario(scenario))
     if scenario["host.cpu_sharing"] == "slices":
         return SlicedCfsEngine(**kw, switch_ns=int(round(scenario["host.context_switch_us"] * 1000)),
                                neighbours=scenario["workload.client_cpu_us_per_request"] > 0)

@@ -4,6 +4,7 @@
     python -m cfsim lab grid SCENARIO --grid cgroup.cpu_limit=0.5,1,2 --grid go.gomaxprocs=1,2,8 \\
         --out data/lab/<name> [--resume] [--repeats N]
     python -m cfsim lab grid SCENARIO --design DESIGNS.toml --out data/lab/<name> [--resume]
+    python -m cfsim lab wakeup --out docs/params/lab-host-wakeup.toml [--rounds 3]
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
 def add_parser(sub) -> None:
     p = sub.add_parser("lab", help="real runs under real CFS quotas, scraped by Prometheus (root)")
-    lab_sub = p.add_subparsers(dest="lab_command", metavar="{run,grid}")
+    lab_sub = p.add_subparsers(dest="lab_command", metavar="{run,grid,wakeup}")
     r = lab_sub.add_parser("run", help="one real run of a scenario")
     r.add_argument("scenario", help="a scenario TOML file or a built-in name")
     r.add_argument("--out", required=True, metavar="DIR", help="run folder, e.g. data/lab/<run-id>")
@@ -38,6 +39,13 @@ def add_parser(sub) -> None:
     add_format_argument(g, "the grid's result (json/yaml: runs, failures, drift; csv/markdown/html: one row per run)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.set_defaults(func=run)
+    w = lab_sub.add_parser("wakeup", help="this host's CPU per sleep and wake-up of a thread and its timer latency "
+                                          "(lab/cmd/wakebench), written as host.* parameters")
+    w.add_argument("--out", metavar="FILE.toml", help="write a --params file (default: print it)")
+    w.add_argument("--rounds", type=int, default=3, metavar="N", help="rounds over the sleep lengths (~20 s each)")
+    w.add_argument("--from", dest="from_file", metavar="FILE.jsonl", help="fit a saved wakebench output instead "
+                                                                          "of running it")
+    w.set_defaults(func=run_wakeup)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -100,6 +108,39 @@ def run(args) -> int:
     except KeyboardInterrupt:
         print("interrupted: processes stopped and cgroups removed", file=sys.stderr)
         return 130
+
+
+def run_wakeup(args) -> int:
+    from cfsim.lab import build
+    from cfsim.lab import wakeup as lw
+
+    command = "python -m cfsim lab wakeup" + (f" --rounds {args.rounds}" if args.rounds != 3 else "") + \
+        (f" --out {args.out}" if args.out else "")
+    try:
+        if args.from_file:
+            path = Path(args.from_file)
+            if not path.is_file():
+                print(f"error: --from {path}: no such file", file=sys.stderr)
+                return 2
+            text, source = path.read_text(), str(path)
+        else:
+            bins = build.build()
+            text, source = lw.run_wakebench(bins["wakebench"], rounds=args.rounds), "wakebench"
+        rows, meta = lw.read_wakebench(text, source)
+        params = lw.wakeup_params(rows, meta["futex_wake"])
+    except build.BuildError as exc:
+        print(f"error: the lab cannot run here: {exc}", file=sys.stderr)
+        return 3
+    except lw.WakebenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    toml = lw.params_toml(params, rows, command, meta["futex_wake"])
+    if args.out:
+        Path(args.out).write_text(toml)
+        print(f"wrote {args.out}: " + ", ".join(f"{k} = {v}" for k, v in params.items()))
+    else:
+        print(toml, end="")
+    return 0
 
 
 def _overrides_text(overrides: list) -> str:

@@ -1,5 +1,7 @@
-"""``python -m cfsim validate PATH [--report DIR] [--params params.toml] [--format F]``."""
+"""``python -m cfsim validate PATH [--report DIR] [--params params.toml ...] [--format F]``."""
 from __future__ import annotations
+
+import sys
 
 from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
@@ -20,7 +22,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("validate", help="compare simulated twins with lab run exports")
     p.add_argument("path", help="a lab run folder, a grid folder, or a folder of grids")
     p.add_argument("--report", metavar="DIR", help="write errors.csv, report.md, report.json and plots here")
-    p.add_argument("--params", metavar="TOML", help="calibrated parameters (from `cfsim calibrate`)")
+    p.add_argument("--params", metavar="TOML", action="append", default=[],
+                   help="calibrated or measured parameters (from `cfsim calibrate`, `cfsim lab wakeup`); "
+                        "repeat to combine files")
     p.add_argument("--no-normalise", action="store_true",
                    help="do not scale per-item CPU by the grid's calibration runs")
     add_format_argument(p, "the validation (json/yaml: {headline, by_regime, regime_counts, errors, grids, runs}; "
@@ -34,15 +38,18 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from cfsim.progress import Progress
     from cfsim.validation import validate, write_report
-    from cfsim.validation.calibrate import read_params, read_train_runs
+    from cfsim.validation.calibrate import read_params_files
     from cfsim.validation.report import to_markdown
     from cfsim.validation.twin import find_runs
 
-    params = read_params(args.params) if args.params else None
-    train = read_train_runs(args.params) if args.params else None  # runs the params were fitted on
+    try:
+        params, train = read_params_files(args.params) if args.params else ({}, [])  # train: fitted on
+    except (OSError, ValueError) as exc:
+        print(f"error: --params: {exc}", file=sys.stderr)
+        return 2
     with Progress(len(find_runs(args.path)), "validate", "run", enabled=not args.no_progress) as bar:
-        report = validate(args.path, params=params, normalise=not args.no_normalise,
-                          progress=lambda run_id: bar.advance(1, run_id), train_runs=train,
+        report = validate(args.path, params=params or None, normalise=not args.no_normalise,
+                          progress=lambda run_id: bar.advance(1, run_id), train_runs=train or None,
                           workers=args.workers)
     if args.report:
         write_report(report, args.report)

@@ -34,6 +34,7 @@ import simpy
 
 from cfsim.kernel import bandwidth as bwr
 from cfsim.kernel import limits
+from cfsim.kernel.wakeup import WakeupCost
 
 OnDone = Callable[[int], "int | None"]
 _EPS = 1e-6
@@ -160,9 +161,10 @@ class CfsEngine:
         # per CPU
         "_queued", "_heap", "_work_done_ns", "_runtime_remaining_ns", "_updated_ns", "_throttled", "_thr_clock", "_ver", "_event_at_ns", "_rank",
         "_usage", "_pf_t1", "_pf_t2", "_pf_tk", "_epoch_end", "_overloaded", "_balance_pending",
-        "_free_events", "_cpu_cb",
+        "_free_events", "_cpu_cb", "_idle_since",
         # per thread
-        "_t_cpu", "_t_last", "_t_start_v", "_t_end_v", "_t_gen", "_t_cb", "_t_base", "_t_name",
+        "_t_cpu", "_t_last", "_t_start_v", "_t_end_v", "_t_gen", "_t_cb", "_t_base", "_t_name", "_t_wake",
+        "_wakeup", "wakeups_from_idle",
         "_seq",
         # group bandwidth
         "_bandwidth", "_quota", "_period", "_burst", "_slice", "_slice_eff", "_legacy", "_phase_ns",
@@ -172,7 +174,7 @@ class CfsEngine:
 
     def __init__(self, cpus: int, hz: int = 1000, bandwidth: Bandwidth | None = None,
                  seed: int = 0, env: simpy.Environment | None = None, prefetch: bool = True,
-                 background_cores: float = 0.0):
+                 background_cores: float = 0.0, wakeup: WakeupCost | None = None):
         if cpus < 1:
             raise ValueError(f"host.cpus: must be >= 1 (got {cpus})")
         if not 0 <= background_cores < cpus:
@@ -208,6 +210,12 @@ class CfsEngine:
         # the group has its CPUs to itself
         self._prefetch_on = prefetch and self._speed == 1.0
         self._overloaded: set[int] = set()  # unthrottled CPUs with >= 2 queued threads
+        # the host's CPU per sleep and wake-up of a thread (cfsim.kernel.wakeup), charged to a
+        # thread woken onto a CPU where none of the group's threads was queued, growing with how
+        # long that CPU had been idle
+        self._wakeup = wakeup if wakeup is not None and wakeup.enabled else None
+        self._idle_since = [0] * cpus     # when the group's last thread left each CPU
+        self.wakeups_from_idle = 0
         # per-thread state
         self._t_cpu: list[int] = []       # -1 when blocked
         self._t_last: list[int] = []
@@ -217,6 +225,7 @@ class CfsEngine:
         self._t_cb: list[OnDone | None] = []
         self._t_base: list[float] = []    # CPU consumed in finished runs [ns]
         self._t_name: list[str] = []
+        self._t_wake: list[bool] = []     # whether the wake-up rule charges the thread
         self._seq = 0
         # group bandwidth state
         self._fifo: deque[int] = deque()
@@ -244,7 +253,9 @@ class CfsEngine:
     def bandwidth(self) -> Bandwidth | None:
         return self._bandwidth
 
-    def new_thread(self, name: str = "") -> int:
+    def new_thread(self, name: str = "", wakeup_cost: bool = True) -> int:
+        """A blocked thread of the group. ``wakeup_cost=False``: its wake-ups are not charged
+        the host's wake-up cost (a thread whose owner accounts for its sleeps itself)."""
         if self._bandwidth is not None:
             self._end_epoch(self.env._now)  # one more thread could draw from the pool
         tid = len(self._t_cpu)
@@ -256,6 +267,7 @@ class CfsEngine:
         self._t_cb.append(None)
         self._t_base.append(0.0)
         self._t_name.append(name or f"t{tid}")
+        self._t_wake.append(wakeup_cost)
         return tid
 
     def run(self, tid: int, work_ns: int, on_done: OnDone) -> None:
@@ -268,7 +280,12 @@ class CfsEngine:
         if work_ns <= 0:
             raise ValueError(f"work_ns must be > 0 (got {work_ns})")
         self._t_cb[tid] = on_done
-        self._enqueue(self._select_cpu(tid), tid, float(work_ns))
+        c = self._select_cpu(tid)
+        if self._wakeup is not None and self._queued[c] == 0 and self._t_wake[tid]:
+            # the kernel's side of the sleep that ends here: the CPU was idle (for the group)
+            work_ns += self._wakeup.cycle_ns(self.env._now - self._idle_since[c])
+            self.wakeups_from_idle += 1
+        self._enqueue(c, tid, float(work_ns))
 
     def stop(self, tid: int) -> int:
         """Block a runnable thread now; return its unfinished work [ns]."""
@@ -665,6 +682,8 @@ class CfsEngine:
         n = self._queued[c]
         if n == 2:
             self._overloaded.discard(c)
+        elif n == 1:
+            self._idle_since[c] = now
         self._queued[c] = n - 1
         self._t_cpu[tid] = -1
         self._t_last[tid] = c

@@ -35,6 +35,7 @@ import simpy
 
 from cfsim.engine.cfs import _EPS, Bandwidth, CfsEngine
 from cfsim.kernel import eevdf
+from cfsim.kernel.wakeup import WakeupCost
 
 
 class SlicedCfsEngine(CfsEngine):
@@ -57,10 +58,10 @@ class SlicedCfsEngine(CfsEngine):
     def __init__(self, cpus: int, hz: int = 1000, bandwidth: Bandwidth | None = None, seed: int = 0,
                  env: simpy.Environment | None = None,
                  prefetch: bool = True, background_cores: float = 0.0, switch_ns: int = 0,
-                 slice_ns: int | None = None, neighbours: bool = False):
+                 slice_ns: int | None = None, neighbours: bool = False, wakeup: WakeupCost | None = None):
         # neighbour bursts pause a CPU's silo consumption, which the prefetch arithmetic
         # (slices taken ahead at a steady pace) does not allow for
-        super().__init__(cpus, hz, bandwidth, seed, env, prefetch and not neighbours, background_cores)
+        super().__init__(cpus, hz, bandwidth, seed, env, prefetch and not neighbours, background_cores, wakeup)
         if switch_ns < 0:
             raise ValueError(f"host.context_switch_us: must be >= 0 (got {switch_ns / 1000})")
         self._rq: list[deque[int]] = [deque() for _ in range(cpus)]
@@ -75,8 +76,8 @@ class SlicedCfsEngine(CfsEngine):
         self.switches_involuntary = 0
         self.neighbour_preemptions = 0
 
-    def new_thread(self, name: str = "") -> int:
-        tid = super().new_thread(name)
+    def new_thread(self, name: str = "", wakeup_cost: bool = True) -> int:
+        tid = super().new_thread(name, wakeup_cost)
         self._t_left.append(0.0)
         return tid
 

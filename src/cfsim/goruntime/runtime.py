@@ -77,6 +77,7 @@ from cfsim.goruntime.run_accounting import C_USAGE, CPU_CLASSES, RuntimeReports
 from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, Sysmon, may_spin,
                                    netpoll_wakeups, smt_inflation)
 from cfsim.kernel import memory as kmem
+from cfsim.kernel.wakeup import LINUX_TIMER_SLACK_NS, WakeupCost
 
 MiB = 1 << 20
 
@@ -160,6 +161,7 @@ class GoParams:
     alloc_ns_per_byte: float = 165.0 / 1024   # mallocgc per allocated byte (see schema go.alloc_ns_per_kb)
     page_fault_ns: float = 1_000.0            # a page fault on grown or released heap memory
     page_release_ns: float = 140.0            # returning a page to the OS
+    wakeup: WakeupCost = WakeupCost()         # the host's CPU per sleep and wake-up of a thread
 
     @classmethod
     def from_scenario(cls, sc) -> "GoParams":
@@ -185,7 +187,7 @@ class GoParams:
                    threads_per_core=sc["host.threads_per_core"], smt_slowdown=sc["host.smt_slowdown"],
                    background_cores=sc["host.background_cores"],
                    alloc_ns_per_byte=go["alloc_ns_per_kb"] / 1024, page_fault_ns=go["page_fault_us"] * 1e3,
-                   page_release_ns=go["page_release_us"] * 1e3)
+                   page_release_ns=go["page_release_us"] * 1e3, wakeup=WakeupCost.from_scenario(sc))
 
 
 def scan_miss_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float) -> float:
@@ -358,8 +360,9 @@ class GoRuntime(RuntimeReports):
         # at the instants the process goes busy or idle and burnt on its own thread
         self.sysmon: Sysmon | None = None
         if self.costs.sysmon_poll_ns > 0:
-            self.sysmon = Sysmon()
-            self.sm_tid = self.engine.new_thread(f"{self.name}-sysmon")
+            self.sysmon = Sysmon(slack_ns=LINUX_TIMER_SLACK_NS + int(self.params.wakeup.timer_latency_ns))
+            # its CPU is counted here (polls, deep-sleep wake-ups), not by the engine's wake-up rule
+            self.sm_tid = self.engine.new_thread(f"{self.name}-sysmon", wakeup_cost=False)
             self.sm_owed = 0          # CPU [ns] of polls counted but not yet burnt
             self.sm_run = 0           # CPU [ns] of the sysmon segment running now
             self.sm_charged = 0       # CPU [ns] of sysmon segments finished
@@ -377,7 +380,10 @@ class GoRuntime(RuntimeReports):
         self.c_wake, self.c_park, self.c_switch = c.wake(), c.park(), c.switch()
         self.c_spin, self.c_steal = c.spin(procs, self.cpus), c.steal(procs, self.cpus)
         self.c_lock = c.lock()
+        # a poll's whole cost, its usleep round trip included (go.sysmon_poll_us); of the host's
+        # wake-up cost (host.wakeup_*) sysmon pays its wake-up from the deep sleep (below)
         self.c_sysmon = c.sysmon_poll(procs)
+        self.wake_latency_ns = int(self.params.wakeup.latency_ns)
         self.smt = self.params.threads_per_core > 1 and self.params.smt_slowdown > 0
 
     def _lock_ns(self) -> int:
@@ -495,6 +501,8 @@ class GoRuntime(RuntimeReports):
         sm, now = self.sysmon, self.engine.now
         self.sm_owed += sm.advance(now, busy=False) * self.c_sysmon
         if sm.deep:
+            if self.params.wakeup.enabled:
+                self.sm_owed += self.params.wakeup.cycle_ns(now - sm.deep_since_ns)
             sm.wake(now)
             self.sm_owed += self.c_wake
 
@@ -579,7 +587,9 @@ class GoRuntime(RuntimeReports):
         if spinning:
             m.spinning = True
             self.nmspinning += 1
-        delay = self._os_wake_delay()
+        # the host's wake-up latency (host.wakeup_latency_us): the M holds its P and, if
+        # spinning, nmspinning until it runs, so no other wakep starts an M meanwhile
+        delay = self._os_wake_delay() + self.wake_latency_ns
         if not delay and len(self.holders) <= self.cpus:
             # a CPU is free for it: it runs at once, and its few microseconds of wake-up change
             # nothing the model resolves -- decide now (one engine event fewer per wake-up)

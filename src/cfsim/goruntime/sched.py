@@ -90,7 +90,11 @@ class Sysmon:
     application starts work again"), or until the next timer (no reset). Every poll is a
     ``nanosleep`` round trip plus ``retake``'s pass over every P. On Linux a 20 us ``nanosleep``
     lasts 20 us plus up to the thread's timer slack (50 us by default): the hrtimer is armed
-    with that range and fires at its end unless another interrupt comes first.
+    with that range and fires at its end unless another interrupt comes first, and a virtual
+    machine adds its own timer latency (``host.timer_latency_us``, passed in ``slack_ns``). A
+    poll's cost (``go.sysmon_poll_us``) includes its sleep; with ``host.wakeup_us`` the runtime
+    also charges the wake-up from the deep sleep the kernel's side of a sleep that long
+    (``deep_since_ns``; :class:`cfsim.kernel.wakeup.WakeupCost`).
 
     So a process that goes idle between requests pays, per busy spell of ``L`` ns, a futex wake
     of sysmon plus about ``L / (20 us + slack)`` polls (at most 51 before the doubling): a cost
@@ -109,11 +113,12 @@ class Sysmon:
     (True, 0)
     """
 
-    __slots__ = ("slack_ns", "deep", "next_ns", "idle", "delay_us")
+    __slots__ = ("slack_ns", "deep", "deep_since_ns", "next_ns", "idle", "delay_us")
 
     def __init__(self, slack_ns: int = LINUX_TIMER_SLACK_US * 1000):
         self.slack_ns = int(slack_ns)
         self.deep = True
+        self.deep_since_ns = 0   # when the last deep sleep began (a longer sleep wakes colder)
         self.next_ns = 0
         self.idle = 0
         self.delay_us = SYSMON_MIN_DELAY_US
@@ -139,6 +144,7 @@ class Sysmon:
         while self.next_ns <= now_ns:
             if not busy:
                 self.deep = True
+                self.deep_since_ns = self.next_ns
                 return n + 1
             if self.idle < SYSMON_IDLE_DOUBLE:
                 # 20 us polls: all those due (up to the 50th) in one step

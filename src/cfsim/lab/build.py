@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-BINARIES = ("workload", "loadgen", "profsplit")
+BINARIES = ("workload", "loadgen", "profsplit", "wakebench")
 
 
 class BuildError(RuntimeError):

@@ -112,6 +112,24 @@ SCHEMA: dict[str, dict[str, Key]] = {
                            choices=("fluid", "slices")),
         "context_switch_us": Key(0.0, "float", "CPU the kernel charges to a thread switched in after another "
                                  "thread on its CPU (cpu_sharing = 'slices') [us]", _between(0, 1000)),
+        "wakeup_us": Key(0.0, "float", "CPU the kernel charges a thread for one sleep and wake-up (block, switch "
+                                       "out, timer or wake-up, switch back in) [us], charged to a thread woken onto "
+                                       "a CPU the group left idle (a parked Go M, a thread of kind=threads; "
+                                       "sysmon's deep-sleep wake-up); a few us on bare metal, tens on a virtual "
+                                       "machine (lab/cmd/wakebench, `cfsim lab wakeup`; cfsim.kernel.wakeup)",
+                         _between(0, 10_000)),
+        "wakeup_cold_us": Key(0.0, "float", "extra CPU of a wake-up onto a CPU idle for long (caches and TLBs "
+                                            "refilled meanwhile) [us], approached as 1 - exp(-idle / wakeup_cold_ms)",
+                              _between(0, 10_000)),
+        "wakeup_cold_ms": Key(10.0, "float", "idle time over which a wake-up turns cold [ms]", _between(0.001, 10_000)),
+        "wakeup_latency_us": Key(0.0, "float", "time from a thread's wake-up (futex_wake, a network event) to the "
+                                               "woken thread running on an idle CPU [us] (the inter-processor "
+                                               "interrupt and the CPU's exit from idle; a few us on bare metal, "
+                                               "more on a virtual machine; lab/cmd/wakebench): a woken Go M holds "
+                                               "its P and counts as spinning meanwhile", _between(0, 100_000)),
+        "timer_latency_us": Key(0.0, "float", "how late a sleeping thread's timer wakes it beyond its timer slack "
+                                              "(50 us) [us]: sets how often Go's sysmon polls (lab/cmd/wakebench)",
+                                _between(0, 100_000)),
     },
     "cgroup": {
         "cpu_limit": Key(None, "float", "CPU limit [cores]; absent = unlimited", _gt(0), optional=True),
@@ -207,7 +225,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                                   "sched_xfer_growth)", _between(0, 100)),
         "sched_wake_us": Key(6.0, "float", "CPU of waking a parked M (futex wake + switch-in) [us] (fitted with "
                                            "sysmon_poll_us on the lab's profiles grid, open loop at GOMAXPROCS 1-32: "
-                                           "4-8; ~2 on bare metal, apache/brpc#1859)", _between(0, 1000)),
+                                           "4-8; ~2 on bare metal, apache/brpc#1859); with host.wakeup_us > 0 "
+                                           "the sleeping M's side in the kernel is charged on top of it",
+                          _between(0, 1000)),
         "sched_park_us": Key(3.0, "float", "CPU of parking an M (stopm, futex sleep, switch-out) [us]",
                              _between(0, 1000)),
         "sched_switch_us": Key(0.2, "float", "CPU of a goroutine switch on a running M [us]", _between(0, 1000)),
@@ -375,7 +395,8 @@ register_section("go", {
     "sysmon_poll_us": Key(5.0, "float", "CPU of one sysmon poll (usleep/nanosleep round trip, its timer interrupt and "
                                         "two context switches, retake) [us]; sysmon polls every 20 us + timer slack "
                                         "while any P is busy (src/runtime/proc.go: sysmon); 0 = not modelled (fitted "
-                                        "with sched_wake_us on the lab's profiles grid: 4-6)",
+                                        "with sched_wake_us on the lab's profiles grid: 4-6); its whole cost, "
+                                        "host.wakeup_* is charged only to sysmon's wake-up from its deep sleep",
                           _between(0, 1000)),
 })
 register_section("host", {

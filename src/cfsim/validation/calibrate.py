@@ -119,6 +119,34 @@ def read_params(path: str | Path) -> dict[str, float]:
     return {k: float(v) for k, v in data["params"].items()}
 
 
+def read_params_files(paths: Sequence[str | Path]) -> tuple[dict[str, float], list[str]]:
+    r"""Several ``--params`` files at once (e.g. a fit of the model and a measurement of the host):
+    their ``[params]`` merged and their training runs together. A key two files set to
+    different values is an error naming both.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.toml").write_text('[params]\n"host.wakeup_us" = 20.0\n')
+    >>> _ = (d / "b.toml").write_text('[params]\n"host.context_switch_us" = 17.9\n"host.wakeup_us" = 21.0\n')
+    >>> read_params_files([d / "a.toml"])
+    ({'host.wakeup_us': 20.0}, [])
+    >>> read_params_files([d / "a.toml", d / "b.toml"])
+    Traceback (most recent call last):
+    ...
+    ValueError: host.wakeup_us is 20.0 in a.toml but 21.0 in b.toml
+    """
+    params: dict[str, float] = {}
+    where: dict[str, Path] = {}
+    train: list[str] = []
+    for path in map(Path, paths):
+        for k, v in read_params(path).items():
+            if k in params and params[k] != v:
+                raise ValueError(f"{k} is {params[k]} in {where[k].name} but {v} in {path.name}")
+            params[k], where[k] = v, path
+        train += [r for r in read_train_runs(path) if r not in train]
+    return params, train
+
+
 def read_train_runs(path: str | Path) -> list[str]:
     """The training runs recorded in a file written by :func:`calibrate` (``[fit] train_runs``):
     a validation with these parameters reports those runs as training, not held out."""
