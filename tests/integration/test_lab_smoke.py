@@ -65,6 +65,14 @@ def test_export_parses(lab_run):
     for key in ("scenario_toml", "scenario", "host", "go_version", "prometheus_version", "times", "command"):
         assert manifest[key], key
     assert json.loads((out / "summary.json").read_text()).keys() == run["summary"].keys()
+    # the workload's threads over the window: the Ms and sysmon, with CPU close to the cgroup's
+    threads = manifest["threads"]
+    assert threads["totals"]["threads"] >= 2 and threads["totals"]["switch_ins"] > 0
+    window_s = manifest["times"]["window_end_unix_s"] - manifest["times"]["window_start_unix_s"]
+    cg = manifest["cgroup_counters"]
+    cgroup_cpu_s = (cg["window_end"]["usage_ns"] - cg["window_start"]["usage_ns"]) / 1e9
+    assert threads["totals"]["cpu_s"] == pytest.approx(cgroup_cpu_s, rel=0.1)
+    assert threads["span_s"] == pytest.approx(window_s, abs=0.01)
 
 
 def test_cgroup_counters_consistent(lab_run):

@@ -50,6 +50,7 @@ from cfsim.goruntime.gomaxprocs import gomaxprocs_value
 from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.io.gctrace import GODEBUG_GCTRACE, read_gctrace
 from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, preflight, prometheus, queries, summary
+from cfsim.lab import threads as lab_threads
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
 from cfsim.lab.lock import machine_lock
 from cfsim.scenario import Scenario, ScenarioError
@@ -304,6 +305,7 @@ def _snapshot(cgs: RunCgroups, workload_url: str, loadgen_url: str | None, pid: 
     stat = cgs.cpu.read_stat()
     mem = cgs.memory.read() if cgs.memory is not None else None
     proc_mem = read_process_memory(pid)
+    threads = lab_threads.read_thread_schedstat(pid)
     reads: dict[str, Any] = {}
 
     def metrics(url: str, what: str) -> summary.Samples:
@@ -318,7 +320,7 @@ def _snapshot(cgs: RunCgroups, workload_url: str, loadgen_url: str | None, pid: 
     l = metrics(loadgen_url, "loadgen") if loadgen_url else {}
     w = metrics(workload_url, "workload") if booked is None else {}
     SNAPSHOT_READS.append({"t_s": reading.t_s, **reads, **({"workload_capture": booked} if booked else {})})
-    return summary.Snapshot(reading.t_s, stat, w, l, mem, proc_mem), reading
+    return summary.Snapshot(reading.t_s, stat, w, l, mem, proc_mem, threads), reading
 
 
 def book_capture(workload_url: str, name: str, at_unix_s: float) -> None:
@@ -859,6 +861,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                         "included); watch: 0.1 s samples, time-mean over the window"},
             "process_memory": {"pid": workload.proc.pid, "window_start": dict(s0.process),
                                "window_end": dict(s1.process)},
+            "threads": lab_threads.thread_window(s0.threads, s1.threads, s1.t_s - s0.t_s),
             "oom": window.oom,
             "profile": profile,
             "perf": window.perf,
@@ -901,6 +904,10 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         if sc["lab.gctrace"]:
             manifest["gctrace"] = write_gc_cycles(out_dir, workload.launch_unix_s, window.start_unix_s)
         summ = derive.summarize_manifest(manifest, raw_bodies)
+        done = (summ.get("throughput_per_s") or 0) * (s1.t_s - s0.t_s)
+        if done > 0 and manifest["threads"]["totals"]["threads"]:
+            # the threads' CPU and switch-ins per completed item (request, record, burn)
+            manifest["threads"] = lab_threads.thread_window(s0.threads, s1.threads, s1.t_s - s0.t_s, done)
         (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
         (out_dir / "summary.json").write_text(json.dumps(summ, indent=1, sort_keys=True) + "\n")
         return summ
