@@ -304,9 +304,9 @@ else:
 #   a thread costs it 21-31 us of CPU, more after a long idle, and a futex wake-up reaches an idle
 #   CPU 25-40 us late (`lab/cmd/wakebench`, `cfsim lab wakeup`, `docs/params/lab-host-wakeup.toml`).
 #   With that file the `open-latency` twins' CPU error falls from 5.4 % to 4.2 % and p50 from 18.8 %
-#   to 16.7 %, but the `sched-overhead` twins' CPU error grows from 15 % to 24 %: the model wakes
-#   about twice as many Ms at GOMAXPROCS >= 2 as the lab workload's threads are woken
-#   (docs/model-notes.md), so the twins here leave it out.
+#   to 16.7 %, but the `sched-overhead` twins' CPU error grows from 15 % to 24 % (GOMAXPROCS >= 2 and
+#   high rates over-predicted; whether the model wakes too many Ms there is not settled,
+#   docs/model-notes.md), so the twins here leave it out.
 
 # %% [markdown]
 # ## Headline numbers (the golden regression reads this line)

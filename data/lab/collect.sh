@@ -6,7 +6,7 @@
 #   quota-steps 5, closed-menu 23, cpu-stream 48, alloc-stream 48, quota-steps-from-1.2 5,
 #   sched-overhead 10, sched-overhead-fanout8 10 (the first collection, about 2.5 h together);
 #   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218, gc-trace 12, preempt-profile 14,
-#   kernel-switches 12, kernel-switches-stream 10.
+#   kernel-switches 12, kernel-switches-stream 10, wakeups 15.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -53,3 +53,6 @@ if [ -z "$ARGS" ] || want kernel-switches-stream; then
 if [ -z "$ARGS" ] || want open-latency; then
   grid $S/open-latency.toml --design $S/open-latency.designs.toml --out data/lab/open-latency; fi
 echo "collection finished $(date -u +%FT%TZ)"
+if [ -z "$ARGS" ] || want wakeups; then
+  grid $S/wakeups.toml --grid go.gomaxprocs=1,2,8 --grid workload.fanout=1,4 --grid workload.rate_per_s=500,2000 \
+    --out data/lab/wakeups; fi
