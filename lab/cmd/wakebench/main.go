@@ -33,20 +33,9 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/cfsim/cfsim/lab/internal/spin"
 )
-
-var sink uint64
-
-// spin is pure ALU work (xorshift), so its own CPU is stable and it touches no memory.
-func spin(n int64) {
-	x := uint64(88172645463325252)
-	for i := int64(0); i < n; i++ {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-	}
-	sink += x & 1
-}
 
 // threadCPUns is this thread's CPU time (CLOCK_THREAD_CPUTIME_ID = 3), read with a raw call.
 func threadCPUns() int64 {
@@ -163,7 +152,7 @@ func main() {
 	// rounds of spin per microsecond of this thread's CPU
 	n := int64(1 << 20)
 	c0 := threadCPUns()
-	spin(n)
+	spin.Rounds(n)
 	perUs := float64(n) / (float64(threadCPUns()-c0) / 1e3)
 	busy := int64(*busyUs * perUs)
 
@@ -200,7 +189,7 @@ func main() {
 				a := threadCPUns()
 				rawSleep(time.Duration(s * 1e3))
 				b := threadCPUns()
-				spin(busy)
+				spin.Rounds(busy)
 				c := threadCPUns()
 				outside[i] = float64(b-a) / 1e3
 				busySum += float64(c-b) / 1e3

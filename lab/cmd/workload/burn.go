@@ -3,27 +3,14 @@ package main
 import (
 	"runtime"
 	"sort"
-	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/cfsim/cfsim/lab/internal/spin"
 )
 
 // rusageThread is RUSAGE_THREAD (linux/resource.h); the syscall package does not name it.
 const rusageThread = 1
-
-var spinSink atomic.Uint64
-
-// spin runs n rounds of xorshift: pure ALU work with no memory traffic, so its CPU cost per
-// round is stable and it cannot be optimised away (the result is published).
-func spin(n int64) {
-	x := uint64(88172645463325252)
-	for i := int64(0); i < n; i++ {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-	}
-	spinSink.Add(x & 1)
-}
 
 func threadCPU() time.Duration {
 	var ru syscall.Rusage
@@ -43,7 +30,7 @@ func calibrate() float64 {
 	// grow the round until it takes >= 10 ms of CPU, so the 1 us (rusage) tick is negligible
 	for {
 		c0 := threadCPU()
-		spin(n)
+		spin.Rounds(n)
 		if d := threadCPU() - c0; d >= 10*time.Millisecond {
 			break
 		}
@@ -52,7 +39,7 @@ func calibrate() float64 {
 	rates := make([]float64, 0, 7)
 	for i := 0; i < 7; i++ {
 		c0 := threadCPU()
-		spin(n)
+		spin.Rounds(n)
 		d := threadCPU() - c0
 		if d > 0 {
 			rates = append(rates, float64(n)/(float64(d)/1e6))
@@ -67,6 +54,6 @@ type burner struct{ roundsPerCPUMs float64 }
 
 func (b burner) burn(cpuMs float64) {
 	if cpuMs > 0 {
-		spin(int64(cpuMs * b.roundsPerCPUMs))
+		spin.Rounds(int64(cpuMs * b.roundsPerCPUMs))
 	}
 }

@@ -294,12 +294,11 @@ class CfsEngine:
             return 0
         now = self.env._now
         self._advance(c, now)
-        done_v = min(self._work_done_ns[c], self._t_end_v[tid])
-        left = self._t_end_v[tid] - done_v
-        self._t_base[tid] += done_v - self._t_start_v[tid]
+        left = self._left_ns(c, tid)
+        self._bank(c, tid)
         self._dequeue(c, tid, now)
         self._after_change(c, now)
-        return int(round(left))
+        return left
 
     def work_left(self, tid: int) -> int:
         """The unfinished work [ns] of a runnable thread, without stopping it (0 if blocked)."""
@@ -307,7 +306,15 @@ class CfsEngine:
         if c < 0:
             return 0
         self._advance(c, self.env._now)
+        return self._left_ns(c, tid)
+
+    def _left_ns(self, c: int, tid: int) -> int:
+        """Unfinished work of thread ``tid`` on CPU c, brought up to date [ns]."""
         return int(round(self._t_end_v[tid] - min(self._work_done_ns[c], self._t_end_v[tid])))
+
+    def _bank(self, c: int, tid: int) -> None:
+        """Add the CPU of the thread's current run to its finished runs' (it leaves the CPU)."""
+        self._t_base[tid] += min(self._work_done_ns[c], self._t_end_v[tid]) - self._t_start_v[tid]
 
     def is_runnable(self, tid: int) -> bool:
         return self._t_cpu[tid] >= 0

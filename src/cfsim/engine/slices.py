@@ -82,24 +82,12 @@ class SlicedCfsEngine(CfsEngine):
         return tid
 
     # ------------------------------------------------------------------ per-thread progress
-    def stop(self, tid: int) -> int:
-        c = self._t_cpu[tid]
-        if c < 0:
-            return 0
-        now = self.env._now
-        self._advance(c, now)
+    def _left_ns(self, c: int, tid: int) -> int:
         left = self._t_left[tid]
-        self._dequeue(c, tid, now)
-        self._after_change(c, now)
         return int(round(left)) if left > 0 else 0
 
-    def work_left(self, tid: int) -> int:
-        c = self._t_cpu[tid]
-        if c < 0:
-            return 0
-        self._advance(c, self.env._now)
-        left = self._t_left[tid]
-        return int(round(left)) if left > 0 else 0
+    def _bank(self, c: int, tid: int) -> None:
+        pass   # _advance banks the running thread's CPU as it goes
 
     def thread_cpu_ns(self, tid: int) -> int:
         c = self._t_cpu[tid]

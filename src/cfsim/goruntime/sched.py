@@ -42,11 +42,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from cfsim.kernel.wakeup import LINUX_TIMER_SLACK_NS
+
 STEAL_TRIES = 4
 SYSMON_MIN_DELAY_US = 20           # sysmon: "start with 20us sleep..."
 SYSMON_IDLE_DOUBLE = 50            # "... start doubling the sleep after 1ms..."
 SYSMON_MAX_DELAY_US = 10_000       # "... up to 10ms"
-LINUX_TIMER_SLACK_US = 50          # default per-thread timer slack (init_task.timer_slack_ns = 50000)
 FORCE_PREEMPT_NS = 10_000_000      # forcePreemptNS
 DRAIN_CHECK_NS = 100_000           # drainCheckThreshold ~ 100 us of scanning (idle-worker poll)
 
@@ -115,7 +116,7 @@ class Sysmon:
 
     __slots__ = ("slack_ns", "deep", "deep_since_ns", "next_ns", "idle", "delay_us")
 
-    def __init__(self, slack_ns: int = LINUX_TIMER_SLACK_US * 1000):
+    def __init__(self, slack_ns: int = LINUX_TIMER_SLACK_NS):
         self.slack_ns = int(slack_ns)
         self.deep = True
         self.deep_since_ns = 0   # when the last deep sleep began (a longer sleep wakes colder)

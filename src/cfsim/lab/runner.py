@@ -861,7 +861,6 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                         "included); watch: 0.1 s samples, time-mean over the window"},
             "process_memory": {"pid": workload.proc.pid, "window_start": dict(s0.process),
                                "window_end": dict(s1.process)},
-            "threads": lab_threads.thread_window(s0.threads, s1.threads, s1.t_s - s0.t_s),
             "oom": window.oom,
             "profile": profile,
             "perf": window.perf,
@@ -904,10 +903,10 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         if sc["lab.gctrace"]:
             manifest["gctrace"] = write_gc_cycles(out_dir, workload.launch_unix_s, window.start_unix_s)
         summ = derive.summarize_manifest(manifest, raw_bodies)
+        # the threads' CPU and switch-ins over the window, and per completed item (request, record, burn)
         done = (summ.get("throughput_per_s") or 0) * (s1.t_s - s0.t_s)
-        if done > 0 and manifest["threads"]["totals"]["threads"]:
-            # the threads' CPU and switch-ins per completed item (request, record, burn)
-            manifest["threads"] = lab_threads.thread_window(s0.threads, s1.threads, s1.t_s - s0.t_s, done)
+        manifest["threads"] = lab_threads.thread_window(s0.threads, s1.threads, s1.t_s - s0.t_s,
+                                                        done if done > 0 and s1.threads else None)
         (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
         (out_dir / "summary.json").write_text(json.dumps(summ, indent=1, sort_keys=True) + "\n")
         return summ

@@ -78,11 +78,9 @@ def wakeup_params(rows: Iterable[dict[str, float]], futex_wake: Iterable[dict[st
     >>> wakeup_params(rows)
     {'host.wakeup_us': 20.0, 'host.wakeup_cold_us': 60.0, 'host.wakeup_cold_ms': 10.0, 'host.timer_latency_us': 40.0}
     """
-    by_sleep: dict[float, list[tuple[float, float]]] = {}
-    for r in rows:
-        by_sleep.setdefault(r["sleep_us"], []).append((r["cycle_cpu_us_mean"], r["late_us"]))
-    cpu = [(s, statistics.median(c for c, _ in v)) for s, v in sorted(by_sleep.items())]
-    late = [(s, statistics.median(lt for _, lt in v)) for s, v in sorted(by_sleep.items())]
+    by_sleep = _by_sleep(rows)
+    cpu = [(s, statistics.median(r["cycle_cpu_us_mean"] for r in rs)) for s, rs in by_sleep.items()]
+    late = [(s, statistics.median(r["late_us"] for r in rs)) for s, rs in by_sleep.items()]
     base, cold, tau_ms = fit_wakeup_curve(cpu)
     out = {"host.wakeup_us": round(base, 2), "host.wakeup_cold_us": round(cold, 2),
            "host.wakeup_cold_ms": round(tau_ms, 2),
@@ -91,6 +89,14 @@ def wakeup_params(rows: Iterable[dict[str, float]], futex_wake: Iterable[dict[st
     if lat:
         out["host.wakeup_latency_us"] = round(statistics.median(lat), 1)
     return out
+
+
+def _by_sleep(rows: Iterable[dict[str, float]]) -> dict[float, list[dict[str, float]]]:
+    """The rows grouped by sleep length, shortest first."""
+    out: dict[float, list[dict[str, float]]] = {}
+    for r in rows:
+        out.setdefault(r["sleep_us"], []).append(r)
+    return dict(sorted(out.items()))
 
 
 def run_wakebench(binary: Path, rounds: int = 3, busy_us: float = 400.0, timeout_s: float = 600.0) -> str:
@@ -108,9 +114,7 @@ def params_toml(params: dict[str, float], rows: list[dict[str, float]], command:
                 futex_wake: Iterable[dict[str, Any]] = ()) -> str:
     """A ``--params`` file (``[params]`` for ``cfsim validate/run --params``) with the measurement
     it came from as comments and a ``[measurement]`` table."""
-    by_sleep: dict[float, list[dict[str, float]]] = {}
-    for r in rows:
-        by_sleep.setdefault(r["sleep_us"], []).append(r)
+    by_sleep = _by_sleep(rows)
     lines = [
         "# This host's CPU per sleep and wake-up of a thread, and its timer latency, measured by",
         "# lab/cmd/wakebench (one OS thread alternating a busy loop with nanosleep; its CPU outside",
@@ -119,7 +123,7 @@ def params_toml(params: dict[str, float], rows: list[dict[str, float]], command:
         f"# Reproduce: {command}",
         "# sleep [us]: CPU per cycle [us] (rounds), how late it woke [us] (median)",
     ]
-    for s, rs in sorted(by_sleep.items()):
+    for s, rs in by_sleep.items():
         cpus = ", ".join(f"{r['cycle_cpu_us_mean']:.1f}" for r in rs)
         lines.append(f"#   {s:>8.0f}: {cpus}; late {statistics.median(r['late_us'] for r in rs):.0f}")
     for d in futex_wake:
@@ -130,7 +134,7 @@ def params_toml(params: dict[str, float], rows: list[dict[str, float]], command:
     lines.append("")
     lines.append("[measurement]")
     lines.append(f'rounds = {len({r["round"] for r in rows})}')
-    lines.append(f'sleeps_us = [{", ".join(f"{s:g}" for s in sorted(by_sleep))}]')
+    lines.append(f'sleeps_us = [{", ".join(f"{s:g}" for s in by_sleep)}]')
     lines.append("cycle_cpu_us_median = [" + ", ".join(
-        f"{statistics.median(r['cycle_cpu_us_mean'] for r in by_sleep[s]):.2f}" for s in sorted(by_sleep)) + "]")
+        f"{statistics.median(r['cycle_cpu_us_mean'] for r in rs):.2f}" for rs in by_sleep.values()) + "]")
     return "\n".join(lines) + "\n"
