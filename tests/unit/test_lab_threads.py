@@ -48,3 +48,34 @@ def test_missing_process_and_malformed_lines(tmp_path):
 def test_window_counts_new_threads_from_zero_and_skips_per_item_without_items():
     w = thread_window({}, {5: (3_000_000, 0, 7)}, span_s=2.0)
     assert w["totals"] == {"cpu_s": 0.003, "switch_ins": 7, "threads": 1} and "per_item" not in w
+
+
+def test_a_sleeping_thread_counts_voluntary_switches():
+    def sleeper():
+        for _ in range(20):
+            time.sleep(0.002)
+
+    t = threading.Thread(target=sleeper)
+    before = read_thread_schedstat(os.getpid())
+    t.start()
+    tid = None
+    while tid is None:                      # the new thread's tid, read while it is alive
+        tid = t.native_id
+    after = {}
+    while t.is_alive():
+        after = read_thread_schedstat(os.getpid()) or after
+        time.sleep(0.005)
+    t.join()
+    if tid not in after or len(after[tid]) < 5:
+        pytest.skip("no per-thread voluntary/involuntary switch counts on this kernel")
+    w = thread_window(before, after, 0.05)
+    row = next(r for r in w["threads"] if r["tid"] == tid)
+    assert row["sleeps"] >= 5 and row["sleeps"] <= row["switch_ins"]
+
+
+def test_status_switches_are_read_beside_schedstat(tmp_path):
+    task = tmp_path / "7" / "task" / "7"
+    task.mkdir(parents=True)
+    (task / "schedstat").write_text("100 20 3\n")
+    (task / "status").write_text("Name:\tx\nvoluntary_ctxt_switches:\t2\nnonvoluntary_ctxt_switches:\t1\n")
+    assert read_thread_schedstat(7, proc=tmp_path) == {7: (100, 20, 3, 2, 1)}

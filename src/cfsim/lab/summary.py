@@ -126,7 +126,7 @@ class Snapshot:
     loadgen: Samples = field(default_factory=dict)
     memory: MemoryStat | None = None  # the run's memory cgroup
     process: Mapping[str, int] = field(default_factory=dict)  # workload /proc/<pid>/status: VmRSS, VmHWM [bytes]
-    threads: Mapping[int, tuple[int, int, int]] = field(default_factory=dict)  # per-thread schedstat (lab.threads)
+    threads: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # per-thread schedstat, switches (lab.threads)
 
 
 def histogram_quantile(q: float, buckets: Iterable[tuple[float, float]]) -> float | None:

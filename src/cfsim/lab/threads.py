@@ -1,10 +1,17 @@
 """Per-thread CPU and wake-ups of the workload over a run's window, from
 ``/proc/<pid>/task/<tid>/schedstat`` (``kernel/sched/stats.c: show_schedstat``'s per-task line:
-time on a CPU [ns], time waiting on a runqueue [ns], number of times run on a CPU).
+time on a CPU [ns], time waiting on a runqueue [ns], number of times run on a CPU) and the
+``voluntary_ctxt_switches``/``nonvoluntary_ctxt_switches`` lines of ``.../status``
+(``fs/proc/array.c: task_context_switch_counts``; ``kernel/sched/core.c: __schedule`` counts a
+switch away from a task that blocked as voluntary (``nvcsw``) and one from a task still runnable,
+preempted, as involuntary (``nivcsw``)).
 
 A Go process's threads are its Ms and sysmon; ``schedstat`` tells how often each was switched in
 (after a sleep, or after being preempted) and how much CPU each used: the thread with many
-switch-ins and little CPU is sysmon polling, the rest are Ms. A run's manifest keeps the per-thread
+switch-ins and little CPU is sysmon polling, the rest are Ms. A switch-in follows either a sleep
+(each sleep of a thread is one wake-up: the voluntary count) or a preemption (the involuntary
+count), so the voluntary count is the thread's wake-ups and the switch-ins only bound them from
+above. A run's manifest keeps the per-thread
 differences over the window (``threads``), so the runtime's wake-ups per request can be compared
 with a twin's (``os_thread_wakes_per_s``) from measurements rather than priors.
 """
@@ -14,6 +21,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 Schedstat = tuple[int, int, int]   # (run_ns, wait_ns, timeslices)
+#: a thread's reading: the schedstat triple, then (voluntary, involuntary) switches where the
+#: kernel's status file gives them
+ThreadStat = tuple[int, ...]
 
 
 def parse_schedstat(text: str) -> Schedstat:
@@ -34,26 +44,53 @@ def parse_schedstat(text: str) -> Schedstat:
     return run_ns, wait_ns, slices
 
 
-def read_thread_schedstat(pid: int, proc: Path = Path("/proc")) -> dict[int, Schedstat]:
-    """Every thread's ``schedstat`` now (threads that exit while being read are left out; {} if the
-    process is gone or the kernel has no schedstat)."""
-    out: dict[int, Schedstat] = {}
+def parse_ctxt_switches(status: str) -> tuple[int, int] | None:
+    """``(voluntary, involuntary)`` context switches from a ``/proc/.../status`` text (None if the
+    kernel does not report them).
+
+    >>> parse_ctxt_switches("Name:\\tgo\\nvoluntary_ctxt_switches:\\t41\\nnonvoluntary_ctxt_switches:\\t3\\n")
+    (41, 3)
+    >>> parse_ctxt_switches("Name:\\tgo\\n") is None
+    True
+    """
+    found: dict[str, int] = {}
+    for line in status.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+            found[key] = int(value)
+    if len(found) < 2:
+        return None
+    return found["voluntary_ctxt_switches"], found["nonvoluntary_ctxt_switches"]
+
+
+def read_thread_schedstat(pid: int, proc: Path = Path("/proc")) -> dict[int, ThreadStat]:
+    """Every thread's ``schedstat`` now, with its (voluntary, involuntary) switches appended where
+    ``status`` gives them (threads that exit while being read are left out; {} if the process is
+    gone or the kernel has no schedstat)."""
+    out: dict[int, ThreadStat] = {}
     try:
         tasks = list((proc / str(pid) / "task").iterdir())
     except OSError:
         return out
     for task in tasks:
         try:
-            out[int(task.name)] = parse_schedstat((task / "schedstat").read_text())
+            stat: ThreadStat = parse_schedstat((task / "schedstat").read_text())
         except (OSError, ValueError):
             continue
+        try:
+            switches = parse_ctxt_switches((task / "status").read_text())
+        except (OSError, ValueError):
+            switches = None
+        out[int(task.name)] = stat + switches if switches else stat
     return out
 
 
-def thread_window(start: Mapping[Any, Schedstat], end: Mapping[Any, Schedstat], span_s: float,
+def thread_window(start: Mapping[Any, ThreadStat], end: Mapping[Any, ThreadStat], span_s: float,
                   completed: float | None = None) -> dict[str, Any]:
     """The threads' CPU and switch-ins between two readings (threads started meanwhile count from
-    zero), largest CPU first, with totals and, given ``completed`` items, per item.
+    zero), largest CPU first, with totals and, given ``completed`` items, per item. Where both
+    readings give voluntary and involuntary switches, each row and the totals also carry ``sleeps``
+    (voluntary: the thread blocked, and was later woken) and ``preempted`` (involuntary).
 
     >>> w = thread_window({1: (10_000, 0, 5), 2: (0, 0, 0)}, {1: (2_010_000, 50_000, 105), 2: (400_000, 0, 900),
     ...                    3: (1_000_000, 0, 20)}, span_s=1.0, completed=100)
@@ -63,22 +100,38 @@ def thread_window(start: Mapping[Any, Schedstat], end: Mapping[Any, Schedstat], 
     {'cpu_us': 34.0, 'switch_ins': 10.2}
     >>> [t["tid"] for t in w["threads"]]
     [1, 3, 2]
+    >>> w = thread_window({1: (0, 0, 5, 4, 1)}, {1: (1_000, 0, 35, 28, 7)}, span_s=1.0, completed=10)
+    >>> w["threads"][0]["sleeps"], w["threads"][0]["preempted"], w["per_item"]["sleeps"]
+    (24, 6, 2.4)
     """
     rows = []
-    for tid, (run1, wait1, n1) in end.items():
-        run0, wait0, n0 = start.get(tid, (0, 0, 0))
-        rows.append({"tid": int(tid), "cpu_s": round((run1 - run0) / 1e9, 6),
-                     "wait_s": round((wait1 - wait0) / 1e9, 6), "switch_ins": int(n1 - n0)})
+    for tid, now in end.items():
+        before = start.get(tid, (0,) * len(now))
+        diff = [b - a for a, b in zip(before, now)]
+        row = {"tid": int(tid), "cpu_s": round(diff[0] / 1e9, 6), "wait_s": round(diff[1] / 1e9, 6),
+               "switch_ins": int(diff[2])}
+        if len(diff) == 5:
+            row["sleeps"], row["preempted"] = int(diff[3]), int(diff[4])
+        rows.append(row)
     rows.sort(key=lambda r: (-r["cpu_s"], r["tid"]))
-    cpu_s = round(sum(r["cpu_s"] for r in rows), 6)
-    switches = sum(r["switch_ins"] for r in rows)
+    totals: dict[str, Any] = {"cpu_s": round(sum(r["cpu_s"] for r in rows), 6),
+                              "switch_ins": sum(r["switch_ins"] for r in rows), "threads": len(rows)}
+    split = bool(rows) and all("sleeps" in r for r in rows)
+    if split:
+        totals["sleeps"] = sum(r["sleeps"] for r in rows)
+        totals["preempted"] = sum(r["preempted"] for r in rows)
     out: dict[str, Any] = {
         "note": "per thread over the window: CPU, time waiting for a CPU, times switched in "
-                "(/proc/<pid>/task/<tid>/schedstat)",
+                "(/proc/<pid>/task/<tid>/schedstat); sleeps and preemptions (voluntary and "
+                "involuntary switches, /proc/<pid>/task/<tid>/status)",
         "span_s": round(span_s, 3),
-        "totals": {"cpu_s": cpu_s, "switch_ins": switches, "threads": len(rows)},
+        "totals": totals,
         "threads": rows,
     }
     if completed:
-        out["per_item"] = {"cpu_us": round(cpu_s / completed * 1e6, 3), "switch_ins": round(switches / completed, 4)}
+        out["per_item"] = {"cpu_us": round(totals["cpu_s"] / completed * 1e6, 3),
+                           "switch_ins": round(totals["switch_ins"] / completed, 4)}
+        if split:
+            out["per_item"]["sleeps"] = round(totals["sleeps"] / completed, 4)
+            out["per_item"]["preempted"] = round(totals["preempted"] / completed, 4)
     return out
