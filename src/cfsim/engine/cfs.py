@@ -319,6 +319,13 @@ class CfsEngine:
     def is_runnable(self, tid: int) -> bool:
         return self._t_cpu[tid] >= 0
 
+    def cpus_running(self) -> int:
+        """CPUs running one of the group's threads now (queued and not throttled): the CPUs whose
+        TLBs a change to the process's address space must flush (x86 ``native_flush_tlb_multi``
+        skips CPUs that run no thread of the process, ``tlb_is_not_lazy``)."""
+        thr = self._throttled
+        return sum(1 for c, q in enumerate(self._queued) if q and not thr[c])
+
     def is_throttled(self, tid: int) -> bool:
         c = self._t_cpu[tid]
         return c >= 0 and self._throttled[c]

@@ -10,7 +10,13 @@ Sources (Go 1.26, ``src/runtime``):
 * ``mgcscavenge.go`` ``gcPaceScavenger``: the background scavenger returns free pages until
   ``heapInUse + heapFree <= 1.1 x lastHeapInUse x heapGoal / lastHeapGoal`` (no limit) or
   ``mappedReady <= 0.95 x limit``, paced to ``scavengePercent`` = 1 % of GOMAXPROCS x wall
-  time, at about 10 us of work per 4 KiB page (``approxWorkedNSPerPhysicalPage``);
+  time of the work it measures (``scavengerState.run`` times each 64 KiB ``scavengeQuantum``;
+  ``approxWorkedNSPerPhysicalPage``, 10 us a page, only stands in when the clock did not advance):
+  here the CPU of releasing a page, with the TLB flushes of other CPUs running the process.
+  The background scavenger skips "dense" chunks (``scavChunkData.shouldScavenge``: a 4 MiB
+  chunk with >= 96.875 % of its pages in use now or at the last mark termination, when
+  ``scavengeIndex.nextGen`` starts a generation); only the allocator's scavenging for the memory
+  limit is forced past them;
 * ``mheap.go`` ``(*mheap).allocSpan``: an allocation that would take ``mappedReady`` over the
   limit scavenges the excess at once (a scavenge assist), unless the GC CPU limiter is on; a
   heap growth beyond the retained goal scavenges the growth;
@@ -39,7 +45,9 @@ PAGE = 4096
 SCAVENGE_PERCENT = 1               # scavengePercent
 RETAIN_EXTRA_PERCENT = 10          # retainExtraPercent
 REDUCE_EXTRA_PERCENT = 5           # reduceExtraPercent
-SCAVENGE_NS_PER_PAGE = 10_000      # approxWorkedNSPerPhysicalPage (the source's own estimate)
+SCAVENGE_QUANTUM = 64 << 10       # scavengeQuantum: the scavenger releases at most this much at a time
+CHUNK = 4 << 20                    # pallocChunkBytes: the page allocator's (and scavenger's) chunk
+DENSE_FRACTION = 0.96875           # scavChunkHiOccFrac: a chunk this full is "dense"
 
 GOMEMLIMIT_POLICIES = ("explicit", "automemlimit")
 AUTOMEMLIMIT_DEFAULT_RATIO = 0.9   # github.com/KimMachineGun/automemlimit defaultAUTOMEMLIMIT
@@ -81,7 +89,6 @@ class MemoryParams:
     frag_fraction: float = 0.03         # free slots in in-use spans per object byte
     stack_bytes: int = 0                # goroutine stacks (the workload's goroutines x their size)
     file_bytes: int = 5 * MiB           # the binary's resident file pages (RSS, not the cgroup's anon)
-    scavenge_ns_per_page: float = SCAVENGE_NS_PER_PAGE
 
 
 def non_heap_sys(heap_mapped: int, params: MemoryParams) -> int:
@@ -140,14 +147,25 @@ def scavenge_goals(limit: int | None, heap_goal: int, last_heap_goal: int, last_
     return gc_goal, mem_goal
 
 
-def scavenge_rate_bytes_per_s(gomaxprocs: int, ns_per_page: float = SCAVENGE_NS_PER_PAGE) -> float:
-    """The background scavenger's pace: 1 % of ``GOMAXPROCS`` x wall time of work at
-    ``ns_per_page`` per 4 KiB page.
+def dense_bytes(inuse: int) -> int:
+    """Heap bytes in chunks that ``inuse`` bytes of spans packed from the heap's start make dense
+    (``scavChunkHiOccFrac``): the full chunks, and the last one if it is at least 96.875 % full.
 
-    >>> scavenge_rate_bytes_per_s(2) == 0.02 * 1e9 / 10_000 * 4096
+    >>> dense_bytes(10 * MiB) == 8 * MiB, dense_bytes(int(11.9 * MiB)) == 12 * MiB
+    (True, True)
+    """
+    full, rest = divmod(int(inuse), CHUNK)
+    return (full + (rest >= DENSE_FRACTION * CHUNK)) * CHUNK
+
+
+def scavenge_rate_bytes_per_s(gomaxprocs: int, ns_per_page: float) -> float:
+    """The background scavenger's pace: 1 % of ``GOMAXPROCS`` x wall time of work at
+    ``ns_per_page`` (what it measures releasing a 4 KiB page) per page.
+
+    >>> scavenge_rate_bytes_per_s(2, 200.0) == 0.02 * 1e9 / 200 * 4096
     True
     """
-    return SCAVENGE_PERCENT / 100.0 * gomaxprocs * 1e9 / ns_per_page * PAGE
+    return SCAVENGE_PERCENT / 100.0 * gomaxprocs * 1e9 / max(ns_per_page, 1.0) * PAGE
 
 
 class HeapMemory:
@@ -158,7 +176,7 @@ class HeapMemory:
     ``alloc`` is ``heapAlloc`` (object bytes in use, garbage included until swept).
     """
 
-    __slots__ = ("params", "inuse", "free", "released", "alloc", "peak_mapped", "last_inuse",
+    __slots__ = ("params", "inuse", "free", "released", "alloc", "peak_mapped", "last_inuse", "dense",
                  "scavenged_bytes", "faulted_bytes", "grown_bytes", "mapped_ready", "_frag1")
 
     def __init__(self, params: MemoryParams, heap_alloc: int):
@@ -169,6 +187,7 @@ class HeapMemory:
         self.free = 0
         self.released = 0
         self.last_inuse = self.inuse
+        self.dense = dense_bytes(self.inuse)
         self.mapped_ready = 0
         self._update()
         self.peak_mapped = self.mapped_ready
@@ -234,6 +253,7 @@ class HeapMemory:
         """Mark termination and sweep: ``lastHeapInUse`` is taken before the garbage spans are
         freed; the objects left are the marked ones."""
         self.last_inuse = self.inuse
+        self.dense = dense_bytes(self.inuse)
         self.alloc = int(heap_marked)
         spans = self._spans_for(self.alloc)
         if spans < self.inuse:
@@ -253,9 +273,9 @@ class HeapMemory:
         return n
 
     def scavenge_background(self, dt_ns: float, gomaxprocs: int, limit: int | None, heap_goal: int,
-                            last_heap_goal: int) -> int:
+                            last_heap_goal: int, ns_per_page: float) -> int:
         """The background scavenger over ``dt_ns`` of wall time: toward whichever goal of
-        ``gcPaceScavenger`` is not met, at its 1 % pace."""
+        ``gcPaceScavenger`` is not met, at its 1 % pace of ``ns_per_page`` a page."""
         gc_goal, mem_goal = scavenge_goals(limit, heap_goal, last_heap_goal, self.last_inuse,
                                            self.mapped_ready, self.retained)
         want = 0
@@ -263,9 +283,12 @@ class HeapMemory:
             want = max(want, self.retained - gc_goal)
         if mem_goal is not None:
             want = max(want, self.mapped_ready - mem_goal)
+        # free pages in chunks dense now or at the last mark termination are skipped (the spans
+        # in use are packed from the heap's start: the dense chunks are those they filled)
+        want = min(want, self.retained - max(self.dense, dense_bytes(self.inuse)))
         if want <= 0:
             return 0
-        budget = scavenge_rate_bytes_per_s(gomaxprocs, self.params.scavenge_ns_per_page) * dt_ns / 1e9
+        budget = scavenge_rate_bytes_per_s(gomaxprocs, ns_per_page) * dt_ns / 1e9
         return self.scavenge(min(want, budget))
 
 

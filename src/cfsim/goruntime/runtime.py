@@ -161,6 +161,7 @@ class GoParams:
     alloc_ns_per_byte: float = 165.0 / 1024   # mallocgc per allocated byte (see schema go.alloc_ns_per_kb)
     page_fault_ns: float = 1_000.0            # a page fault on grown or released heap memory
     page_release_ns: float = 140.0            # returning a page to the OS
+    tlb_shootdown_ns: float = 0.0             # flushing another CPU's TLB after a release (host.tlb_shootdown_us)
     wakeup: WakeupCost = WakeupCost()         # the host's CPU per sleep and wake-up of a thread
 
     @classmethod
@@ -172,8 +173,7 @@ class GoParams:
                                            go["automemlimit_ratio"])
         mem = gmem.MemoryParams(base_bytes=int(go["mem_base_mb"] * MiB),
                                 metadata_fraction=go["mem_metadata_fraction"],
-                                frag_fraction=go["mem_frag_fraction"], file_bytes=int(go["mem_binary_mb"] * MiB),
-                                scavenge_ns_per_page=go["scavenge_us_per_page"] * 1e3)
+                                frag_fraction=go["mem_frag_fraction"], file_bytes=int(go["mem_binary_mb"] * MiB))
         return cls(gomaxprocs=go["gomaxprocs"], round=go["round"], version=go["version"], gogc=go["gogc"],
                    gomemlimit_bytes=gomemlimit, memory_limit_bytes=cg_bytes, mem=mem,
                    live_heap_bytes=int(go["live_heap_mb"] * MiB), roots_bytes=int(go["roots_mb"] * MiB),
@@ -187,7 +187,8 @@ class GoParams:
                    threads_per_core=sc["host.threads_per_core"], smt_slowdown=sc["host.smt_slowdown"],
                    background_cores=sc["host.background_cores"],
                    alloc_ns_per_byte=go["alloc_ns_per_kb"] / 1024, page_fault_ns=go["page_fault_us"] * 1e3,
-                   page_release_ns=go["page_release_us"] * 1e3, wakeup=WakeupCost.from_scenario(sc))
+                   page_release_ns=go["page_release_us"] * 1e3, tlb_shootdown_ns=sc["host.tlb_shootdown_us"] * 1e3,
+                   wakeup=WakeupCost.from_scenario(sc))
 
 
 def scan_miss_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float) -> float:
@@ -812,7 +813,11 @@ class GoRuntime(RuntimeReports):
 
     def _mm_charge(self) -> None:
         """Page faults (heap growth, released memory taken back) and page releases (scavenging)
-        since the last call, as CPU owed by the allocating goroutines."""
+        since the last call, as CPU owed by the allocating goroutines. A release while other CPUs
+        run threads of the process also flushes their TLBs: one inter-processor interrupt per
+        other CPU and per run the scavenger releases (``scavengeQuantum``, 64 KiB;
+        ``madvise(MADV_DONTNEED)`` -> ``zap_page_range`` -> ``flush_tlb_mm_range``), paid by the
+        releasing thread's wait and the interrupted thread (``host.tlb_shootdown_us``)."""
         mem = self.mem
         faulted = mem.faulted_bytes + mem.grown_bytes
         released = mem.scavenged_bytes
@@ -820,7 +825,18 @@ class GoRuntime(RuntimeReports):
         if faulted != f0 or released != r0:
             self._mm_seen = (faulted, released)
             self.mm_debt_ns += ((faulted - f0) * self.params.page_fault_ns
-                                + (released - r0) * self.params.page_release_ns) / gmem.PAGE
+                                + (released - r0) * self._release_ns_per_page()) / gmem.PAGE
+
+    def _release_ns_per_page(self) -> float:
+        """CPU of releasing a 4 KiB page now: the ``madvise`` itself, and while other CPUs run
+        threads of the process one TLB flush of each per 64 KiB released."""
+        p = self.params
+        ns = p.page_release_ns
+        if p.tlb_shootdown_ns > 0:
+            others = self.engine.cpus_running() - 1
+            if others > 0:
+                ns += others * p.tlb_shootdown_ns * gmem.PAGE / gmem.SCAVENGE_QUANTUM
+        return ns
 
     def _count_alloc(self, alloc: int, work: int) -> None:
         """Heap accounting of a chunk's allocation (``heapLive``, ``/gc/heap/allocs``, the spans
@@ -1526,7 +1542,8 @@ class GoRuntime(RuntimeReports):
         if not self.dead:
             # the background scavenger, paced over the sampling interval (mgcscavenge.go)
             self.mem.scavenge_background(self.sample_ns if self.samples else 0, self.nprocs,
-                                         self.params.gomemlimit_bytes, self.goal, self.last_goal)
+                                         self.params.gomemlimit_bytes, self.goal, self.last_goal,
+                                         self._release_ns_per_page())
             self._mm_charge()
         row = self._row()
         self.samples.append(row)

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 import tomli_w
 
 from cfsim.kernel import limits
-from cfsim.scenario.schema import SCHEMA, Key, ScenarioError
+from cfsim.scenario.schema import RETIRED, SCHEMA, Key, ScenarioError
 
 __all__ = ["Scenario", "ScenarioError", "load_scenario", "builtin_names", "parse_value"]
 
@@ -85,6 +85,8 @@ def _split_override(item: str | tuple[str, Any]) -> tuple[str, str, Any]:
     dotted = dotted.strip()
     if dotted.count(".") != 1:
         raise ScenarioError(dotted, "an override key must look like section.key")
+    if dotted in RETIRED:
+        raise ScenarioError(dotted, RETIRED[dotted])
     section, key = dotted.split(".")
     return section, key, value
 
@@ -179,7 +181,7 @@ def validate(raw: Mapping[str, Any], source: str = "<dict>", overrides: list[str
         if not isinstance(keys, Mapping):
             raise ScenarioError(section, "must be a table of keys")
         for key in keys:
-            if key not in SCHEMA[section]:
+            if key not in SCHEMA[section] and f"{section}.{key}" not in RETIRED:
                 raise ScenarioError(f"{section}.{key}",
                                     f"unknown key; known keys of [{section}]: {', '.join(SCHEMA[section])}")
     for section, spec_keys in SCHEMA.items():

@@ -44,7 +44,8 @@ PARAM_BOUNDS: dict[str, tuple[float, float]] = {
     "go.mem_base_mb": (0.1, 100.0),
     "go.mem_metadata_fraction": (0.001, 0.3),
     "go.mem_frag_fraction": (0.001, 1.0),
-    "go.scavenge_us_per_page": (0.1, 100.0),
+    "go.page_release_us": (0.01, 100.0),
+    "host.tlb_shootdown_us": (0.0, 1000.0),
 }
 #: above this 1-sigma (log) the data say nothing about a parameter (a factor of e^5 ~ 150)
 MAX_SIGMA_LOG = 5.0
