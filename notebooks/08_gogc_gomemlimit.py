@@ -96,7 +96,7 @@ if PARAMS is None:
     TRAIN_RUNS = set(params_file["fit"]["train_runs"])
     print(f"GC parameters fitted on {len(TRAIN_RUNS)} of the grid's runs (the rest are held out): {PARAMS}")
     # the lab host's CPU per TLB flush of another CPU when memory is returned (measured by
-    # lab/cmd/faultbench -busy, not fitted): what GOMAXPROCS >= 2 costs a heap held at its limit
+    # `cfsim lab tlb`, not fitted): what GOMAXPROCS >= 2 costs a heap held at its limit
     host_file = tomllib.loads((repo_root() / "docs" / "params" / "lab-host-memory.toml").read_text())
     PARAMS.update({k: float(v) for k, v in host_file["params"].items()})
     print(f"lab host, measured: {host_file['params']}")
@@ -165,7 +165,7 @@ fig.tight_layout()
 # Each run's twin is its resolved `scenario.toml` (nothing measured goes into it), with the GC scan
 # rate fitted on four of the grid's runs (`docs/params/gc-memory.toml`; those four are left out of the
 # error table) and the lab host's measured cost of a TLB flush when memory is returned while another
-# CPU runs the process (`docs/params/lab-host-memory.toml`, `lab/cmd/faultbench -busy`: at
+# CPU runs the process (`docs/params/lab-host-memory.toml`, `cfsim lab tlb`: at
 # GOMAXPROCS >= 2 a heap held at its GOMEMLIMIT releases and refaults nearly every page it
 # allocates, and every release interrupts the other CPU). Errors per metric as `cfsim validate` computes them: GC cycles per second, the heap
 # goal averaged over the window, throughput, the memory cgroup's usage averaged over the window (its

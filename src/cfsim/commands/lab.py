@@ -46,6 +46,15 @@ def add_parser(sub) -> None:
     w.add_argument("--from", dest="from_file", metavar="FILE.jsonl", help="fit a saved wakebench output instead "
                                                                           "of running it")
     w.set_defaults(func=run_wakeup)
+    t = lab_sub.add_parser("tlb", help="this host's CPU for returning memory to the OS and for the TLB flush it "
+                                       "sends to another CPU running the process (lab/cmd/faultbench), written "
+                                       "as go.page_release_us and host.tlb_shootdown_us")
+    t.add_argument("--out", metavar="FILE.toml", help="write a --params file (default: print it)")
+    t.add_argument("--rounds", type=int, default=3, metavar="N", help="rounds, each alone and with the other "
+                                                                      "CPU busy (a few seconds each)")
+    t.add_argument("--from", dest="from_file", metavar="FILE.jsonl", help="fit a saved faultbench output instead "
+                                                                          "of running it")
+    t.set_defaults(func=run_tlb)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -135,6 +144,39 @@ def run_wakeup(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     toml = lw.params_toml(params, rows, command, meta["futex_wake"])
+    if args.out:
+        Path(args.out).write_text(toml)
+        print(f"wrote {args.out}: " + ", ".join(f"{k} = {v}" for k, v in params.items()))
+    else:
+        print(toml, end="")
+    return 0
+
+
+def run_tlb(args) -> int:
+    from cfsim.lab import build
+    from cfsim.lab import tlb
+
+    command = "python -m cfsim lab tlb" + (f" --rounds {args.rounds}" if args.rounds != 3 else "") + \
+        (f" --out {args.out}" if args.out else "")
+    try:
+        if args.from_file:
+            path = Path(args.from_file)
+            if not path.is_file():
+                print(f"error: --from {path}: no such file", file=sys.stderr)
+                return 2
+            text, source = path.read_text(), str(path)
+        else:
+            bins = build.build()
+            text, source = tlb.run_faultbench(bins["faultbench"], rounds=args.rounds), "faultbench"
+        rows, _meta = tlb.read_faultbench(text, source)
+        params = tlb.tlb_params(rows)
+    except build.BuildError as exc:
+        print(f"error: the lab cannot run here: {exc}", file=sys.stderr)
+        return 3
+    except tlb.FaultbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    toml = tlb.params_toml(params, rows, command)
     if args.out:
         Path(args.out).write_text(toml)
         print(f"wrote {args.out}: " + ", ".join(f"{k} = {v}" for k, v in params.items()))

@@ -15,4 +15,5 @@ The same scenario the simulator reads drives a real run, so every lab run has a 
 - :mod:`cfsim.lab.preflight`   clear messages when root, cgroups, Go or Prometheus are missing
 - :mod:`cfsim.lab.threads`     per-thread CPU and switch-ins of the workload over the window
 - :mod:`cfsim.lab.wakeup`      the host's CPU and latency of a thread's sleep and wake-up (wakebench)
+- :mod:`cfsim.lab.tlb`         the host's CPU for returning memory and flushing another CPU's TLB (faultbench)
 """

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-BINARIES = ("workload", "loadgen", "profsplit", "wakebench")
+BINARIES = ("workload", "loadgen", "profsplit", "wakebench", "faultbench")
 
 
 class BuildError(RuntimeError):

@@ -144,8 +144,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                               "releasing thread's wait for the inter-processor interrupt plus the "
                                               "interrupted thread's handling (x86 native_flush_tlb_multi; one flush "
                                               "per 64 KiB released and per other CPU running a thread of the "
-                                              "process; a few us on bare metal, about 21 on the lab's virtual "
-                                              "machine, lab/cmd/faultbench -busy)", _between(0, 100_000)),
+                                              "process; a few us on bare metal, 17.6-19 on the lab's virtual "
+                                              "machine, `cfsim lab tlb`)", _between(0, 100_000)),
     },
     "cgroup": {
         "cpu_limit": Key(None, "float", "CPU limit [cores]; absent = unlimited", _gt(0), optional=True),
