@@ -119,11 +119,13 @@ def run(args) -> int:
         return 130
 
 
-def run_wakeup(args) -> int:
+def _host_params(args, name: str, binary: str, run_bench, fit, error: type[Exception]) -> int:
+    """``cfsim lab wakeup`` and ``cfsim lab tlb``: run a host benchmark (or read its saved output,
+    ``--from``), fit ``fit(text, source, command) -> (params, toml)`` and print or write the
+    ``--params`` file. Exit 2 for bad input, 3 where the lab cannot run."""
     from cfsim.lab import build
-    from cfsim.lab import wakeup as lw
 
-    command = "python -m cfsim lab wakeup" + (f" --rounds {args.rounds}" if args.rounds != 3 else "") + \
+    command = f"python -m cfsim lab {name}" + (f" --rounds {args.rounds}" if args.rounds != 3 else "") + \
         (f" --out {args.out}" if args.out else "")
     try:
         if args.from_file:
@@ -134,55 +136,40 @@ def run_wakeup(args) -> int:
             text, source = path.read_text(), str(path)
         else:
             bins = build.build()
-            text, source = lw.run_wakebench(bins["wakebench"], rounds=args.rounds), "wakebench"
-        rows, meta = lw.read_wakebench(text, source)
-        params = lw.wakeup_params(rows, meta["futex_wake"])
+            text, source = run_bench(bins[binary], rounds=args.rounds), binary
+        params, toml = fit(text, source, command)
     except build.BuildError as exc:
         print(f"error: the lab cannot run here: {exc}", file=sys.stderr)
         return 3
-    except lw.WakebenchError as exc:
+    except error as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    toml = lw.params_toml(params, rows, command, meta["futex_wake"])
     if args.out:
         Path(args.out).write_text(toml)
         print(f"wrote {args.out}: " + ", ".join(f"{k} = {v}" for k, v in params.items()))
     else:
         print(toml, end="")
     return 0
+
+
+def run_wakeup(args) -> int:
+    from cfsim.lab import wakeup as lw
+
+    def fit(text: str, source: str, command: str):
+        rows, meta = lw.read_wakebench(text, source)
+        params = lw.wakeup_params(rows, meta["futex_wake"])
+        return params, lw.params_toml(params, rows, command, meta["futex_wake"])
+    return _host_params(args, "wakeup", "wakebench", lw.run_wakebench, fit, lw.WakebenchError)
 
 
 def run_tlb(args) -> int:
-    from cfsim.lab import build
     from cfsim.lab import tlb
 
-    command = "python -m cfsim lab tlb" + (f" --rounds {args.rounds}" if args.rounds != 3 else "") + \
-        (f" --out {args.out}" if args.out else "")
-    try:
-        if args.from_file:
-            path = Path(args.from_file)
-            if not path.is_file():
-                print(f"error: --from {path}: no such file", file=sys.stderr)
-                return 2
-            text, source = path.read_text(), str(path)
-        else:
-            bins = build.build()
-            text, source = tlb.run_faultbench(bins["faultbench"], rounds=args.rounds), "faultbench"
+    def fit(text: str, source: str, command: str):
         rows, _meta = tlb.read_faultbench(text, source)
         params = tlb.tlb_params(rows)
-    except build.BuildError as exc:
-        print(f"error: the lab cannot run here: {exc}", file=sys.stderr)
-        return 3
-    except tlb.FaultbenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    toml = tlb.params_toml(params, rows, command)
-    if args.out:
-        Path(args.out).write_text(toml)
-        print(f"wrote {args.out}: " + ", ".join(f"{k} = {v}" for k, v in params.items()))
-    else:
-        print(toml, end="")
-    return 0
+        return params, tlb.params_toml(params, rows, command)
+    return _host_params(args, "tlb", "faultbench", tlb.run_faultbench, fit, tlb.FaultbenchError)
 
 
 def _overrides_text(overrides: list) -> str:

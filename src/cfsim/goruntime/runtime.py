@@ -276,6 +276,7 @@ class GoRuntime(RuntimeReports):
         # OS-thread wake-ups (startm -> futexwakeup) and parks (stopm -> futexsleep): each is a
         # context switch of an M in the kernel (in and out), what `perf stat` counts voluntarily
         self.m_wakes = 0
+        self.tlb_flushes = 0.0     # other CPUs' TLBs flushed by the process's releases of memory
         self.m_parks = 0
         self.pauses_ns: list[int] = []
         self.pause_end_ns: list[int] = []
@@ -824,19 +825,20 @@ class GoRuntime(RuntimeReports):
         f0, r0 = self._mm_seen
         if faulted != f0 or released != r0:
             self._mm_seen = (faulted, released)
+            others = self._other_cpus_running() if released != r0 else 0
+            self.tlb_flushes += (released - r0) / gmem.SCAVENGE_QUANTUM * others
             self.mm_debt_ns += ((faulted - f0) * self.params.page_fault_ns
-                                + (released - r0) * self._release_ns_per_page()) / gmem.PAGE
+                                + (released - r0) * self._release_ns_per_page(others)) / gmem.PAGE
 
-    def _release_ns_per_page(self) -> float:
-        """CPU of releasing a 4 KiB page now: the ``madvise`` itself, and while other CPUs run
-        threads of the process one TLB flush of each per 64 KiB released."""
+    def _other_cpus_running(self) -> int:
+        """CPUs besides the releasing thread's that run threads of the process now."""
+        return max(self.engine.cpus_running() - 1, 0)
+
+    def _release_ns_per_page(self, others: int) -> float:
+        """CPU of releasing a 4 KiB page with ``others`` other CPUs running the process: the
+        ``madvise`` itself and one TLB flush of each per 64 KiB released."""
         p = self.params
-        ns = p.page_release_ns
-        if p.tlb_shootdown_ns > 0:
-            others = self.engine.cpus_running() - 1
-            if others > 0:
-                ns += others * p.tlb_shootdown_ns * gmem.PAGE / gmem.SCAVENGE_QUANTUM
-        return ns
+        return p.page_release_ns + others * p.tlb_shootdown_ns * gmem.PAGE / gmem.SCAVENGE_QUANTUM
 
     def _count_alloc(self, alloc: int, work: int) -> None:
         """Heap accounting of a chunk's allocation (``heapLive``, ``/gc/heap/allocs``, the spans
@@ -1532,7 +1534,7 @@ class GoRuntime(RuntimeReports):
         return (self.engine.now, self.nprocs, *self._acc(), *(cpu[k] for k in CPU_CLASSES),
                 self.gc_cycles, self.heap_live, self.goal, usage, max(usage, self.mem_hwm),
                 0 if self.dead else gmem.rss_bytes(mem), self.alloc_total, self.heap_marked,
-                self.m_wakes, self.m_parks)
+                self.m_wakes, self.m_parks, self.tlb_flushes)
 
     def _sample(self) -> None:
         if self.sysmon is not None:
@@ -1543,7 +1545,7 @@ class GoRuntime(RuntimeReports):
             # the background scavenger, paced over the sampling interval (mgcscavenge.go)
             self.mem.scavenge_background(self.sample_ns if self.samples else 0, self.nprocs,
                                          self.params.gomemlimit_bytes, self.goal, self.last_goal,
-                                         self._release_ns_per_page())
+                                         self._release_ns_per_page(self._other_cpus_running()))
             self._mm_charge()
         row = self._row()
         self.samples.append(row)

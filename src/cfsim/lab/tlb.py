@@ -11,13 +11,14 @@ the line of anything malformed; ``tlb_params`` takes medians over the rounds.
 """
 from __future__ import annotations
 
-import json
 import platform
 import statistics
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from cfsim.lab.benchout import json_lines, require
 
 _FIELDS = ("round", "busy", "fault_us_per_page", "refault_us_per_page", "release_us_per_page", "release_us",
            "flushes_per_release", "other_lost_us_per_release")
@@ -43,16 +44,8 @@ def read_faultbench(text: str, source: str = "faultbench output") -> tuple[list[
     cfsim.lab.tlb.FaultbenchError: fb.jsonl line 1: missing busy, fault_us_per_page, refault_us_per_page, release_us_per_page, release_us, flushes_per_release, other_lost_us_per_release
     """
     rows = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FaultbenchError(f"{source} line {i}: not JSON ({exc.msg} at column {exc.colno})") from None
-        missing = [k for k in _FIELDS if k not in d]
-        if missing:
-            raise FaultbenchError(f"{source} line {i}: missing {', '.join(missing)}")
+    for i, d in json_lines(text, source, FaultbenchError):
+        require(d, _FIELDS, source, i, FaultbenchError)
         if not isinstance(d["busy"], bool):
             raise FaultbenchError(f"{source} line {i}: busy must be true or false (got {d['busy']!r})")
         row: dict[str, Any] = {k: float(d[k]) for k in _FIELDS if k != "busy"}

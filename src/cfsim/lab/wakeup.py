@@ -11,7 +11,6 @@ length and fits the curve.
 """
 from __future__ import annotations
 
-import json
 import platform
 import statistics
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from cfsim.kernel.wakeup import LINUX_TIMER_SLACK_NS, fit_wakeup_curve, timer_latency_us
+from cfsim.lab.benchout import json_lines, require
 
 _FIELDS = ("round", "sleep_us", "cycles", "busy_cpu_us_mean", "cycle_cpu_us_mean", "wall_us_per_cycle")
 
@@ -42,21 +42,13 @@ def read_wakebench(text: str, source: str = "wakebench output") -> tuple[list[di
     cfsim.lab.wakeup.WakebenchError: x.jsonl line 1: missing sleep_us, cycles, busy_cpu_us_mean, cycle_cpu_us_mean, wall_us_per_cycle
     """
     rows, futex = [], []
-    for i, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise WakebenchError(f"{source} line {i}: not JSON ({exc.msg} at column {exc.colno})") from None
+    for i, d in json_lines(text, source, WakebenchError):
         if d.get("kind") == "futex_wake":
             if not isinstance(d.get("latency_us_median"), (int, float)):
                 raise WakebenchError(f"{source} line {i}: futex_wake without a numeric latency_us_median")
             futex.append(d)
             continue
-        missing = [k for k in _FIELDS if k not in d]
-        if missing:
-            raise WakebenchError(f"{source} line {i}: missing {', '.join(missing)}")
+        require(d, _FIELDS, source, i, WakebenchError)
         row = {k: float(d[k]) for k in _FIELDS}
         # how late the sleep ended: wall time per cycle beyond the busy loop and the sleep asked for
         # (the busy loop's wall time is its CPU time: the benchmark runs on an otherwise idle host)

@@ -1,0 +1,33 @@
+"""The JSON-lines output of the lab's host benchmarks (``lab/cmd/wakebench``, ``lab/cmd/faultbench``):
+one reader, so every malformed line is named the same way, by its source and line."""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Iterator
+
+
+def json_lines(text: str, source: str, error: type[ValueError]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line; ``error`` naming ``source`` and the line
+    for one that is not JSON.
+
+    >>> list(json_lines('{"a": 1}\\n\\n{"a": 2}', "x", ValueError))
+    [(1, {'a': 1}), (3, {'a': 2})]
+    >>> list(json_lines('{"a": 1}\\n{oops', "x.jsonl", ValueError))
+    Traceback (most recent call last):
+    ...
+    ValueError: x.jsonl line 2: not JSON (Expecting property name enclosed in double quotes at column 2)
+    """
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield i, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise error(f"{source} line {i}: not JSON ({exc.msg} at column {exc.colno})") from None
+
+
+def require(obj: dict[str, Any], fields: Iterable[str], source: str, line: int, error: type[ValueError]) -> None:
+    """``error`` naming the fields ``obj`` lacks, with its source and line."""
+    missing = [k for k in fields if k not in obj]
+    if missing:
+        raise error(f"{source} line {line}: missing {', '.join(missing)}")
