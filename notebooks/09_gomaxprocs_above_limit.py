@@ -309,8 +309,10 @@ else:
 #   model's rule of one wake-up per arrival at an idle process holds, but the lab's load generator
 #   wakes late and sends its overdue requests in bunches, so at 2,000 requests/s one wake-up
 #   serves several (the twins wake about 1.8x the lab's Ms there; with the arrivals bunched as the
-#   generator's loop does, within 25 % in most points: data/README.md, `wakeups`). Until the twins
-#   model that bunching, the twins here leave the file out.
+#   generator's loop does, within 25 % in most points: data/README.md, `wakeups`). That client is
+#   a scenario option (`workload.client_send_late_ms`, `docs/params/lab-loadgen.toml`); with both
+#   files the open-loop twins' CPU error falls on every grid but `profiles` (`open-latency` 5.4 %
+#   -> 3.9 %) while `sched-overhead`'s p99 worsens, so the twins here still leave both out.
 
 # %% [markdown]
 # ## Headline numbers (the golden regression reads this line)

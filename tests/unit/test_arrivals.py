@@ -132,3 +132,32 @@ def test_clipped_diurnal_integrates_the_clipped_rate():
     fine = [max(0.0, 50 + 100 * math.sin(2 * math.pi * (i + 0.5) / 1000)) / 100 for i in range(1000)]
     assert float(fn.cum(10.0)) == pytest.approx(sum(fine), rel=1e-3)
     assert fn.cum_scalar(10.0) == pytest.approx(float(fn.cum(10.0)))
+
+
+# ------------------------------------------------------------- a client that sends late, in bunches
+def test_late_sender_bunches_overdue_requests_and_keeps_order():
+    import numpy as np
+    from cfsim.workloads.arrivals import late_sender
+
+    rng = np.random.default_rng(3)
+    due = np.sort(rng.uniform(0, 10, 20_000))          # Poisson, 2,000/s
+    sent = late_sender(due, 0.0004, 0.0015, np.random.default_rng(1))
+    assert np.all(np.diff(sent) >= 0) and np.all(sent >= due)
+    # never earlier, at most the lateness of the bunch's first request after its due time
+    bunches = np.unique(sent).size
+    assert bunches < 0.75 * due.size                   # one wake-up of the loop sends several
+    assert late_sender(due, 0.0, 0.0, np.random.default_rng(1)) is due
+    again = late_sender(due, 0.0004, 0.0015, np.random.default_rng(1))
+    assert np.array_equal(sent, again)
+    # the lateness is log-normal: its median and 99th percentile as asked (first request of a bunch)
+    lone = np.concatenate([[True], sent[1:] != sent[:-1]])
+    late = (sent - due)[lone]
+    assert np.median(late) == pytest.approx(0.0004, rel=0.05)
+    assert np.percentile(late, 99) == pytest.approx(0.0015, rel=0.15)
+
+
+def test_late_sender_keys_are_checked():
+    with pytest.raises(ScenarioError, match="workload.client_send_late_p99_ms"):
+        load_scenario({"workload": {"kind": "open", "client_send_late_ms": 0.5, "client_send_late_p99_ms": 0.2}})
+    with pytest.raises(ScenarioError, match="workload.client_send_late_ms"):
+        load_scenario({"workload": {"kind": "open", "client_send_late_ms": -1}})

@@ -187,3 +187,22 @@ def test_wake_up_latency_holds_the_spinning_m_and_delays_the_request():
     p0 = simulate(load_scenario("cpu-bound-threads", low)).summary["latency_p50_s"]
     p1 = simulate(load_scenario("cpu-bound-threads", low + ["host.wakeup_latency_us=30"])).summary["latency_p50_s"]
     assert p1 - p0 == pytest.approx(30e-6, abs=5e-6)
+
+
+def test_a_client_sending_in_bunches_wakes_the_runtime_less_per_request():
+    """The lab's load generator wakes late and sends what is overdue at once: one wake-up of an
+    idle Go process then serves a bunch. The same requests (Poisson, 2,000/s, 0.1 ms) sent by such
+    a client wake fewer Ms per request; a model that counts one wake-up per request, or per
+    request at an idle process, given the scheduled times, cannot show it."""
+    def run(late_ms, p99_ms):
+        raw = {"host": {"cpus": 2, "hz": 250}, "cgroup": {"cpu_limit": 2.0},
+               "go": {"gomaxprocs": 2, "live_heap_mb": 16},
+               "workload": {"kind": "open", "arrivals": "poisson", "rate_per_s": 2000, "cpu_ms_per_request": 0.1,
+                            "client_send_late_ms": late_ms, "client_send_late_p99_ms": p99_ms},
+               "run": {"duration_s": 3.0, "warmup_s": 0.5, "seed": 2}}
+        s = simulate(load_scenario(raw)).summary
+        return s["os_thread_wakes_per_s"] / s["throughput_per_s"], s["throughput_per_s"]
+
+    (w0, t0), (w1, t1) = run(0.0, 0.0), run(0.4, 1.5)
+    assert t1 == pytest.approx(t0, rel=0.03)
+    assert w1 < 0.8 * w0

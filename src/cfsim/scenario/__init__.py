@@ -225,6 +225,10 @@ def _cross_checks(sc: Scenario) -> None:
         # a log-normal spread needs a positive median at or below the 99th percentile
         raise ScenarioError("workload.client_rtt_p99_ms", f"must be 0, or >= workload.client_rtt_ms > 0 "
                                                          f"(got {rtt_p99:g} with client_rtt_ms={rtt or 0:g})")
+    late, late_p99 = sc.get("workload.client_send_late_ms"), sc.get("workload.client_send_late_p99_ms")
+    if late_p99 and (not late or late_p99 < late):
+        raise ScenarioError("workload.client_send_late_p99_ms", f"must be 0, or >= workload.client_send_late_ms > 0 "
+                                                               f"(got {late_p99:g} with client_send_late_ms={late or 0:g})")
     for hook in CROSS_CHECKS:
         hook(sc)
 

@@ -437,6 +437,14 @@ register_section("workload", {
                                            "median client_rtt_ms and this 99th percentile (a load generator sharing "
                                            "the host is scheduled late now and then); 0 = every request the same",
                              _ge(0)),
+    "client_send_late_ms": Key(0.0, "float", "how late an open-loop client's sending loop wakes for a request's "
+                                             "due time, median [ms]: it sleeps until each request is due, wakes "
+                                             "this late (log-normal up to client_send_late_p99_ms) and sends every "
+                                             "request already due at once, so requests reach the service in "
+                                             "bunches (lab/cmd/loadgen's open loop; kind=open); 0 = as scheduled",
+                               _between(0, 60_000)),
+    "client_send_late_p99_ms": Key(0.0, "float", "99th percentile of that lateness [ms]; 0 = always "
+                                                 "client_send_late_ms", _between(0, 60_000)),
     "client_cpu_us_per_request": Key(0.0, "float", "CPU a client on the same host (a load generator) spends on "
                                                    "each response, outside the container, on the host's CPUs: it "
                                                    "preempts a thread of the process when they hold every CPU [us] "

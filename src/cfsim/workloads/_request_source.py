@@ -36,10 +36,9 @@ import numpy as np
 
 from cfsim.goruntime.runtime import Claim, GoRuntime
 from cfsim.workloads._go import latency_keys
+from cfsim.workloads.arrivals import Z_99
 
 PRE, CHILD, POST = range(3)
-#: the standard normal's 99th percentile (scipy.stats.norm.ppf(0.99))
-Z_99 = 2.3263478740408408
 #: time-outside-the-process draws per block
 RTT_BLOCK = 1024
 

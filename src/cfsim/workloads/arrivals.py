@@ -169,6 +169,33 @@ def _read_csv(path: Path, key: str) -> tuple[tuple[float, float], ...]:
     return _checked_steps(steps, key, f"{path}: ")
 
 
+#: the standard normal's 99th percentile (scipy.stats.norm.ppf(0.99))
+Z_99 = 2.3263478740408408
+
+
+def late_sender(due_s: np.ndarray, late_s: float, late_p99_s: float, rng: np.random.Generator) -> np.ndarray:
+    """When requests due at ``due_s`` (sorted) leave a client whose one sending loop sleeps until
+    the next due time and wakes late (log-normal, median ``late_s``, 99th percentile
+    ``late_p99_s``; 0 = always ``late_s``): every request already due when it wakes goes at once,
+    so the requests leave in bunches (``lab/cmd/loadgen``'s ``openLoop``: ``time.Sleep(time.Until(due))``
+    then a goroutine per request).
+
+    >>> late_sender(np.array([0.0, 0.0002, 0.001, 0.0011]), 0.0005, 0.0, np.random.default_rng(0)).tolist()
+    [0.0005, 0.0005, 0.0015, 0.0015]
+    """
+    if late_s <= 0 or due_s.size == 0:
+        return due_s
+    sigma = math.log(late_p99_s / late_s) / Z_99 if late_p99_s > late_s else 0.0
+    lateness = late_s * np.exp(sigma * rng.standard_normal(due_s.size)) if sigma else np.full(due_s.size, late_s)
+    out = np.empty_like(due_s)
+    sent = -math.inf
+    for k, (due, late) in enumerate(zip(due_s.tolist(), lateness.tolist())):
+        if due > sent:            # the loop sleeps until this request is due, and wakes late
+            sent = due + late
+        out[k] = sent             # else it is overdue: sent in the same bunch
+    return out
+
+
 class RateFn:
     """Cumulative expected arrivals ``cum(t)`` of a rate and its inverse, tabulated on a grid over
     ``[0, duration_s]`` (the event engine's view of :class:`RateSpec`)."""

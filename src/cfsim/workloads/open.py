@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cfsim.workloads.arrivals import RateFn
+from cfsim.workloads.arrivals import RateFn, late_sender
 from cfsim.workloads._request_workload import RequestWorkload
 from cfsim.workloads.kinds import WorkloadKind, WorkShape
 
@@ -16,7 +16,7 @@ def work_shape(w) -> WorkShape:
 
 
 KIND = WorkloadKind("open", ("rate_per_s", "arrivals", "fanout", "cpu_ms_per_request", "alloc_kb_per_request",
-                             "server_cpu_us_per_request", "server_alloc_kb_per_request", "client_rtt_ms", "client_rtt_p99_ms", "client_cpu_us_per_request", "cpu_cv", "scrape_interval_s", "scrape_cpu_ms", "scrape_alloc_kb"),
+                             "server_cpu_us_per_request", "server_alloc_kb_per_request", "client_rtt_ms", "client_rtt_p99_ms", "client_send_late_ms", "client_send_late_p99_ms", "client_cpu_us_per_request", "cpu_cv", "scrape_interval_s", "scrape_cpu_ms", "scrape_alloc_kb"),
                     "cpu_ms_per_request", work_shape,
                     alloc_key="alloc_kb_per_request")
 
@@ -38,8 +38,13 @@ class OpenWorkload(RequestWorkload):
     def __init__(self, engine, scenario, rng: np.random.Generator):
         super().__init__(engine, scenario, rng)
         dur = scenario["run.duration_s"]
-        self.times_ns = (arrival_times_s(RateFn(scenario["workload.rate_per_s"], dur + 1.0), dur,
-                                         scenario["workload.arrivals"], rng) * 1e9).astype(np.int64)
+        due = arrival_times_s(RateFn(scenario["workload.rate_per_s"], dur + 1.0), dur, scenario["workload.arrivals"], rng)
+        # a client that sends late sends in bunches; its lateness draws come from a stream of their
+        # own, so the arrivals it is given are the same with or without it
+        sent = late_sender(due, scenario["workload.client_send_late_ms"] / 1e3,
+                           scenario["workload.client_send_late_p99_ms"] / 1e3,
+                           np.random.default_rng([scenario["run.seed"], 0x1A7E]))
+        self.times_ns = (sent * 1e9).astype(np.int64)
         self.i = 0
 
     def start(self) -> None:
