@@ -73,6 +73,12 @@ def test_export_parses(lab_run):
     cgroup_cpu_s = (cg["window_end"]["usage_ns"] - cg["window_start"]["usage_ns"]) / 1e9
     assert threads["totals"]["cpu_s"] == pytest.approx(cgroup_cpu_s, rel=0.1)
     assert threads["span_s"] == pytest.approx(window_s, abs=0.01)
+    # the host's TLB flushes over the window, where the kernel counts them, and their rate
+    tlb = manifest["host_interrupts"]["tlb"]
+    if tlb["window_start"] is not None:
+        assert tlb["window_end"] >= tlb["window_start"]
+        assert run["summary"]["tlb_flushes_per_s"] == pytest.approx(
+            (tlb["window_end"] - tlb["window_start"]) / window_s, rel=1e-6)
 
 
 def test_cgroup_counters_consistent(lab_run):

@@ -142,6 +142,7 @@ def snapshots(manifest: Mapping[str, Any]) -> tuple[summary.Snapshot, summary.Sn
     times, cc, ws = manifest["times"], manifest["cgroup_counters"], manifest["window_samples"]
     mc = manifest.get("memory_counters") or {}
     pm = manifest.get("process_memory") or {}
+    tlb = (manifest.get("host_interrupts") or {}).get("tlb") or {}
     workload = {end: dict(ws["workload"][end]) for end in ("start", "end")}
     if "memory_counters" not in manifest and workload["end"]:
         zeros = _ALWAYS_EXPOSED + lab_kind(manifest["scenario"]["workload"]["kind"]).always_exposed
@@ -152,7 +153,7 @@ def snapshots(manifest: Mapping[str, Any]) -> tuple[summary.Snapshot, summary.Sn
     for end, t in (("start", times["window_start_unix_s"]), ("end", times["window_end_unix_s"])):
         snaps.append(summary.Snapshot(float(t), _cpu(cc[f"window_{end}"]), workload[end],
                                       dict(ws["loadgen"][end]), _mem(mc.get(f"window_{end}")),
-                                      dict(pm.get(f"window_{end}") or {})))
+                                      dict(pm.get(f"window_{end}") or {}), tlb_flushes=tlb.get(f"window_{end}")))
     return snaps[0], snaps[1]
 
 

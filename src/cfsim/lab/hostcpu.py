@@ -52,6 +52,34 @@ def parse_proc_stat(text: str, hz: int) -> ProcStat:
     return ProcStat((total - idle) / hz, total / hz, fields[7] / hz)
 
 
+def parse_tlb_shootdowns(text: str) -> int | None:
+    """The TLB flushes of other CPUs' TLBs the host has done, summed over its CPUs (the ``TLB`` row
+    of ``/proc/interrupts``, x86: ``arch/x86/kernel/irq.c: arch_show_interrupts``); None without it.
+
+    >>> parse_tlb_shootdowns("           CPU0       CPU1\\n TLB:     528626     370159   TLB shootdowns\\n")
+    898785
+    >>> parse_tlb_shootdowns(" NMI: 0 0 Non-maskable interrupts\\n") is None
+    True
+    """
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "TLB:":
+            total = 0
+            for v in fields[1:]:
+                if not v.isdigit():
+                    break
+                total += int(v)
+            return total
+    return None
+
+
+def read_tlb_shootdowns(path: Path = Path("/proc/interrupts")) -> int | None:
+    try:
+        return parse_tlb_shootdowns(path.read_text())
+    except OSError:
+        return None
+
+
 def read_proc_stat(path: Path = Path("/proc/stat")) -> ProcStat:
     return parse_proc_stat(path.read_text(), os.sysconf("SC_CLK_TCK"))
 

@@ -306,6 +306,7 @@ def _snapshot(cgs: RunCgroups, workload_url: str, loadgen_url: str | None, pid: 
     mem = cgs.memory.read() if cgs.memory is not None else None
     proc_mem = read_process_memory(pid)
     threads = lab_threads.read_thread_schedstat(pid)
+    tlb = hostcpu.read_tlb_shootdowns()
     reads: dict[str, Any] = {}
 
     def metrics(url: str, what: str) -> summary.Samples:
@@ -320,7 +321,7 @@ def _snapshot(cgs: RunCgroups, workload_url: str, loadgen_url: str | None, pid: 
     l = metrics(loadgen_url, "loadgen") if loadgen_url else {}
     w = metrics(workload_url, "workload") if booked is None else {}
     SNAPSHOT_READS.append({"t_s": reading.t_s, **reads, **({"workload_capture": booked} if booked else {})})
-    return summary.Snapshot(reading.t_s, stat, w, l, mem, proc_mem, threads), reading
+    return summary.Snapshot(reading.t_s, stat, w, l, mem, proc_mem, threads, tlb), reading
 
 
 def book_capture(workload_url: str, name: str, at_unix_s: float) -> None:
@@ -851,6 +852,8 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
             "loadavg": window.loadavg,
             "host_cpu": host_cpu,
             "cgroup_counters": {"window_start": summary.counters(s0.stat), "window_end": summary.counters(s1.stat)},
+            # the host's TLB flushes of other CPUs (/proc/interrupts "TLB", every CPU, every process)
+            "host_interrupts": {"tlb": {"window_start": s0.tlb_flushes, "window_end": s1.tlb_flushes}},
             "memory_counters": {
                 "window_start": None if s0.memory is None else asdict(s0.memory),
                 "window_end": None if s1.memory is None else asdict(s1.memory),

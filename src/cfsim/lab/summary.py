@@ -127,6 +127,7 @@ class Snapshot:
     memory: MemoryStat | None = None  # the run's memory cgroup
     process: Mapping[str, int] = field(default_factory=dict)  # workload /proc/<pid>/status: VmRSS, VmHWM [bytes]
     threads: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # per-thread schedstat, switches (lab.threads)
+    tlb_flushes: int | None = None  # the host's TLB flushes of other CPUs so far (/proc/interrupts "TLB")
 
 
 def histogram_quantile(q: float, buckets: Iterable[tuple[float, float]]) -> float | None:
@@ -336,6 +337,9 @@ def gc_memory(s0: Snapshot, s1: Snapshot, heap_goal_mean_bytes: float | None = N
     if s1.process:
         out["process_rss_bytes"] = s1.process.get("VmRSS")
         out["process_rss_peak_bytes"] = s1.process.get("VmHWM")
+    if s0.tlb_flushes is not None and s1.tlb_flushes is not None:
+        # host-wide: the workload's releases of memory and any other process's (the harness's)
+        out["tlb_flushes_per_s"] = (s1.tlb_flushes - s0.tlb_flushes) / dt
     return out
 
 

@@ -82,6 +82,9 @@ GC_MEMORY_METRICS: tuple[Metric, ...] = (
     Metric("memory_max_usage_bytes", "relative", _key("memory_max_usage_bytes"), None,
            "memory cgroup high-water mark over the window"),
     Metric("oom_killed", "exact", _oom, 0.0, "1 if the kernel OOM-killed the process, else 0"),
+    Metric("tlb_flushes_per_s", "relative", _key("tlb_flushes_per_s"), None,
+           "TLB flushes of other CPUs when memory is returned (lab: the host's /proc/interrupts 'TLB', every "
+           "process)"),
 )
 
 #: the GC cycle by cycle (runs with the runtime's per-cycle trace, ``lab.gctrace``): medians over
