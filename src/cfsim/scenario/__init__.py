@@ -220,15 +220,13 @@ def _cross_checks(sc: Scenario) -> None:
     if sc["run.warmup_s"] >= sc["run.duration_s"]:
         raise ScenarioError("run.warmup_s", f"must be < run.duration_s={sc['run.duration_s']} "
                                             f"(got {sc['run.warmup_s']})")
-    rtt, rtt_p99 = sc.get("workload.client_rtt_ms"), sc.get("workload.client_rtt_p99_ms")
-    if rtt_p99 and (not rtt or rtt_p99 < rtt):
-        # a log-normal spread needs a positive median at or below the 99th percentile
-        raise ScenarioError("workload.client_rtt_p99_ms", f"must be 0, or >= workload.client_rtt_ms > 0 "
-                                                         f"(got {rtt_p99:g} with client_rtt_ms={rtt or 0:g})")
-    late, late_p99 = sc.get("workload.client_send_late_ms"), sc.get("workload.client_send_late_p99_ms")
-    if late_p99 and (not late or late_p99 < late):
-        raise ScenarioError("workload.client_send_late_p99_ms", f"must be 0, or >= workload.client_send_late_ms > 0 "
-                                                               f"(got {late_p99:g} with client_send_late_ms={late or 0:g})")
+    for median_key in ("client_rtt_ms", "client_send_late_ms"):
+        p99_key = median_key.replace("_ms", "_p99_ms")
+        median, p99 = sc.get(f"workload.{median_key}"), sc.get(f"workload.{p99_key}")
+        if p99 and (not median or p99 < median):
+            # a log-normal spread needs a positive median at or below the 99th percentile
+            raise ScenarioError(f"workload.{p99_key}", f"must be 0, or >= workload.{median_key} > 0 "
+                                                       f"(got {p99:g} with {median_key}={median or 0:g})")
     for hook in CROSS_CHECKS:
         hook(sc)
 

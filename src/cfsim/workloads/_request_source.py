@@ -27,7 +27,6 @@ the last goroutine's end, like the lab's ``cfsim_request_duration_seconds``).
 """
 from __future__ import annotations
 
-import math
 from array import array
 from collections import deque
 from typing import Any, Callable
@@ -36,7 +35,7 @@ import numpy as np
 
 from cfsim.goruntime.runtime import Claim, GoRuntime
 from cfsim.workloads._go import latency_keys
-from cfsim.workloads.arrivals import Z_99
+from cfsim.workloads.arrivals import lognormal_sigma
 
 PRE, CHILD, POST = range(3)
 #: time-outside-the-process draws per block
@@ -74,8 +73,7 @@ class RequestSource:
         # log-normal spread of the time outside the process: sigma from the median and the 99th
         # percentile (ln p99 - ln median = z_0.99 sigma); drawn in blocks from a stream of its own
         # so that the server's own draws (request CPU) stay the same with or without it
-        self.rtt_sigma = (math.log(client_rtt_p99_ns / client_rtt_ns) / Z_99
-                          if client_rtt_ns > 0 and client_rtt_p99_ns > client_rtt_ns else 0.0)
+        self.rtt_sigma = lognormal_sigma(client_rtt_ns, client_rtt_p99_ns)
         self.rtt_rng = rtt_rng if rtt_rng is not None else np.random.default_rng(0)
         self.rtt_draws: list[int] = []
         self.runq: deque[list] = deque()   # [req, remaining_ns, stage]

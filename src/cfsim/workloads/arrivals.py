@@ -173,6 +173,16 @@ def _read_csv(path: Path, key: str) -> tuple[tuple[float, float], ...]:
 Z_99 = 2.3263478740408408
 
 
+def lognormal_sigma(median: float, p99: float) -> float:
+    """Sigma of a log-normal with this median and 99th percentile (ln p99 - ln median =
+    z_0.99 sigma); 0 when there is no spread (no median, or a p99 not above it).
+
+    >>> round(lognormal_sigma(1.0, math.e ** Z_99), 12), lognormal_sigma(1.0, 0.0)
+    (1.0, 0.0)
+    """
+    return math.log(p99 / median) / Z_99 if median > 0 and p99 > median else 0.0
+
+
 def late_sender(due_s: np.ndarray, late_s: float, late_p99_s: float, rng: np.random.Generator) -> np.ndarray:
     """When requests due at ``due_s`` (sorted) leave a client whose one sending loop sleeps until
     the next due time and wakes late (log-normal, median ``late_s``, 99th percentile
@@ -185,7 +195,7 @@ def late_sender(due_s: np.ndarray, late_s: float, late_p99_s: float, rng: np.ran
     """
     if late_s <= 0 or due_s.size == 0:
         return due_s
-    sigma = math.log(late_p99_s / late_s) / Z_99 if late_p99_s > late_s else 0.0
+    sigma = lognormal_sigma(late_s, late_p99_s)
     lateness = late_s * np.exp(sigma * rng.standard_normal(due_s.size)) if sigma else np.full(due_s.size, late_s)
     out = np.empty_like(due_s)
     sent = -math.inf
