@@ -80,6 +80,7 @@ def test_selector_errors_are_clear():
 @pytest.mark.parametrize("argv, message", [
     (["--param", "go.sched_spin_base_us"], "give bounds as go.sched_spin_base_us=LOW:HIGH"),
     (["--train", "cgroup.cpu_limit>100"], "selects no run"),
+    (["--params", "no-such-params.toml"], "--params: "),
 ])
 def test_calibrate_command_reports_bad_arguments_without_a_traceback(grid, capsys, argv, message):
     from cfsim.cli import main
@@ -253,3 +254,24 @@ def test_twins_of_load_generator_runs_share_the_host_with_its_cpu_per_request_fr
     # a stream has no load generator: its twins keep the fluid CPUs
     stream = load_scenario("cpu-bound-threads", ["workload.kind=stream"])
     assert "host.cpu_sharing" not in grid_priors(stream, norm)
+
+
+def test_calibration_holds_fixed_parameters_in_every_evaluation(grid, tmp_path, monkeypatch):
+    import cfsim.validation.calibrate as vc
+    seen = []
+    real = vc._residuals_for_run
+
+    def spy(job):
+        seen.append(job[1])
+        return real(job)
+
+    monkeypatch.setattr(vc, "_residuals_for_run", spy)
+    cal, _, _ = calibrate(grid, "cgroup.cpu_limit<=1", ["cost_factor"], max_nfev=3, duration_s=None,
+                          fixed={"host.context_switch_us": 7.0})
+    assert seen and all(job["host.context_switch_us"] == 7.0 for job in seen)
+    assert cal.fixed == {"host.context_switch_us": 7.0} and "host.context_switch_us" not in cal.params
+    path = tmp_path / "fit.toml"
+    path.write_text(cal.to_toml())
+    assert "host.context_switch_us" in path.read_text().split("[fit.fixed]")[1]
+    with pytest.raises(ValueError, match="fit it or hold it"):
+        calibrate(grid, "cgroup.cpu_limit<=1", ["cost_factor"], fixed={"cost_factor": 1.0})

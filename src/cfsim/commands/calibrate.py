@@ -19,6 +19,9 @@ def add_parser(sub) -> None:
     p.add_argument("--metric", action="append", default=[], metavar="NAME",
                    help="a validation metric whose errors the fit minimises (repeatable; default: throughput, "
                         "CPU, throttled ratio, GC share; 'gc' = cycles/s, mean heap goal, memory usage, throughput)")
+    p.add_argument("--params", metavar="TOML", action="append", default=[],
+                   help="parameters held fixed during the fit (measured ones, e.g. from `cfsim lab tlb`); "
+                        "repeat to combine files; apply them beside the fit's --out")
     p.add_argument("--out", metavar="TOML", help="write the fitted parameters, uncertainty and errors here")
     p.add_argument("--report", metavar="DIR", help="write the held-out validation report here")
     p.add_argument("--workers", type=int, default=2)
@@ -46,18 +49,23 @@ def _param_specs(items: list[str]) -> tuple[list[str] | None, dict[str, tuple[fl
 
 def run(args) -> int:
     from cfsim.validation import validate, write_report
-    from cfsim.validation.calibrate import GC_MEMORY_RESIDUALS, MAX_SIGMA_LOG, calibrate
+    from cfsim.validation.calibrate import GC_MEMORY_RESIDUALS, MAX_SIGMA_LOG, calibrate, read_params_files
     from cfsim.validation.report import to_markdown
 
     from cfsim.progress import Progress
 
     names, bounds = _param_specs(args.param)
     try:
+        fixed, _ = read_params_files(args.params) if args.params else ({}, [])
+    except (OSError, ValueError) as exc:
+        print(f"error: --params: {exc}", file=sys.stderr)
+        return 2
+    try:
         metrics = [m for item in args.metric for m in (GC_MEMORY_RESIDUALS if item == "gc" else [item])] or None
         with Progress(None, "calibrate", "evaluation", enabled=not args.no_progress) as bar:
             cal, train_runs, test_runs = calibrate(args.path, args.train, names, workers=args.workers,
                                                    max_nfev=args.max_nfev, bounds=bounds, progress=bar.advance_to,
-                                                   metrics=metrics)
+                                                   metrics=metrics, fixed=fixed)
     except ValueError as exc:  # a bad --train or --param: say which, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -68,8 +76,9 @@ def run(args) -> int:
     with Progress(len(train_runs) + len(test_runs), "validate", "run", enabled=not args.no_progress) as bar:
         tick = (lambda run_id: bar.advance(1, run_id))
         # the runs the fit used are training, not held out: their errors are summarised apart
-        train_report = validate(args.path, params=cal.params, only=train_runs, progress=tick, train_runs=train_runs)
-        test_report = validate(args.path, params=cal.params, only=test_runs, progress=tick) if test_runs else None
+        applied = {**fixed, **cal.params}
+        train_report = validate(args.path, params=applied, only=train_runs, progress=tick, train_runs=train_runs)
+        test_report = validate(args.path, params=applied, only=test_runs, progress=tick) if test_runs else None
     train_errors = summarise_errors(train_report.runs, held_out_only=False)
     if args.out:
         errors = {"train": train_errors, "validation": test_report.errors if test_report else {}}

@@ -93,6 +93,8 @@ class Calibration:
     cost: float
     nfev: int
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: parameters held at given values during the fit (measured ones, e.g. ``cfsim lab tlb``)
+    fixed: dict[str, float] = field(default_factory=dict)
 
     def to_toml(self, validation: Mapping[str, Any] | None = None) -> str:
         doc: dict[str, Any] = {
@@ -105,6 +107,8 @@ class Calibration:
             "fit": {"train_runs": self.train_runs, "cost": self.cost, "nfev": self.nfev,
                     "bounds": {k: list(v) for k, v in self.bounds.items()}},
         }
+        if self.fixed:  # the fit holds only with these: apply them beside this file
+            doc["fit"]["fixed"] = dict(self.fixed)
         if validation:
             doc["validation"] = {k: {kk: vv for kk, vv in v.items() if vv is not None}
                                  for k, v in validation.items()}
@@ -198,13 +202,15 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
               workers: int = 1, max_nfev: int = 40, duration_s: float | None = 12.0,
               bounds: Mapping[str, tuple[float, float]] | None = None,
               progress: Callable[[int], None] | None = None,
-              metrics: Sequence[str] | None = None) -> tuple[Calibration, list[Path], list[Path]]:
+              metrics: Sequence[str] | None = None,
+              fixed: Mapping[str, float] | None = None) -> tuple[Calibration, list[Path], list[Path]]:
     """Fit ``params`` on the runs selected by ``train``; return the fit, training and held-out runs.
 
     ``duration_s`` shortens the twins during the fit (steady state is reached in seconds);
     ``progress(n)`` is told the number of objective evaluations done (each simulates every training run).
     ``metrics``: the validation metrics whose errors are the residuals (default
     :data:`RESIDUAL_METRICS`; :data:`GC_MEMORY_RESIDUALS` for the GC and memory parameters).
+    ``fixed``: parameters held at these values (measured elsewhere) while the others are fitted.
     """
     metrics = tuple(metrics or RESIDUAL_METRICS)
     known = {m.name for m in vm.METRICS}
@@ -212,6 +218,10 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     if bad:
         raise ValueError(f"--metric {', '.join(bad)}: not a validation metric (known: {', '.join(sorted(known))})")
     names = list(params or DEFAULT_PARAMS)
+    fixed = dict(fixed or {})
+    both = sorted(set(names) & set(fixed))
+    if both:
+        raise ValueError(f"--param {', '.join(both)}: also set by --params; fit it or hold it, not both")
     bnd = {k: (bounds or {}).get(k) or DEFAULT_PARAMS.get(k) or PARAM_BOUNDS.get(k) for k in names}
     for k, b in bnd.items():
         if b is None:
@@ -223,7 +233,7 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     if not train_runs:
         raise ValueError(f"--train {train!r} selects no run among {len(runs)} runs below {path}")
     grids = sorted({r.parent for r in runs})
-    norms = {grid: grid_norm(find_runs(grid)) for grid in grids}
+    norms = {grid: grid_norm(find_runs(grid), fixed or None) for grid in grids}
     factors = {grid: n.factor for grid, n in norms.items()}
     priors = {r: grid_priors(run_scenario(r), norms[r.parent], pre_run_tenants_cores(run_manifest(r)))
               for r in train_runs}
@@ -254,7 +264,7 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         return base * np.exp(x)
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        p = {k: float(v) for k, v in zip(names, values(x))}
+        p = {**fixed, **{k: float(v) for k, v in zip(names, values(x))}}
         # the grid's cost factor divides its calibration runs' CPU by the model with these parameters
         # (a calibration run's CPU includes its GC): recomputed when a model parameter is fitted
         now = {grid: grid_norm(find_runs(grid), p).factor for grid in grids} if model_params else factors
@@ -282,5 +292,5 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         except np.linalg.LinAlgError:
             pass
     cal = Calibration({k: float(v) for k, v in zip(names, values(fit.x))}, sigma,
-                      [str(r) for r in train_runs], float(fit.cost), int(fit.nfev), dict(bnd))
+                      [str(r) for r in train_runs], float(fit.cost), int(fit.nfev), dict(bnd), fixed)
     return cal, train_runs, test_runs
