@@ -316,3 +316,19 @@ def test_wake_up_on_an_empty_throttled_cpu_waits_for_distribution():
     assert eng.thread_cpu_ns(a) == int(6.5 * MS)
     assert st.nr_throttled == 1
     assert st.throttled_time_ns == pytest.approx(boundary_ns - (T + 7 * MS), abs=1)
+
+
+def test_a_silo_found_dry_ticks_ago_is_noticed_at_the_next_tick_not_rearmed_at_now():
+    """A CPU advanced by another CPU's event can find its silo dry since more than a tick ago
+    (other tenants slowed it: ``_speed`` < 1). Its next event is the next tick, where the kernel's
+    ``update_curr`` charges it; an event at ``now`` off the tick charged nothing and re-armed
+    itself at ``now`` forever (a twin of an open-latency run hung there)."""
+    eng = CfsEngine(cpus=1, hz=250, bandwidth=Bandwidth(quota_us=50_000), seed=1)
+    tick = eng.tick_ns
+    t0 = 4_001 * tick + 1_333_007           # off the tick
+    eng._runtime_remaining_ns[0] = -1_209_304
+    eng._speed = 0.9072
+    due = eng._refill_due(0, t0, t0 + 10_000_000)   # a thread still running past the next tick
+    assert due == 4_002 * tick and due > t0
+    on_tick = 4_001 * tick                  # on a tick the charge happens now
+    assert eng._refill_due(0, on_tick, on_tick + 10_000_000) == on_tick

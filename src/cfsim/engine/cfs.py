@@ -506,7 +506,10 @@ class CfsEngine:
             tick = self.tick_ns
             t_ref = -(-t_dry // tick) * tick
             if t_ref < t0:
-                t_ref = t0
+                # it ran dry more than a tick ago with no event here to notice it (the CPU was
+                # advanced by another's event): the next tick from now does; an event at t0 off
+                # the tick would charge nothing and re-arm itself at t0 forever
+                t_ref = -(-t0 // tick) * tick
             if t_ref < t_next:
                 return t_ref
         return t_next
