@@ -341,3 +341,41 @@ def test_retired_keys_are_read_from_files_and_refused_as_overrides(tmp_path):
     assert sc["go.gomaxprocs"] == 2 and "scavenge_us_per_page" not in sc.section("go")
     with pytest.raises(ScenarioError, match="go.scavenge_us_per_page.*retired"):
         load_scenario(f, ["go.scavenge_us_per_page=1"])
+
+
+# ------------------------------------------------------------------- client connections
+def _open_service(rate_per_s: float, extra=()):
+    """0.5 cores for 0.4 ms requests at GOMAXPROCS 8: above 1,250/s the backlog grows."""
+    return load_scenario({"host": {"cpus": 2}, "cgroup": {"cpu_limit": 0.5}, "go": {"gomaxprocs": 8, "live_heap_mb": 16},
+                          "workload": {"kind": "open", "arrivals": "fixed", "rate_per_s": rate_per_s,
+                                       "cpu_ms_per_request": 0.4, "alloc_kb_per_request": 2},
+                          "run": {"duration_s": 6.0, "warmup_s": 1.0, "seed": 2}}, list(extra))
+
+
+def test_connections_follow_the_peak_in_flight_and_their_buffers_stay_live():
+    """A server behind a backlog holds a connection per request in flight (keep-alive: the client
+    opened one whenever all were busy), each with net/http's 4 + 4 KiB buffers and a stack: the
+    heap every mark finds live grows by them, and so does the memory; below the limit a handful
+    of connections changes nothing. A model whose live heap is a constant cannot show it."""
+    light = simulate(_open_service(300)).summary
+    assert light["connections_open"] <= 8
+    over, bare = (simulate(_open_service(1500, x)).summary
+                  for x in ((), ("workload.conn_heap_kb=0", "workload.conn_stack_kb=0")))
+    assert over["connections_open"] == bare["connections_open"] == 1024   # the client's cap
+    extra_live = over["gc_heap_live_bytes"] - bare["gc_heap_live_bytes"]
+    assert 1024 * 8 * 1024 * 0.9 < extra_live < 1024 * 8 * 1024 * 1.6
+    extra_mem = over["memory_usage_bytes"] - bare["memory_usage_bytes"]
+    assert extra_mem > 1024 * 16 * 1024 * 0.9   # buffers and stacks, before the heap goal's room
+    uncapped = simulate(_open_service(1500, ["workload.client_max_conns=0"])).summary
+    assert uncapped["connections_open"] > 1024
+
+
+def test_a_closed_loop_holds_one_connection_per_client_and_memory_limits_count_their_stacks():
+    sc = load_scenario({"workload": {"kind": "closed", "clients": 300, "cpu_ms_per_request": 0.05},
+                        "go": {"gomaxprocs": 2}, "run": {"duration_s": 1.0, "warmup_s": 0.2}})
+    assert simulate(sc).summary["connections_open"] == 300
+    mem = gmem.HeapMemory(gmem.MemoryParams(), 10 * MiB)
+    before = mem.mapped_ready
+    mem.add_stacks(3 * MiB)
+    assert mem.mapped_ready == before + 3 * MiB and mem.non_heap == gmem.non_heap_sys(mem.heap_mapped, mem.params) + 3 * MiB
+    assert mem.peak_mapped >= mem.mapped_ready

@@ -100,6 +100,6 @@ def test_launch_asks_the_table(kind):
                         "run": {"seed": 5, "duration_s": 10}})
     argv = launch.loadgen_command(Path("/lg"), sc, "http://x/work", "127.0.0.1:2")
     common = ["/lg", "-url", "http://x/work", "-listen", "127.0.0.1:2", "-mode", kind, "-seed", "5", "-duration-s", "15"]
-    expected = {"closed": common + ["-clients", "3", "-think-ms", "7"],
-                "open": common + ["-rate", "20.0", "-arrivals", sc["workload.arrivals"]]}
+    expected = {"closed": common + ["-clients", "3", "-think-ms", "7", "-max-conns", "1024"],
+                "open": common + ["-rate", "20.0", "-arrivals", sc["workload.arrivals"], "-max-conns", "1024"]}
     assert argv == expected.get(kind)

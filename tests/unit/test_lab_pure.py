@@ -64,6 +64,7 @@ def test_commands_carry_the_knobs(tmp_path):
     assert w[w.index("-fanout") + 1] == "8" and "-automaxprocs" in w and w[w.index("-round") + 1] == "ceil"
     lg = launch.loadgen_command(tmp_path / "loadgen", sc, "http://x/work", "127.0.0.1:2")
     assert lg[lg.index("-clients") + 1] == "3" and lg[lg.index("-mode") + 1] == "closed"
+    assert lg[lg.index("-max-conns") + 1] == "1024"   # the connection cap the twin assumes
     assert launch.loadgen_command(tmp_path / "l", load_scenario({"workload": {"kind": "stream"}}), "u", "a") is None
 
 

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"io"
 	"log"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -168,9 +169,15 @@ func main() {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(*durationS*float64(time.Second)))
 		defer cancel()
 	}
+	// every connection opened is kept (keep-alive): the server holds as many as the peak of
+	// requests in flight, up to the cap; 0 = no cap (an idle limit of 0 would mean Go's default, 2)
+	idle := *maxConns
+	if idle <= 0 {
+		idle = math.MaxInt32
+	}
 	client := &http.Client{
 		Timeout: 120 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: *maxConns, MaxIdleConns: *maxConns, MaxConnsPerHost: *maxConns,
+		Transport: &http.Transport{MaxIdleConnsPerHost: idle, MaxIdleConns: idle, MaxConnsPerHost: max(*maxConns, 0),
 			DisableCompression: true},
 	}
 	switch *mode {

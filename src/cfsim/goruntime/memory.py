@@ -91,10 +91,11 @@ class MemoryParams:
     file_bytes: int = 5 * MiB           # the binary's resident file pages (RSS, not the cgroup's anon)
 
 
-def non_heap_sys(heap_mapped: int, params: MemoryParams) -> int:
+def non_heap_sys(heap_mapped: int, params: MemoryParams, stacks: int = 0) -> int:
     """The runtime's mapped memory outside heap spans: fixed part, metadata growing with the heap
-    it describes, stacks (``/memory/classes`` minus ``heap/*``)."""
-    return int(params.base_bytes + params.metadata_fraction * heap_mapped + params.stack_bytes)
+    it describes, stacks (``/memory/classes`` minus ``heap/*``); ``stacks``: the stacks of
+    goroutines the workload started since (its connections')."""
+    return int(params.base_bytes + params.metadata_fraction * heap_mapped + params.stack_bytes + stacks)
 
 
 def memory_limit_goal(limit: int | None, mapped_ready: int, heap_free: int, heap_alloc: int,
@@ -177,12 +178,13 @@ class HeapMemory:
     """
 
     __slots__ = ("params", "inuse", "free", "released", "alloc", "peak_mapped", "last_inuse", "dense",
-                 "scavenged_bytes", "faulted_bytes", "grown_bytes", "mapped_ready", "_frag1")
+                 "scavenged_bytes", "faulted_bytes", "grown_bytes", "mapped_ready", "_frag1", "stacks")
 
     def __init__(self, params: MemoryParams, heap_alloc: int):
         self.params = params
         self._frag1 = 1.0 + params.frag_fraction
         self.alloc = int(heap_alloc)
+        self.stacks = 0            # stacks of goroutines started during the run (add_stacks)
         self.inuse = self._spans_for(self.alloc)
         self.free = 0
         self.released = 0
@@ -201,7 +203,8 @@ class HeapMemory:
     def _update(self) -> None:
         """``mappedReady``: everything the runtime has mapped and not released (kept current on
         every change, it is read at every allocation)."""
-        self.mapped_ready = self.inuse + self.free + non_heap_sys(self.inuse + self.free + self.released, self.params)
+        self.mapped_ready = self.inuse + self.free + non_heap_sys(self.inuse + self.free + self.released, self.params,
+                                                                 self.stacks)
 
     @property
     def heap_mapped(self) -> int:
@@ -214,7 +217,14 @@ class HeapMemory:
 
     @property
     def non_heap(self) -> int:
-        return non_heap_sys(self.heap_mapped, self.params)
+        return non_heap_sys(self.heap_mapped, self.params, self.stacks)
+
+    def add_stacks(self, nbytes: int) -> None:
+        """Goroutine stacks allocated (``stackalloc``: from the stack pools or spans of their own,
+        memory outside the heap objects that counts against a memory limit)."""
+        self.stacks += int(nbytes)
+        self._update()
+        self.peak_mapped = max(self.peak_mapped, self.mapped_ready)
 
     def allocate(self, nbytes: int, limit: int | None, limiter_on: bool) -> int:
         """Objects of ``nbytes`` allocated: spans grow from free memory, then from released

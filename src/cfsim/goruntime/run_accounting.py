@@ -134,7 +134,7 @@ class RuntimeReports:
             "heap_released_bytes": int(self.mem.released),
             # /memory/classes/total: everything mapped, released pages included
             "go_memory_total_bytes": int(self.mem.heap_mapped + self.mem.non_heap),
-            "gc_scan_heap_bytes": int(self.base_live),
+            "gc_scan_heap_bytes": int(self.base_live - self.noscan_live),
             "gc_scan_stack_bytes": None,   # stacks and globals are one parameter here (go.roots_mb)
             "gc_scan_globals_bytes": None,
         }

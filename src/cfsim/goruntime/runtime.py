@@ -291,6 +291,7 @@ class GoRuntime(RuntimeReports):
         self.base_live = params.live_heap_bytes + params.process_heap_bytes
         self.heap_marked = self.base_live
         self.heap_live = self.base_live
+        self.noscan_live = 0     # of base_live: pointer-free objects kept for the run (retain)
         self.alloc_total = 0
         # allocation of the user chunks running now (counted into heap_live when they end): the
         # runtime's heapLive sees it as it happens (each span an mcache takes), see _heap_live_now
@@ -852,13 +853,8 @@ class GoRuntime(RuntimeReports):
         if (mem.alloc + alloc) * mem._frag1 > mem.inuse:   # the spans grow (else reused in place)
             mem.allocate(alloc, gml, self.limiter.enabled)
             self._mm_charge()
-            usage = mem.mapped_ready
-            if usage > self.mem_hwm:
-                self.mem_hwm = usage
-                lim = self.params.memory_limit_bytes
-                if lim is not None and kmem.oom_kill(usage, 0, 0, lim):
-                    self._oom_kill()
-                    return
+            if self._memory_grew():
+                return
         else:
             mem.alloc += alloc
         if gml is not None:
@@ -867,6 +863,34 @@ class GoRuntime(RuntimeReports):
             self.alloc_per_ns = alloc / work
         if self.phase != OFF or self.trigger_bytes - self.heap_live < self._cap_near:
             self._claim_cap()
+
+    def _memory_grew(self) -> bool:
+        """The container's memory charge after the process mapped more: a new high-water mark is
+        checked against the cgroup limit (True: the OOM killer ended the process)."""
+        usage = self.mem.mapped_ready
+        if usage > self.mem_hwm:
+            self.mem_hwm = usage
+            lim = self.params.memory_limit_bytes
+            if lim is not None and kmem.oom_kill(usage, 0, 0, lim):
+                self._oom_kill()
+                return True
+        return False
+
+    def retain(self, heap_bytes: int, stack_bytes: int = 0) -> None:
+        """A goroutine keeps ``heap_bytes`` of pointer-free objects and a stack of ``stack_bytes``
+        for the rest of the run (a client connection's byte buffers and its goroutine): allocated
+        now, and live heap that every mark from now on marks but does not scan (a noscan span's
+        objects are only marked, ``greyobject``)."""
+        if self.dead:
+            return
+        self.base_live += heap_bytes
+        self.noscan_live += heap_bytes
+        if stack_bytes > 0:
+            self.mem.add_stacks(stack_bytes)
+            if self._memory_grew():
+                return
+        if heap_bytes > 0:
+            self._count_alloc(heap_bytes, 0)
 
     def _oom_kill(self) -> None:
         """The kernel's OOM killer ends the process (its anonymous memory cannot be reclaimed
@@ -1116,7 +1140,8 @@ class GoRuntime(RuntimeReports):
         self.worker_counts = gcpacer.worker_counts(self.nprocs, self.periodic)
         self.mark_start = self.engine.now
         self.triggered = self.heap_live
-        self.scan_expected = self.base_live + p.roots_bytes
+        # pointer-free objects (a connection's byte buffers) are marked, never scanned
+        self.scan_expected = self.base_live - self.noscan_live + p.roots_bytes
         # mark work: scanning (heap + roots) plus the per-cycle overheads (c0 + c1 P), in scan units
         overhead = (p.cycle_base_ns + p.cycle_per_p_ns * self.nprocs) * self.scan_rate
         self.mark_unclaimed = float(self.scan_expected) + overhead

@@ -105,12 +105,13 @@ def workload_env(sc: Scenario, base: Mapping[str, str] | None = None) -> dict[st
 
 def _closed_loop_flags(sc: Scenario) -> list[str]:
     w = sc.section("workload")
-    return ["-clients", str(w["clients"]), "-think-ms", f"{w['think_ms']:g}"]
+    return ["-clients", str(w["clients"]), "-think-ms", f"{w['think_ms']:g}", "-max-conns", str(w["client_max_conns"])]
 
 
 def _open_loop_flags(sc: Scenario) -> list[str]:
     w = sc.section("workload")
-    return ["-rate", json.dumps(resolve_rate(w["rate_per_s"], sc["run.duration_s"])), "-arrivals", w["arrivals"]]
+    return ["-rate", json.dumps(resolve_rate(w["rate_per_s"], sc["run.duration_s"])), "-arrivals", w["arrivals"],
+            "-max-conns", str(w["client_max_conns"])]
 
 
 #: the load generator's own flags (after its common ones) for each kind it drives

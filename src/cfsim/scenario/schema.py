@@ -450,6 +450,20 @@ register_section("workload", {
                                                    "preempts a thread of the process when they hold every CPU [us] "
                                                    "(kind=closed, open; needs host.cpu_sharing = 'slices'); 0 = the "
                                                    "clients run elsewhere", _between(0, 1e6)),
+    "conn_heap_kb": Key(8.0, "float", "heap a server keeps for each open client connection while it stays "
+                                      "open [KiB] (net/http server.go (*conn).serve: a 4 KiB bufio.Reader and a "
+                                      "4 KiB bufio.Writer for the connection's life; kind=closed, open): live "
+                                      "heap the GC marks every cycle", _ge(0)),
+    "conn_stack_kb": Key(8.0, "float", "resident goroutine stack of each open client connection [KiB]: memory "
+                                       "outside the heap (runtime/stack.go: 2 KiB at first, doubled on overflow; "
+                                       "the net/http serve path takes it to 8). On the lab host the cgroup's memory "
+                                       "grows 26 KiB per server goroutine: 16.6 through the heap goal (twice the "
+                                       "8 KiB of buffers at GOGC 100) and ~9 beside it", _ge(0)),
+    "client_max_conns": Key(1024, "int", "connections the clients keep open at most (kind=closed, open): a "
+                                         "client opens a new one when a request finds all of its connections "
+                                         "busy and keeps it (keep-alive), so the server holds as many as the "
+                                         "peak of requests in flight; 0 = no cap (Go's http.Transport "
+                                         "MaxConnsPerHost 0); the lab's load generator: 1024", _between(0, 10_000_000)),
     "cpu_cv": Key(0.0, "float", "coefficient of variation of the CPU of one request or record (gamma "
                                 "distribution; 0 = every one costs the same)", _between(0, 10)),
     "scrape_interval_s": Key(0.0, "float", "interval of a Prometheus scrape of the process's /metrics (a goroutine "

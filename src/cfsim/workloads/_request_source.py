@@ -58,7 +58,8 @@ class RequestSource:
                  on_response: Callable[[_Req, int], None] | None = None, server_cpu_ns: float = 0.0,
                  server_alloc_bytes: float = 0.0, cpu_cv: float = 0.0, client_rtt_ns: int = 0,
                  rng: np.random.Generator | None = None, client_rtt_p99_ns: int = 0,
-                 rtt_rng: np.random.Generator | None = None):
+                 rtt_rng: np.random.Generator | None = None, conn_heap_bytes: int = 0,
+                 conn_stack_bytes: int = 0, max_conns: int = 0):
         self.rt = rt
         self.per_g = max(1, int(round(cpu_ns / fanout)))
         self.alloc_per_ns = alloc_bytes / (self.per_g * fanout)
@@ -81,6 +82,14 @@ class RequestSource:
         self.arrived = 0
         self.completed = 0
         self.in_flight: dict[int, _Req] = {}
+        # client connections the server holds open (keep-alive): a client opens one when a request
+        # finds all of its connections busy, so they follow the peak of requests in flight (a
+        # closed loop's clients one each), up to max_conns (0 = no cap); each keeps its buffers
+        # and its goroutine's stack (RequestSource.arrive)
+        self.conns = 0
+        self.max_conns = int(max_conns) if max_conns > 0 else None
+        self.conn_heap_bytes = int(conn_heap_bytes)
+        self.conn_stack_bytes = int(conn_stack_bytes)
         # one entry per request: packed int64 arrays (8 bytes an entry, not a list slot and an int
         # object, ~40): a 60 s run at 100k requests/s keeps 4 x 6 M of them
         self.t_done = array("q")
@@ -98,11 +107,27 @@ class RequestSource:
         req = _Req(t_ns, self.fanout, client, self._per_g())
         self.arrived += 1
         self.in_flight[id(req)] = req
+        need = client + 1 if client >= 0 else len(self.in_flight)
+        if need > self.conns:
+            self._open_conns(need)
         if self.half_ns > 0:
             self.runq.append([req, self.half_ns, PRE])
             self.rt.ready(1)             # the netpoller readies the connection goroutine
         else:
             self._spawn(req, netpoll=True)
+
+    def _open_conns(self, need: int) -> None:
+        """Connections up to ``need`` (capped): the server accepts each and its goroutine keeps a
+        read and a write buffer and its stack until the connection closes (net/http server.go
+        ``(*conn).serve``)."""
+        if self.max_conns is not None:
+            need = min(need, self.max_conns)
+        new = need - self.conns
+        if new <= 0:
+            return
+        self.conns = need
+        if self.conn_heap_bytes or self.conn_stack_bytes:
+            self.rt.retain(new * self.conn_heap_bytes, new * self.conn_stack_bytes)
 
     def _spawn(self, req: _Req, netpoll: bool = False) -> None:
         for _ in range(self.fanout):
@@ -183,6 +208,7 @@ class RequestSource:
             "requests_arrived": int(self.arrived),
             "backlog_final": int(self.arrived - self.completed),
             "lag_final_s": 0.0 if oldest is None else (t1_ns - oldest) / 1e9,
+            "connections_open": int(self.conns),
         }
         out.update(latency_keys(lat[sel] / 1e9))
         h_end = np.asarray(self.handler_end, dtype=np.int64)

@@ -23,7 +23,9 @@ class RequestWorkload:
                                  client_rtt_ns=int(round(w["client_rtt_ms"] * 1e6)),
                                  rng=np.random.default_rng([scenario["run.seed"], 0x5EED]),
                                  client_rtt_p99_ns=int(round(w["client_rtt_p99_ms"] * 1e6)),
-                                 rtt_rng=np.random.default_rng([scenario["run.seed"], 0x277]))
+                                 rtt_rng=np.random.default_rng([scenario["run.seed"], 0x277]),
+                                 conn_heap_bytes=int(w["conn_heap_kb"] * 1024),
+                                 conn_stack_bytes=int(w["conn_stack_kb"] * 1024), max_conns=w["client_max_conns"])
         self.scrapes = with_scrapes(engine, self.rt, self.src, scenario)
         self.sample_ns = sample_interval_ns(scenario)
         self.samples: list[tuple] = []
