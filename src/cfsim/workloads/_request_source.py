@@ -85,7 +85,7 @@ class RequestSource:
         # client connections the server holds open (keep-alive): a client opens one when a request
         # finds all of its connections busy, so they follow the peak of requests in flight (a
         # closed loop's clients one each), up to max_conns (0 = no cap); each keeps its buffers
-        # and its goroutine's stack (RequestSource.arrive)
+        # and its goroutine's stack (arrive, _open_conns)
         self.conns = 0
         self.max_conns = int(max_conns) if max_conns > 0 else None
         self.conn_heap_bytes = int(conn_heap_bytes)

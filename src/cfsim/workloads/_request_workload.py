@@ -10,6 +10,13 @@ from cfsim.workloads._go import make_runtime, merge_series, sample_interval_ns, 
 from cfsim.workloads._request_source import RequestSource
 
 
+#: the [workload] keys every request-serving kind reads (closed and open add their own)
+REQUEST_KEYS = ("fanout", "cpu_ms_per_request", "alloc_kb_per_request", "server_cpu_us_per_request",
+                "server_alloc_kb_per_request", "client_rtt_ms", "client_rtt_p99_ms", "client_cpu_us_per_request",
+                "conn_heap_kb", "conn_stack_kb", "client_max_conns", "cpu_cv", "scrape_interval_s", "scrape_cpu_ms",
+                "scrape_alloc_kb")
+
+
 class RequestWorkload:
     def __init__(self, engine, scenario, rng: np.random.Generator):
         self.engine = engine

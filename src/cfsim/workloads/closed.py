@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cfsim.workloads._request_workload import RequestWorkload
+from cfsim.workloads._request_workload import REQUEST_KEYS, RequestWorkload
 from cfsim.workloads.kinds import WorkloadKind, WorkShape
 
 
@@ -20,8 +20,7 @@ def work_shape(w) -> WorkShape:
                      fixed_demand_cores=w["clients"] * busy)
 
 
-KIND = WorkloadKind("closed", ("clients", "think_ms", "fanout", "cpu_ms_per_request", "alloc_kb_per_request",
-                               "server_cpu_us_per_request", "server_alloc_kb_per_request", "client_rtt_ms", "client_rtt_p99_ms", "client_cpu_us_per_request", "conn_heap_kb", "conn_stack_kb", "client_max_conns", "cpu_cv", "scrape_interval_s", "scrape_cpu_ms", "scrape_alloc_kb"),
+KIND = WorkloadKind("closed", ("clients", "think_ms", *REQUEST_KEYS),
                     "cpu_ms_per_request", work_shape,
                     alloc_key="alloc_kb_per_request")
 
