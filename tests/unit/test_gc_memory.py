@@ -363,7 +363,7 @@ def test_connections_follow_the_peak_in_flight_and_their_buffers_stay_live():
                   for x in ((), ("workload.conn_heap_kb=0", "workload.conn_stack_kb=0")))
     assert over["connections_open"] == bare["connections_open"] == 1024   # the client's cap
     extra_live = over["gc_heap_live_bytes"] - bare["gc_heap_live_bytes"]
-    assert 1024 * 8 * 1024 * 0.9 < extra_live < 1024 * 8 * 1024 * 1.6
+    assert 1024 * 8 * 1024 * 0.95 < extra_live < 1024 * 8 * 1024 * 1.1   # once, not again as allocation during a mark
     extra_mem = over["memory_usage_bytes"] - bare["memory_usage_bytes"]
     assert extra_mem > 1024 * 16 * 1024 * 0.9   # buffers and stacks, before the heap goal's room
     uncapped = simulate(_open_service(1500, ["workload.client_max_conns=0"])).summary

@@ -292,6 +292,7 @@ class GoRuntime(RuntimeReports):
         self.heap_marked = self.base_live
         self.heap_live = self.base_live
         self.noscan_live = 0     # of base_live: pointer-free objects kept for the run (retain)
+        self._retained_in_mark = 0   # retained during the current mark, live from the next cycle on
         self.alloc_total = 0
         # allocation of the user chunks running now (counted into heap_live when they end): the
         # runtime's heapLive sees it as it happens (each span an mcache takes), see _heap_live_now
@@ -883,8 +884,13 @@ class GoRuntime(RuntimeReports):
         objects are only marked, ``greyobject``)."""
         if self.dead:
             return
-        self.base_live += heap_bytes
-        self.noscan_live += heap_bytes
+        if self.phase in (MARK, MARKTERM):
+            # allocated black during this mark: the cycle's marked heap counts it with the rest of
+            # the allocation since the trigger; from the next cycle on it is part of the live heap
+            self._retained_in_mark += heap_bytes
+        else:
+            self.base_live += heap_bytes
+            self.noscan_live += heap_bytes
         if stack_bytes > 0:
             self.mem.add_stacks(stack_bytes)
             if self._memory_grew():
@@ -1180,6 +1186,9 @@ class GoRuntime(RuntimeReports):
         self.last_goal = self.goal          # endCycle: lastHeapGoal
         self.heap_marked = self.base_live + max(0, alloc_during)
         self.heap_live = self.heap_marked
+        self.base_live += self._retained_in_mark
+        self.noscan_live += self._retained_in_mark
+        self._retained_in_mark = 0
         self.mem.sweep(self.heap_marked)
         self.phase = OFF
         self.gc_cycles += 1
