@@ -76,7 +76,7 @@ def run(args) -> int:
     with Progress(len(train_runs) + len(test_runs), "validate", "run", enabled=not args.no_progress) as bar:
         tick = (lambda run_id: bar.advance(1, run_id))
         # the runs the fit used are training, not held out: their errors are summarised apart
-        applied = {**fixed, **cal.params}
+        applied = {**cal.fixed, **cal.params}   # the fit holds with the parameters it held
         train_report = validate(args.path, params=applied, only=train_runs, progress=tick, train_runs=train_runs)
         test_report = validate(args.path, params=applied, only=test_runs, progress=tick) if test_runs else None
     train_errors = summarise_errors(train_report.runs, held_out_only=False)

@@ -889,14 +889,17 @@ class GoRuntime(RuntimeReports):
             # the allocation since the trigger; from the next cycle on it is part of the live heap
             self._retained_in_mark += heap_bytes
         else:
-            self.base_live += heap_bytes
-            self.noscan_live += heap_bytes
+            self._add_noscan_live(heap_bytes)
         if stack_bytes > 0:
             self.mem.add_stacks(stack_bytes)
             if self._memory_grew():
                 return
         if heap_bytes > 0:
             self._count_alloc(heap_bytes, 0)
+
+    def _add_noscan_live(self, nbytes: int) -> None:
+        self.base_live += nbytes
+        self.noscan_live += nbytes
 
     def _oom_kill(self) -> None:
         """The kernel's OOM killer ends the process (its anonymous memory cannot be reclaimed
@@ -1186,8 +1189,7 @@ class GoRuntime(RuntimeReports):
         self.last_goal = self.goal          # endCycle: lastHeapGoal
         self.heap_marked = self.base_live + max(0, alloc_during)
         self.heap_live = self.heap_marked
-        self.base_live += self._retained_in_mark
-        self.noscan_live += self._retained_in_mark
+        self._add_noscan_live(self._retained_in_mark)
         self._retained_in_mark = 0
         self.mem.sweep(self.heap_marked)
         self.phase = OFF
