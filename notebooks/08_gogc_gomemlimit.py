@@ -20,7 +20,7 @@ SMALL = os.environ.get("CFSIM_SMALL", "") not in ("", "0")
 LAB_DIR = None            # None = data/lab of this repository (or $CFSIM_LAB_DIR)
 GRID = "gc-memory"        # the lab grid (data/lab/<GRID>): GOGC x GOMEMLIMIT x GOMAXPROCS x memory limits
 PARAMS = None             # GC parameters {"go.key": value}; None = docs/params/gc-memory.toml (fitted on 4 grid runs)
-                          # and the lab host's measured docs/params/lab-host-memory.toml
+                          # with the lab host's measured costs the fit held fixed ([fit.fixed])
 TWIN_RUN_S = 8.0 if SMALL else None   # shorten each twin to this many simulated seconds (None = as measured)
 # the grid runs to validate (folder-name prefixes; None = all): at the small size the death-spiral
 # pairs (GOGC 100 and GOMEMLIMIT 1.1 x live, 16 and 256 MiB) and four container memory limits
@@ -95,11 +95,12 @@ if PARAMS is None:
     PARAMS = {k: float(v) for k, v in params_file["params"].items()}
     TRAIN_RUNS = set(params_file["fit"]["train_runs"])
     print(f"GC parameters fitted on {len(TRAIN_RUNS)} of the grid's runs (the rest are held out): {PARAMS}")
-    # the lab host's CPU per TLB flush of another CPU when memory is returned (measured by
-    # `cfsim lab tlb`, not fitted): what GOMAXPROCS >= 2 costs a heap held at its limit
-    host_file = tomllib.loads((repo_root() / "docs" / "params" / "lab-host-memory.toml").read_text())
-    PARAMS.update({k: float(v) for k, v in host_file["params"].items()})
-    print(f"lab host, measured: {host_file['params']}")
+    # the lab host's measured costs the fit held fixed (not fitted): the CPU per TLB flush of another
+    # CPU when memory is returned (`cfsim lab tlb`: what GOMAXPROCS >= 2 costs a heap held at its
+    # limit), per page released, per context switch (`cfsim lab switches`)
+    fixed = {k: float(v) for k, v in params_file["fit"].get("fixed", {}).items()}
+    PARAMS.update(fixed)
+    print(f"lab host, measured: {fixed}")
 base = load_scenario(base_raw)
 if PARAMS:
     base = base.with_overrides(list(PARAMS.items()))
@@ -164,8 +165,8 @@ fig.tight_layout()
 #
 # Each run's twin is its resolved `scenario.toml` (nothing measured goes into it), with the GC scan
 # rate fitted on four of the grid's runs (`docs/params/gc-memory.toml`; those four are left out of the
-# error table) and the lab host's measured cost of a TLB flush when memory is returned while another
-# CPU runs the process (`docs/params/lab-host-memory.toml`, `cfsim lab tlb`: at
+# error table) and the lab host's measured costs the fit held fixed, among them a TLB flush when memory
+# is returned while another CPU runs the process (`docs/params/lab-host-memory.toml`, `cfsim lab tlb`: at
 # GOMAXPROCS >= 2 a heap held at its GOMEMLIMIT releases and refaults nearly every page it
 # allocates, and every release interrupts the other CPU). Errors per metric as `cfsim validate` computes them: GC cycles per second, the heap
 # goal averaged over the window, throughput, the memory cgroup's usage averaged over the window (its
@@ -185,8 +186,8 @@ TWIN_WINDOW = (TWIN_RUN_S / 4, TWIN_RUN_S) if TWIN_RUN_S is not None else None
 
 
 def validate_twins(grid: Path, prefixes: tuple | None):
-    """`cfsim validate GRID --params docs/params/gc-memory.toml --params docs/params/lab-host-memory.toml`
-    on the grid's point runs (those whose folder names start with ``prefixes``; None: all), twins
+    """`cfsim validate GRID --params docs/params/gc-memory.toml --params docs/params/lab-host-switches.toml
+    --params docs/params/lab-host-memory.toml` on the grid's point runs (those whose folder names start with ``prefixes``; None: all), twins
     shortened to TWIN_WINDOW."""
     runs = [r for r in find_runs(grid) if not is_calibration_run(r)]
     if prefixes is not None:

@@ -300,8 +300,8 @@ def test_releases_flush_the_tlbs_of_other_cpus_running_the_process():
     assert run(2, 20.0)["throughput_per_s"] < 0.93 * two["throughput_per_s"]
     # the flushes are the kernel's whatever they cost: about one per 64 KiB item released and
     # faulted back at GOMAXPROCS 2 (the lab counted 0.57 over a window: the runtime releases longer
-    # runs; the model does not follow that yet), none at GOMAXPROCS 1
-    assert one["tlb_flushes_per_s"] == 0
+    # runs; the model does not follow that yet), next to none at GOMAXPROCS 1 (only while sysmon runs)
+    assert one["tlb_flushes_per_s"] < 0.01 * two["tlb_flushes_per_s"]
     assert 0.7 < two["tlb_flushes_per_s"] / two["throughput_per_s"] < 1.1
 
 

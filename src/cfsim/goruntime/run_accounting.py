@@ -144,17 +144,18 @@ class RuntimeReports:
         (:mod:`cfsim.io.gctrace`, ``GODEBUG=gctrace=1,gcpacertrace=1``) so the two compare
         directly: ``run_t_s`` when the mark ended; ``sweepterm_ms`` from the trigger to the mark's
         start, ``mark_ms`` the concurrent mark, of which ``barrier_ms`` after its work was done
-        (``gcMarkDone``'s ragged barrier and the mark-termination stop); ``trigger_bytes`` the
+        (``gcMarkDone``'s ragged barrier and the mark-termination stop), ``markterm_ms`` that stop
+        until the world was stopped (gctrace's third clock); ``trigger_bytes`` the
         pacer's trigger, ``heap0_bytes`` the heap when it was seen crossed (``gcStart``),
         ``triggered_bytes`` when the mark began (``startCycle``), ``heap_end_bytes`` when it ended
         (``endCycle``), ``marked_bytes`` the marked heap, ``goal_bytes`` the cycle's goal; assist /
         dedicated / idle mark P-time [ms] (gctrace's ``ms cpu``)."""
         cols = ["run_t_s", "sweepterm_ms", "mark_ms", "barrier_ms", "trigger_bytes", "heap0_bytes", "triggered_bytes",
                 "heap_end_bytes", "marked_bytes", "goal_bytes", "assist_cpu_ms", "background_cpu_ms", "idle_cpu_ms",
-                "procs", "forced"]
+                "procs", "forced", "markterm_ms"]
         rows = [(t / 1e9, (tm - t0) / 1e6, (t - tm) / 1e6, (t - tw) / 1e6 if tw >= tm else 0.0, trig_at, h0, trig,
-                 end, marked, goal, a / 1e6, d / 1e6, i / 1e6, procs, bool(forced))
-                for t, t0, tm, tw, h0, trig_at, trig, end, marked, goal, a, d, i, procs, forced in self.cycle_log]
+                 end, marked, goal, a / 1e6, d / 1e6, i / 1e6, procs, bool(forced), (t - stw0) / 1e6)
+                for t, t0, tm, tw, h0, trig_at, trig, end, marked, goal, a, d, i, procs, forced, stw0 in self.cycle_log]
         return pd.DataFrame(rows, columns=cols)
 
     def series(self, step_ns: int) -> pd.DataFrame:

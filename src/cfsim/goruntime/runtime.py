@@ -131,6 +131,9 @@ class WorkSource(Protocol):
 
     def requeue(self, claim: Claim, left_ns: int, t0: int, t1: int) -> Claim | None: ...
 
+    # optional: ``continues(claim) -> bool``, whether the goroutine that ran ``claim`` goes on
+    # without a scheduling point (see GoRuntime._continues)
+
 
 @dataclass(frozen=True)
 class GoParams:
@@ -204,7 +207,7 @@ def scan_miss_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float) -> f
 
 class _M:
     __slots__ = ("tid", "p", "seg", "work", "pre", "debt", "t_seg", "claim", "spinning", "mark_bytes",
-                 "stopped", "coord", "charged", "owed", "infl")
+                 "stopped", "coord", "charged", "owed", "infl", "t_sched")
 
     def __init__(self, tid: int):
         self.tid = tid
@@ -222,6 +225,7 @@ class _M:
         self.coord = False
         self.owed: tuple | None = None   # (claim, t0, debt left): a goroutine's chunk finishing with its assist
         self.infl = 1.0   # CPU per unit of work of the current segment (SMT sharing)
+        self.t_sched = 0  # the M's last pass through schedule() (sysmon preempts after 10 ms)
 
 
 class GoRuntime(RuntimeReports):
@@ -268,6 +272,7 @@ class GoRuntime(RuntimeReports):
         self.neg = [0] * 6
         self.stw_np = 0
         self.stw = False
+        self._stw_stopping = False   # stopping the world: P-time still counted per P (_pc_stop)
         self.cpu_l = [0.0] * len(CPU_CLASSES)   # real CPU [ns] per class (CPU_CLASSES order)
         # GC state
         self.phase = OFF
@@ -440,12 +445,25 @@ class GoRuntime(RuntimeReports):
         if old != new:
             self.n_pc[old] -= 1
             self.n_pc[new] += 1
-            if not self.stw:
+            if not self.stw or self._stw_stopping:
                 now = self.engine.now
                 self.ni[old] -= 1
                 self.neg[old] -= now
                 self.ni[new] += 1
                 self.neg[new] += now
+
+    def _pc_stop(self, cls: int, n: int = 1) -> None:
+        """``n`` Ps of P-time class ``cls`` stop for a stop-the-world still waiting for others:
+        from now on their P-time is the GC's pause (``stopTheWorldWithSema``: each P's
+        ``gcStopTime``, summed into ``stoppingCPUTime``), while a P still running towards its
+        safe point keeps its own class until it stops."""
+        if n <= 0 or cls == PC_PAUSE:
+            return
+        now = self.engine.now
+        self.ni[cls] -= n
+        self.neg[cls] -= n * now
+        self.ni[PC_PAUSE] += n
+        self.neg[PC_PAUSE] += n * now
 
     def _integ_stw(self, begin: bool) -> None:
         """Switch the integrated counts to "all Ps paused" (begin) or back to the P states."""
@@ -706,6 +724,8 @@ class GoRuntime(RuntimeReports):
         if seg == ACK:
             m.stopped = True
             self.stw_wait -= 1
+            if self._stw_stopping:
+                self._pc_stop(_SEG_PC_L[ACK])
             return self._stw_check(m)
         if seg == STWK:
             self.stw_coord_done = True
@@ -713,10 +733,18 @@ class GoRuntime(RuntimeReports):
         raise AssertionError(seg)
 
     # ------------------------------------------------------------------ scheduling
-    def _schedule(self, m: _M, extra: float = 0) -> int | None:
+    def _schedule(self, m: _M, extra: float = 0, cont: bool = False) -> int | None:
         """``schedule``/``findRunnable`` for an M holding a P at a scheduling point; ``extra`` is
         overhead already owed (a wake-up). Returns the next segment's CPU, or None if the M
-        released its P and blocks."""
+        released its P and blocks. ``cont``: no scheduling point, the running goroutine goes on
+        with the source's next chunk (:meth:`_continues`): no GC worker, no goroutine switch."""
+        if cont:
+            c = self.source.claim(self.claim_ns)
+            if c is not None:
+                self.inflight_alloc += c.alloc
+                m.claim = c
+                return self._seg(m, USER, c.work, extra, self._user_infl(c))
+        m.t_sched = self.engine.now
         if self.phase == MARK:
             w = self._gc_worker(m, extra)
             if w:
@@ -782,17 +810,34 @@ class GoRuntime(RuntimeReports):
         # accounting: the assist it owes, or the GC it triggers (see _allocated); readied goroutines
         # go to the P's runnext and are woken after the M has chosen its next work
         self._deferring = True
+        parked = len(self.assistq)
         try:
             w = self._allocated(m, c, m.t_seg)
         finally:
             self._deferring = False
         if w is None:
-            w = self._schedule(m)
+            # a goroutine parked for assist credit (gcParkAssist) leaves its P to schedule
+            w = self._schedule(m, cont=len(self.assistq) == parked and self._continues(m, c))
         if self._deferred:
             calls, self._deferred = self._deferred, []
             for args in calls:
                 self.ready(*args)
         return w
+
+    def _continues(self, m: _M, c: Claim) -> bool:
+        """Whether the goroutine whose chunk ended goes on running without passing through
+        ``schedule``: the chunk was the model's cut of a run the goroutine does not interrupt (a
+        stream worker that takes its next record without blocking: ``continues``), and sysmon has
+        not preempted it yet (``retake``: a goroutine running for ``forcePreemptNS``, 10 ms,
+        since its P last scheduled). Only at ``schedule`` does a P look for a GC mark worker
+        (``findRunnableGCWorker``), so a fractional worker gets the P of such a goroutine only at
+        its blocking points, its preemption or a stop-the-world, as in the runtime."""
+        if self.stw or m.p < 0:
+            return False
+        cont = getattr(self.source, "continues", None)
+        if cont is None or not cont(c):
+            return False
+        return self.engine.now - m.t_sched < FORCE_PREEMPT_NS
 
     def _user_infl(self, c: Claim) -> float:
         """CPU per unit of a chunk's work: SMT sharing, times the runtime's own CPU on the chunk's
@@ -1183,7 +1228,7 @@ class GoRuntime(RuntimeReports):
         self.cycle_log.append((now, t_gc, self.mark_start, self._work_done_ns, heap0, trig, self.triggered,
                                self.heap_live, self.base_live + max(0, alloc_during), self.goal,
                                acc[PC_ASSIST] - self.assist_pt0, acc[PC_DED] - self.ded_pt0,
-                               acc[PC_IDLEMARK] - self.idlemark_pt0, self.nprocs, self.periodic))
+                               acc[PC_IDLEMARK] - self.idlemark_pt0, self.nprocs, self.periodic, self.stw_t0))
         self._wake_all_assists()
         # allocate-black: objects allocated during mark count as marked
         self.last_goal = self.goal          # endCycle: lastHeapGoal
@@ -1276,21 +1321,30 @@ class GoRuntime(RuntimeReports):
 
     def _mark_done(self, m: _M) -> int | None:
         seg = m.seg
+        owed = m.owed
         self._mark_progress(m, m.mark_bytes, m.work)
         m.mark_bytes = 0.0
         if seg == ASSIST and self.params.gc_cpu_limiter:
             # gcAssistAlloc1: an assist of more than gcAssistTimeSlack (5 us) updates the limiter
             self._limiter_update(force=True)
+        # an assist that paid its goroutine's debt: the goroutine returns from mallocgc and
+        # allocates on, on this P (no scheduling point)
+        cont = seg == ASSIST and owed is not None and m.owed is None and self._continues(m, owed[0])
         if m.owed is not None and seg == ASSIST:
             # a pass of the assist left debt: the goroutine retries, unless the mark is over
             c, t0, rest = m.owed
             m.owed = None
             if self.phase == MARK and not (self.scan_done >= self.mark_total - 1.0):
+                parked = len(self.assistq)
                 w = self._assist_again(m, c, t0, rest)
                 if w is not None:
                     return w
+                parked = len(self.assistq) != parked
             else:
                 self.source.done(c, t0, self.engine.now)
+                parked = False
+            # paid after a retry, or the mark is over: it allocates on unless it parked for credit
+            cont = not parked and self._continues(m, c)
         # the mark is done when all its scan work is: work buffers are shared, so assists may
         # have done what in-flight workers hold (their rest is stopped by the STW)
         if self.phase == MARK and not self.mark_draining and (
@@ -1302,10 +1356,10 @@ class GoRuntime(RuntimeReports):
                 self.idlew_running -= 1
             self._work_done_ns = self.engine.now
             barrier = self._ragged_barrier_ns(m)
-            if barrier > 0:
+            if barrier > 0 or self._holder_throttled(m):
                 # gcMarkDone's forEachP: m sleeps holding its P until every P has flushed
                 self.mark_draining = True
-                self.engine.call_later(barrier, self._mark_term_begin, m)
+                self.engine.call_later(barrier, self._barrier_done, m)
                 return None
             return self._mark_term_begin(m)
         if seg == DED:
@@ -1317,7 +1371,7 @@ class GoRuntime(RuntimeReports):
             if self.mark_unclaimed > 0 and not (src is not None and src.has_work()):
                 return self._mark_seg(m, IDLEW)
             self.idlew_running -= 1
-        return self._schedule(m)
+        return self._schedule(m, cont=cont)
 
     def _ragged_barrier_ns(self, coord: _M) -> int:
         """How long ``gcMarkDone``'s ragged barrier lasts (``src/runtime/mgc.go``: ``forEachP``
@@ -1339,6 +1393,24 @@ class GoRuntime(RuntimeReports):
             return 0
         return int((k - 1.0) * self.wake_slice_ns)
 
+    def _holder_throttled(self, coord: _M) -> bool:
+        """Whether a P other than ``coord``'s is held by a thread the kernel has throttled: it
+        cannot run ``forEachP``'s flush (or reach any safe point) before the group's quota is
+        refilled."""
+        eng = self.engine
+        return any(m is not coord and eng.is_throttled(m.tid) for m in self.holders)
+
+    def _barrier_done(self, m: _M) -> None:
+        """The ragged barrier's wait is over unless a P's thread is throttled: ``forEachP``
+        returns only when every P has run its flush, so the mark phase (write barriers on,
+        allocation black, assists with no work left waiting on the mark's end) lasts until the
+        kernel runs that thread again, and the mark termination's stop-the-world starts only
+        then (looked at each tick)."""
+        if self.phase == MARK and not self.dead and self._holder_throttled(m):
+            self.engine.call_later(self.engine.tick_ns, self._barrier_done, m)
+            return
+        self._mark_term_begin(m)
+
     def _mark_term_begin(self, m: _M) -> int | None:
         """The ragged barrier is over: mark termination's stop-the-world, coordinated by ``m``."""
         self.mark_draining = False
@@ -1355,8 +1427,13 @@ class GoRuntime(RuntimeReports):
         ``then()`` runs and the world restarts. Returns the coordinator's CPU when it is the M
         whose callback is running."""
         now = self.engine.now
-        self._integ_stw(begin=True)
+        # P-time while the world stops (the runtime's pause CPU, mgc.go: accumulateGCPauseTime of
+        # stoppingCPUTime, then of GOMAXPROCS x the stopped time): a P counts as paused from the
+        # moment it stops (idle Ps and the coordinator's at once, the others at their safe
+        # point), every P once the world is stopped (_stw_check)
         self.stw = True
+        self._stw_stopping = True
+        self._pc_stop(PC_IDLE, self.n_pc[PC_IDLE])
         self.stw_t0 = now
         self.stw_then = then
         self.stw_wait = 0
@@ -1377,8 +1454,13 @@ class GoRuntime(RuntimeReports):
         else:
             self._stw_preempt()
         if coord is self._cur:
-            return self._seg(coord, STWK, work)
+            w = self._seg(coord, STWK, work)
+            if coord.p >= 0:
+                self._pc_stop(_SEG_PC_L[STWK])
+            return w
         w = self._seg(coord, STWK, work + coord.debt)
+        if coord.p >= 0:
+            self._pc_stop(_SEG_PC_L[STWK])
         coord.debt = 0
         self.engine.run(coord.tid, w, self._on_done)
         return None
@@ -1434,7 +1516,9 @@ class GoRuntime(RuntimeReports):
     def _stw_check(self, cur: _M) -> int | None:
         if self.stw_wait > 0 or not self.stw_coord_done or not self.stw_preempted:
             return None  # cur stays stopped (blocked) holding its P
-        # the world is stopped
+        # the world is stopped: every P's time is the pause's until the world starts
+        self._stw_stopping = False
+        self._integ_stw(begin=True)
         if self.stw_then is not None:
             self.stw_then()
         if self.pending_procs is not None:
@@ -1480,6 +1564,7 @@ class GoRuntime(RuntimeReports):
             self.cycle_pause_ns.append((now, self._sweepterm_pause + pause))
             self._limiter_transition_end()
         self.stw = False
+        self._stw_stopping = False
         self._integ_stw(begin=False)
         coord = self.stw_coord
         self.stw_coord = None

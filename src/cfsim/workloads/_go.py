@@ -97,6 +97,14 @@ class WithSideWork:
             return
         self.main.done(claim, t0, t1)
 
+    def continues(self, claim) -> bool:
+        """A side goroutine ends at its chunk's end (or waits for its next turn); the workload's
+        own goroutines go on as ``main`` says, unless a side goroutine is waiting to run."""
+        if isinstance(claim.token, _SideG) or self.side:
+            return False
+        cont = getattr(self.main, "continues", None)
+        return cont is not None and cont(claim)
+
     def requeue(self, claim, left_ns: int, t0: int, t1: int) -> None:
         g = claim.token
         if isinstance(g, _SideG):

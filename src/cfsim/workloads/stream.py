@@ -127,6 +127,11 @@ class RecordStream:
             work *= self.rng.gamma(shape, 1.0 / shape)
         return Claim(max(1, int(round(work))), int(k * self.alloc), (n0, k))
 
+    def continues(self, claim: Claim) -> bool:
+        """A worker whose chunk ended takes its next record without blocking while records wait
+        (``take`` finds ``consumed < produced``): the same goroutine runs on."""
+        return self.has_work()
+
     def done(self, claim: Claim, t0: int, t1: int) -> None:
         n0, k = claim.token
         self.running -= 1
