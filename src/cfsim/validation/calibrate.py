@@ -164,16 +164,14 @@ def apply_params(run: Path, params: Mapping[str, float], base_factor: float) -> 
     allocation's CPU per KiB scaled by the machine's speed (the grid's cost factor x ``cost_factor``)."""
     scenario = run_scenario(run)
     factor = base_factor * params.get("cost_factor", 1.0)
-    out: dict[str, Any] = {}
     from cfsim.validation.normalise import COST_KEYS
 
     key = COST_KEYS.get(scenario["workload.kind"])
-    if key is not None and factor != 1.0:
-        out[key] = scenario[key] * factor
-    out.update({k: v for k, v in params.items() if k != "cost_factor"})
+    out: dict[str, Any] = {k: v for k, v in params.items() if k != "cost_factor"}
     if key is not None and factor != 1.0:
         # the factor is the machine's speed during the grid: the runtime's own per-byte work, the
         # GC's marking and mallocgc, runs on the same CPUs at the same speed as the workload's code
+        out.setdefault(key, scenario[key] * factor)
         out["go.gc_scan_mb_per_ms"] = out.get("go.gc_scan_mb_per_ms", scenario["go.gc_scan_mb_per_ms"]) / factor
         out["go.alloc_ns_per_kb"] = out.get("go.alloc_ns_per_kb", scenario["go.alloc_ns_per_kb"]) * factor
     return out
