@@ -94,6 +94,12 @@ def test_uncertainty_from_params_file(tmp_path, scenario):
     assert pes["go.gc_scan_mb_per_ms"] == pytest.approx(2.0 * math.exp(-0.5))   # slower scan = costlier
     default = uncertainty_for(scenario)
     assert dict(default.pessimistic)["workload.cpu_ms_per_item"] == pytest.approx(1.1)
+    # a grid's GC factor divides the scan rate, the file's (x its cost factor) or the scenario's
+    gc = uncertainty_for(scenario, p, base_factor=0.5, gc_factor=2.5)
+    assert dict(gc.nominal)["go.gc_scan_mb_per_ms"] == pytest.approx(2.0 / (2.5 * 1.2))
+    bare = dict(uncertainty_for(scenario, base_factor=0.5, gc_factor=2.5).nominal)
+    assert bare["go.gc_scan_mb_per_ms"] == pytest.approx(scenario["go.gc_scan_mb_per_ms"] / 2.5)
+    assert "go.gc_scan_mb_per_ms" not in dict(default.nominal)
 
 
 def test_policy_kinds_validation(scenario):

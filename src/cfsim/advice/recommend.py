@@ -118,13 +118,15 @@ def from_lab_run(run_dir: str | Path, params: str | Path | None = None,
     if overrides:
         sc = sc.with_overrides(list(overrides))
     try:
-        norm = grid_norm(find_runs(run.parent))
-        factor, note = norm.factor, (f"grid {run.parent.name}: cost factor {norm.factor:.3g} from "
-                                     f"{len(norm.factors)} calibration run(s)" if norm.factors else
-                                     f"grid {run.parent.name}: no calibration runs, cost factor 1")
+        norm = grid_norm(find_runs(run.parent), gc_priors=False)
+        factor, gc_factor = norm.factor, norm.gc_factor
+        note = (f"grid {run.parent.name}: cost factor {norm.factor:.3g}"
+                + (f", GC factor {norm.gc_factor:.3g}" if norm.gc_factor is not None else "")
+                + f" from {len(norm.factors)} calibration run(s)" if norm.factors else
+                f"grid {run.parent.name}: no calibration runs, cost factor 1")
     except FileNotFoundError:
-        factor, note = 1.0, "no grid calibration"
-    unc = uncertainty_for(sc, params, factor)
+        factor, gc_factor, note = 1.0, None, "no grid calibration"
+    unc = uncertainty_for(sc, params, factor, gc_factor=gc_factor)
     return sc, Uncertainty(unc.nominal, unc.pessimistic, f"{note}; {unc.description}"), str(run)
 
 

@@ -145,11 +145,13 @@ def _read_uncertainty(path: str | Path) -> tuple[dict[str, float], dict[str, flo
 
 
 def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, base_factor: float = 1.0,
-                    default_rel: float = DEFAULT_REL_UNCERTAINTY) -> Uncertainty:
+                    default_rel: float = DEFAULT_REL_UNCERTAINTY, gc_factor: float | None = None) -> Uncertainty:
     """Nominal and pessimistic overrides for ``scenario``.
 
     ``base_factor`` scales the workload's per-item CPU (a grid's calibration factor, see
-    :func:`cfsim.validation.normalise.grid_norm`). A params file (``cfsim calibrate --out``) adds its
+    :func:`cfsim.validation.normalise.grid_norm`); ``gc_factor``, a grid's GC speed from the same
+    runs, divides the GC's scan rate (the file's, else the scenario's) as it does for the
+    validation's twins (None: the scan rate as given). A params file (``cfsim calibrate --out``) adds its
     ``cost_factor`` and runtime keys; the pessimistic side moves each by ``exp(sigma_log)`` in its
     costly direction (the per-item cost up, scan rates down, runtime CPU costs up). Without a file,
     or for a parameter without a finite sigma, the cost moves by ``default_rel`` (10 %).
@@ -167,9 +169,15 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
         base = scenario[cost_key]
         nominal.append((cost_key, base * factor))
         pess.append((cost_key, base * factor * math.exp(cost_sigma)))
+    scan_key = "go.gc_scan_mb_per_ms"
+    gc = None if gc_factor is None else gc_factor * params.get("cost_factor", 1.0)
+    if gc is not None and scan_key not in params:
+        params = {**params, scan_key: scenario[scan_key]}
     for k, v in params.items():
         if k == "cost_factor":
             continue
+        if k == scan_key and gc is not None:
+            v = v / gc
         nominal.append((k, v))
         s = sigma.get(k, 0.0)
         pess.append((k, v * (math.exp(-s) if k in _SMALLER_IS_WORSE else math.exp(s))))
@@ -180,6 +188,7 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
                           for k, s in sigma.items() if k != "cost_factor" and k in params))
     else:
         desc = (f"cost x{factor:.3g} (grid calibration)" if base_factor != 1.0 else "nominal parameters") \
+            + (f", GC scan /{gc:.3g}" if gc is not None else "") \
             + f"; pessimistic: per-item CPU +{(math.exp(cost_sigma) - 1) * 100:.0f} %"
     return Uncertainty(tuple(nominal), tuple(pess), desc)
 

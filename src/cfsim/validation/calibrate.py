@@ -159,22 +159,32 @@ def read_train_runs(path: str | Path) -> list[str]:
     return [str(r) for r in (data.get("fit") or {}).get("train_runs", [])]
 
 
-def apply_params(run: Path, params: Mapping[str, float], base_factor: float) -> dict[str, Any]:
-    """Scenario overrides for one run: ``params``, and the per-item CPU, the GC's scan rate and the
-    allocation's CPU per KiB scaled by the machine's speed (the grid's cost factor x ``cost_factor``)."""
+def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
+                 gc_factor: float | None = None) -> dict[str, Any]:
+    """Scenario overrides for one run: ``params``, and the per-item CPU and the allocation's CPU
+    per KiB scaled by the machine's speed (the grid's cost factor x ``cost_factor``), the GC's scan
+    rate by the GC's speed (the grid's ``gc_factor`` x ``cost_factor``; the cost factor when the
+    grid has none, :class:`cfsim.validation.normalise.GridNorm`)."""
     scenario = run_scenario(run)
     factor = base_factor * params.get("cost_factor", 1.0)
+    gc = (base_factor if gc_factor is None else gc_factor) * params.get("cost_factor", 1.0)
     from cfsim.validation.normalise import COST_KEYS
 
     key = COST_KEYS.get(scenario["workload.kind"])
     out: dict[str, Any] = {k: v for k, v in params.items() if k != "cost_factor"}
-    if key is not None and factor != 1.0:
-        # the factor is the machine's speed during the grid: the runtime's own per-byte work, the
-        # GC's marking and mallocgc, runs on the same CPUs at the same speed as the workload's code
+    if key is not None and (factor != 1.0 or gc != 1.0):
+        # the factors are the machine's speed during the grid: mallocgc runs on the same CPUs at
+        # the same speed as the workload's code; the GC's marking at the speed its calibration
+        # runs measured for it
         out.setdefault(key, scenario[key] * factor)
-        out["go.gc_scan_mb_per_ms"] = out.get("go.gc_scan_mb_per_ms", scenario["go.gc_scan_mb_per_ms"]) / factor
+        out["go.gc_scan_mb_per_ms"] = out.get("go.gc_scan_mb_per_ms", scenario["go.gc_scan_mb_per_ms"]) / gc
         out["go.alloc_ns_per_kb"] = out.get("go.alloc_ns_per_kb", scenario["go.alloc_ns_per_kb"]) * factor
     return out
+
+
+def _factors(norm: Any) -> tuple[float, float | None]:
+    """A grid's (cost factor, GC factor) as :func:`apply_params` takes them."""
+    return norm.factor, norm.gc_factor
 
 
 def _residuals_for_run(args: tuple) -> list[float]:
@@ -238,7 +248,7 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         raise ValueError(f"--train {train!r} selects no run among {len(runs)} runs below {path}")
     grids = sorted({r.parent for r in runs})
     norms = {grid: grid_norm(find_runs(grid), fixed or None) for grid in grids}
-    factors = {grid: n.factor for grid, n in norms.items()}
+    factors = {grid: _factors(n) for grid, n in norms.items()}
     priors = {r: grid_priors(run_scenario(r), norms[r.parent], pre_run_tenants_cores(run_manifest(r)))
               for r in train_runs}
     model_params = [k for k in names if k != "cost_factor"]
@@ -271,8 +281,9 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         p = {**fixed, **{k: float(v) for k, v in zip(names, values(x))}}
         # the grid's cost factor divides its calibration runs' CPU by the model with these parameters
         # (a calibration run's CPU includes its GC): recomputed when a model parameter is fitted
-        now = {grid: grid_norm(find_runs(grid), p).factor for grid in grids} if model_params else factors
-        jobs = [(str(r), {**priors[r], **apply_params(r, p, now[r.parent])}, duration_s, metrics)
+        now = {grid: _factors(grid_norm(find_runs(grid), p, gc_priors=False)) for grid in grids} \
+            if model_params else factors
+        jobs = [(str(r), {**priors[r], **apply_params(r, p, *now[r.parent])}, duration_s, metrics)
                 for r in train_runs]
         results = list(pool.map(_residuals_for_run, jobs)) if pool else [_residuals_for_run(j) for j in jobs]
         evaluations.append(1)

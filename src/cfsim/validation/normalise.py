@@ -6,6 +6,16 @@ cost of one record or request they measure (CPU seconds per completed item), div
 simulated twin of the same calibration run spends, gives the grid's cost factor. Validation runs
 then simulate with the workload's per-item CPU scaled by that factor, and the spread of the factor
 between the grid's calibration runs is reported as the grid's measured drift.
+
+The mutator and the garbage collector do not slow down alike from one host to the next: the GC
+chases pointers through a heap larger than the caches, the workload's code mostly does not. On
+two lab hosts of this project (both "AMD EPYC", one with AVX-512, one without) the workload's own
+CPU per record differed by 1.2x and the GC's mark CPU per cycle by 2.6x. Where a calibration run
+recorded the runtime's ``/cpu/classes`` (``runtime/metrics``), its cgroup CPU is split in those
+P-time proportions (one P, unconstrained: P-time is CPU time there) and the grid gets two factors:
+the per-item CPU from the user class per completed item, and the GC's speed from the mark classes
+(assist, dedicated, idle) per GC cycle. Without those classes, one factor from the total serves
+both (:func:`cpu_split`).
 """
 from __future__ import annotations
 
@@ -32,6 +42,12 @@ class GridNorm:
     factor: float = 1.0
     factors: dict[str, float] = field(default_factory=dict)  # calibration run -> factor
     drift: float | None = None  # (max - min) / mean of the factors
+    #: the GC's mark CPU per cycle on this grid's host over its twin's (None: the cost factor
+    #: serves the GC too); divides ``go.gc_scan_mb_per_ms`` (:func:`cfsim.validation.calibrate.apply_params`)
+    gc_factor: float | None = None
+    gc_factors: dict[str, float] = field(default_factory=dict)  # calibration run -> GC factor
+    #: the factor of the whole CPU per item (user and GC together), reported beside the split ones
+    total_factor: float | None = None
     #: time a request spends outside the server process [ms] (network, the load generator's own
     #: client), measured on the calibration runs: their client median latency minus their twin's
     rtt_ms: float | None = None
@@ -132,6 +148,42 @@ def cost_per_item_s(summary: dict[str, Any]) -> float | None:
     return usage / thr
 
 
+#: fewer GC cycles than this in a calibration run (or its twin) give no GC speed of their own
+MIN_CYCLES_FOR_GC_FACTOR = 20
+
+
+def cpu_split(summary: Mapping[str, Any]) -> tuple[float, float] | None:
+    """``(user CPU per completed item [s], GC mark CPU per GC cycle [s])`` of a run: its cgroup CPU
+    split in the proportions of the runtime's own ``/cpu/classes`` P-time (``user``; ``gc/mark/
+    assist`` + ``dedicated`` + ``idle``; both over the P-time not ``idle``). At one P and no quota,
+    as in a calibration run, P-time is CPU time; the cgroup's CPU keeps the split on the same
+    clock as the cost factor. None without the classes, CPU, throughput or at least
+    :data:`MIN_CYCLES_FOR_GC_FACTOR` cycles.
+
+    >>> s = {"cpu_usage_cores": 1.0, "throughput_per_s": 1000.0, "gc_cycles": 40, "duration_s": 20.0,
+    ...      "go_cpu_classes_total_cpu_seconds_total": 20.0, "go_cpu_classes_idle_cpu_seconds_total": 0.0,
+    ...      "go_cpu_classes_user_cpu_seconds_total": 16.0, "go_cpu_classes_gc_mark_assist_cpu_seconds_total": 3.0,
+    ...      "go_cpu_classes_gc_mark_dedicated_cpu_seconds_total": 1.0}
+    >>> [round(x, 6) for x in cpu_split(s)]
+    [0.0008, 0.1]
+    """
+    def cls(name: str) -> float | None:
+        v = summary.get(f"go_cpu_classes_{name}_cpu_seconds_total")
+        return None if v is None else float(v)
+
+    usage, thr = summary.get("cpu_usage_cores"), summary.get("throughput_per_s")
+    cycles, duration = summary.get("gc_cycles"), summary.get("duration_s")
+    total, user = cls("total"), cls("user")
+    if not usage or not thr or not duration or total is None or user is None or \
+            not cycles or cycles < MIN_CYCLES_FOR_GC_FACTOR:
+        return None
+    mark = sum(cls(c) or 0.0 for c in ("gc_mark_assist", "gc_mark_dedicated", "gc_mark_idle"))
+    busy = total - (cls("idle") or 0.0)
+    if busy <= 0 or user <= 0 or mark <= 0:
+        return None
+    return usage * user / busy / thr, usage * mark / busy * duration / cycles
+
+
 def _pause_per_stw_us(summary: Mapping[str, Any]) -> float | None:
     """Mean time of one GC stop-the-world pause [us] (a cycle has two: sweep termination and
     mark termination), or None without cycles or pause time."""
@@ -151,8 +203,20 @@ def calibration_twin_summary(run: Path, overrides: Mapping[str, Any]) -> dict[st
     return twin(run, dict(overrides)).summary
 
 
+def factored_overrides(run: Path, params: Mapping[str, Any] | None, norm: GridNorm) -> dict[str, Any]:
+    """The parameters of a calibration run's twin at the grid's own speed: ``params`` with the
+    per-item CPU and the GC's scan rate scaled by the grid's factors (what the validation runs'
+    twins get, :func:`cfsim.validation.calibrate.apply_params`)."""
+    from cfsim.validation.calibrate import apply_params
+
+    return {**calibration_overrides(params),
+            **apply_params(run, calibration_overrides(params), norm.factor, norm.gc_factor)}
+
+
 def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
-              twin_summaries: Mapping[Path, Mapping[str, Any]] | None = None) -> GridNorm:
+              twin_summaries: Mapping[Path, Mapping[str, Any]] | None = None,
+              factored_summaries: Mapping[Path, Mapping[str, Any]] | None = None,
+              gc_priors: bool = True) -> GridNorm:
     """Cost factor from the calibration runs among ``grid_runs`` (1.0 if there are none).
 
     ``params``: the model parameters the grid's runs are simulated with (``section.key`` ->
@@ -160,10 +224,19 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     spends part of its CPU in the GC, so the factor that turns its measured CPU per item into the
     workload's own CPU depends on the GC model it is divided by. ``twin_summaries``: those twins'
     summaries already simulated (:func:`calibration_twin_summary` with
-    :func:`calibration_overrides`), by run folder; the others are simulated here."""
+    :func:`calibration_overrides`), by run folder; the others are simulated here.
+
+    The program's heap beyond its twin's and the time a GC pause takes beyond the twin's compare
+    each calibration run with its twin *at the grid's factors* (``factored_summaries``, by run
+    folder, from :func:`factored_overrides`; simulated here when missing): a twin whose GC marks
+    2.6x faster than the host's allocates less during each mark and marks a smaller heap, and
+    that difference is the speed's, not the program's heap (the lab's gc-trace grid: 2.08 MiB of
+    "program heap" against the unscaled twins, -0.002 against the scaled ones).
+    ``gc_priors=False``: the factors only."""
     norm = GridNorm()
     overrides = calibration_overrides(params)
     rtts, rtt_p99s, extra_live, extra_stw, client_cpu = [], [], [], [], []
+    splits: dict[str, tuple[float, float]] = {}
     for run in grid_runs:
         if not is_calibration_run(run):
             continue
@@ -173,11 +246,9 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
         simulated = cost_per_item_s(sim)
         if observed and simulated:
             norm.factors[run.name] = observed / simulated
-        if obs.get("gc_heap_live_bytes") and sim.get("gc_heap_live_bytes") is not None:
-            extra_live.append((obs["gc_heap_live_bytes"] - sim["gc_heap_live_bytes"]) / 2**20)
-        per_pause = [_pause_per_stw_us(x) for x in (obs, sim)]
-        if None not in per_pause:
-            extra_stw.append(per_pause[0] - per_pause[1])
+            split_obs, split_sim = cpu_split(obs), cpu_split(sim)
+            if split_obs and split_sim:
+                splits[run.name] = (split_obs[0] / split_sim[0], split_obs[1] / split_sim[1])
         if has_loadgen(run_scenario(run)):
             c = client_cpu_per_request_us(run_manifest(run), obs)
             if c is not None:
@@ -194,17 +265,46 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
                 norm.rtt_by_tenants.append((tenants, rtts[-1], p99))
     if rtts:
         norm.rtt_ms = round(statistics.median(rtts), 4)
-    if extra_stw:
-        norm.extra_stw_us = round(statistics.median(extra_stw), 3)
-    if extra_live:
-        norm.extra_live_mb = round(statistics.median(extra_live), 4)
     if rtt_p99s:
         norm.rtt_p99_ms = round(statistics.median(rtt_p99s), 4)
     if client_cpu:
         norm.client_cpu_us = round(statistics.median(client_cpu), 3)
     if norm.factors:
-        values = list(norm.factors.values())
-        norm.factor = statistics.fmean(values)
-        norm.drift = (max(values) - min(values)) / norm.factor if len(values) > 1 else None
+        _set_factors(norm, splits)
+    if gc_priors:
+        for run in grid_runs:
+            if not is_calibration_run(run):
+                continue
+            obs = observed_summary(run)
+            factored = factored_overrides(run, params, norm)
+            sim = (factored_summaries or {}).get(run) or (
+                (twin_summaries or {}).get(run) if factored == overrides else None) or \
+                calibration_twin_summary(run, factored)
+            if obs.get("gc_heap_live_bytes") and sim.get("gc_heap_live_bytes") is not None:
+                extra_live.append((obs["gc_heap_live_bytes"] - sim["gc_heap_live_bytes"]) / 2**20)
+            per_pause = [_pause_per_stw_us(x) for x in (obs, sim)]
+            if None not in per_pause:
+                extra_stw.append(per_pause[0] - per_pause[1])
+    if extra_stw:
+        norm.extra_stw_us = round(statistics.median(extra_stw), 3)
+    if extra_live:
+        norm.extra_live_mb = round(statistics.median(extra_live), 4)
     return norm
+
+
+def _set_factors(norm: GridNorm, splits: Mapping[str, tuple[float, float]]) -> None:
+    """The grid's factors from its calibration runs' (``norm.factors``: total CPU per item) and,
+    where every one split its CPU, their user and GC factors (``splits``)."""
+    if norm.factors:
+        values = list(norm.factors.values())
+        norm.total_factor = norm.factor = statistics.fmean(values)
+        if splits and len(splits) == len(norm.factors):
+            # every calibration run split its CPU: the workload's per-item CPU and the GC's speed
+            # each get their own factor (a mixed grid keeps the one factor for both)
+            values = [u for u, _ in splits.values()]
+            norm.factor = statistics.fmean(values)
+            norm.gc_factors = {name: g for name, (_, g) in splits.items()}
+            norm.gc_factor = statistics.fmean(norm.gc_factors.values())
+            norm.factors = {name: u for name, (u, _) in splits.items()}
+        norm.drift = (max(values) - min(values)) / norm.factor if len(values) > 1 else None
 

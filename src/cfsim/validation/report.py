@@ -32,8 +32,8 @@ from cfsim.validation.kernel_view import kernel_view
 from cfsim.validation.noise import noise_summary, repeat_spreads
 from cfsim.validation import metrics as vm
 from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
-from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibration_twin_summary, grid_norm,
-                                       grid_priors)
+from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibration_twin_summary,
+                                       factored_overrides, grid_norm, grid_priors)
 from cfsim.validation.regimes import OUT_OF_SCOPE, PREDICTED, REGIMES, run_regime
 from cfsim.validation.trajectory import compare_trajectories
 from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
@@ -191,7 +191,17 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
     overrides = calibration_overrides(params)
     summaries = dict(zip(calibration, map_in_order(calibration_twin_summary, [(run, overrides) for run in calibration],
                                                    workers))) if normalise else {}
-    plans = [_plan(root, root_runs, params, normalise, include_calibration, only, summaries)
+    # then at each grid's factors (the program's own heap and pause time beyond the twin's)
+    factored: dict[Path, Mapping[str, Any]] = {}
+    if normalise and calibration:
+        grids = list(dict.fromkeys(run.parent for run in calibration))
+        norms = {g: grid_norm([r for r in calibration if r.parent == g], params, summaries, gc_priors=False)
+                 for g in grids}
+        jobs = [(run, factored_overrides(run, params, norms[run.parent])) for run in calibration]
+        todo = [(run, o) for run, o in jobs if o != overrides]
+        factored = {run: summaries[run] for run, o in jobs if o == overrides}
+        factored.update(zip([run for run, _ in todo], map_in_order(calibration_twin_summary, todo, workers)))
+    plans = [_plan(root, root_runs, params, normalise, include_calibration, only, summaries, factored)
              for root, root_runs in zip(roots, runs)]
     twins = map_in_order(_simulate_twin, [(run, run_params) for plan in plans
                                           for _, run, _, run_params in plan.jobs], workers)
@@ -209,7 +219,8 @@ class _Plan:
 
 def _plan(root: Path, runs: list[Path], params: Mapping[str, Any] | None, normalise: bool,
           include_calibration: bool, only: list[Path] | None,
-          calibration_summaries: Mapping[Path, Mapping[str, Any]]) -> _Plan:
+          calibration_summaries: Mapping[Path, Mapping[str, Any]],
+          factored_summaries: Mapping[Path, Mapping[str, Any]] | None = None) -> _Plan:
     from cfsim.validation.calibrate import apply_params
 
     by_grid: dict[Path, list[Path]] = defaultdict(list)
@@ -220,7 +231,8 @@ def _plan(root: Path, runs: list[Path], params: Mapping[str, Any] | None, normal
     jobs: list[tuple[Path, Path, str, dict[str, Any]]] = []
     for grid_dir, grid_runs in by_grid.items():
         roles = _roles(grid_dir)
-        norm = norms[grid_dir] = grid_norm(grid_runs, params, calibration_summaries) if normalise else GridNorm()
+        norm = norms[grid_dir] = grid_norm(grid_runs, params, calibration_summaries, factored_summaries) \
+            if normalise else GridNorm()
         for run in grid_runs:
             role = _role(run, roles)
             if role == "calibration" and not include_calibration:
@@ -229,7 +241,7 @@ def _plan(root: Path, runs: list[Path], params: Mapping[str, Any] | None, normal
                 continue
             tenants = pre_run_tenants_cores(run_manifest(run))
             run_params = {**grid_priors(run_scenario(run), norm, tenants),
-                          **apply_params(run, params or {}, norm.factor)}
+                          **apply_params(run, params or {}, norm.factor, norm.gc_factor)}
             jobs.append((grid_dir, run, role, run_params))
     return _Plan(root, by_grid, norms, jobs)
 
@@ -289,6 +301,8 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
             if _role(run, roles) == "calibration" and not include_calibration:
                 grid_rows[run.name] = {"role": "calibration", "observed": _derived(observed_summary(run))}
         grids[grid_dir.name] = {"cost_factor": norm.factor, "calibration_factors": norm.factors,
+                                "gc_factor": norm.gc_factor, "calibration_gc_factors": norm.gc_factors,
+                                "total_cost_factor": norm.total_factor,
                                 "drift": norm.drift, "client_rtt_ms": norm.rtt_ms,
                                 "client_rtt_p99_ms": norm.rtt_p99_ms, "extra_live_mb": norm.extra_live_mb,
                                 "extra_stw_us": norm.extra_stw_us,
@@ -403,14 +417,18 @@ def to_markdown(report: ValidationReport) -> str:
                          f"{_fmt(k.get('model_context_switches_per_s'))} |")
     lines += ["", "## Grid noise (measured) and what the calibration runs gave the twins", "",
               "Repeat spreads: median / max over the grid's repeated points (relative; throttled ratio absolute).", "",
-              "| grid | cost factor | calibration drift | repeated points | throughput | CPU | throttled ratio | "
+              "Cost factor: the workload's CPU per item on the grid's host over its twin's (from the user "
+              "class of /cpu/classes where the calibration runs recorded it); GC factor: the GC's mark CPU per "
+              "cycle over its twin's (blank: the cost factor serves the GC too).", "",
+              "| grid | cost factor | GC factor | calibration drift | repeated points | throughput | CPU | throttled ratio | "
               "p99 latency | GC cycles/s | client rtt p50 / p99 [ms] | extra live heap [MiB] | extra STW [us] |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, g in report.grids.items():
         nz = g.get("noise", {})
         spreads = " | ".join(_spread_cell(nz.get(m)) for m in ("throughput_per_s", "cpu_usage_cores", "throttled_ratio",
                                                                  "latency_p99_s", "gc_cycles_per_s"))
-        lines.append(f"| {name} | {_fmt(g['cost_factor'])} | {_fmt(g['drift'])} | {len(g.get('repeat_spreads', {}))} | "
+        lines.append(f"| {name} | {_fmt(g['cost_factor'])} | {_fmt(g.get('gc_factor'))} | {_fmt(g['drift'])} | "
+                     f"{len(g.get('repeat_spreads', {}))} | "
                      f"{spreads} | "
                      f"{_fmt(g.get('client_rtt_ms'))} / {_fmt(g.get('client_rtt_p99_ms'))} | "
                      f"{_fmt(g.get('extra_live_mb'))} | {_fmt(g.get('extra_stw_us'))} |")

@@ -46,17 +46,20 @@ class FixSimulator:
     def __init__(self, duration_s: float):
         self.duration_s = duration_s
         self.norms: dict[Path, float] = {}
+        self.gc_norms: dict[Path, float | None] = {}
 
     def grid_factor(self, grid: Path) -> float:
-        """A lab grid's calibration cost factor (1.0 without calibration runs), once per grid."""
+        """A lab grid's calibration cost factor (1.0 without calibration runs), once per grid; its
+        GC factor (None without one) in ``gc_norms``."""
         if grid not in self.norms:
             from cfsim.validation.normalise import grid_norm
             from cfsim.validation.twin import find_runs
 
             try:
-                self.norms[grid] = grid_norm(find_runs(grid)).factor
+                norm = grid_norm(find_runs(grid), gc_priors=False)
+                self.norms[grid], self.gc_norms[grid] = norm.factor, norm.gc_factor
             except FileNotFoundError:
-                self.norms[grid] = 1.0
+                self.norms[grid], self.gc_norms[grid] = 1.0, None
         return self.norms[grid]
 
     def base(self, c: Container, st: Stats, demand_cores: float) -> tuple[Scenario, str]:
@@ -71,7 +74,12 @@ class FixSimulator:
             key = COST_KEYS.get(sc["workload.kind"])
             if key and self.norms[grid] != 1.0:
                 over.append((key, sc[key] * self.norms[grid]))
-            return sc.with_overrides(over), f"the lab run's scenario (grid cost factor {self.norms[grid]:.3g})"
+            gc = self.gc_norms.get(grid)
+            if key and gc is not None:
+                # the GC's speed on the grid's host, as the validation's twins take it
+                over.append(("go.gc_scan_mb_per_ms", sc["go.gc_scan_mb_per_ms"] / gc))
+            return sc.with_overrides(over), (f"the lab run's scenario (grid cost factor {self.norms[grid]:.3g}"
+                                             + (f", GC factor {gc:.3g})" if gc is not None else ")"))
         return proxy_scenario(c, st, demand_cores, self.duration_s), \
             f"a proxy stream workload of {demand_cores:.2f} cores demand"
 
