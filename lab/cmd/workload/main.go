@@ -147,6 +147,8 @@ func main() {
 	// CPU profiles on demand (lab.profile_s): GET /debug/pprof/profile?seconds=N
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	// execution traces on demand (which Ps sit idle, and why): GET /debug/pprof/trace?seconds=N
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/ready", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ready") })
 	mux.HandleFunc("/info", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{
