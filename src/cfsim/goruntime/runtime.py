@@ -1453,14 +1453,13 @@ class GoRuntime(RuntimeReports):
             self.engine.call_later(0, self._stw_preempt)
         else:
             self._stw_preempt()
-        if coord is self._cur:
-            w = self._seg(coord, STWK, work)
-            if coord.p >= 0:
-                self._pc_stop(_SEG_PC_L[STWK])
-            return w
-        w = self._seg(coord, STWK, work + coord.debt)
+        # the M whose callback is running returns its segment; another one also burns its debt
+        cur = coord is self._cur
+        w = self._seg(coord, STWK, work if cur else work + coord.debt)
         if coord.p >= 0:
-            self._pc_stop(_SEG_PC_L[STWK])
+            self._pc_stop(_SEG_PC_L[STWK])   # the coordinator's own P is stopped at once
+        if cur:
+            return w
         coord.debt = 0
         self.engine.run(coord.tid, w, self._on_done)
         return None
