@@ -175,6 +175,27 @@ def test_limiter_bucket_needs_its_capacity_before_it_engages():
     assert not lim.enabled
 
 
+def test_the_limiter_stops_running_assists_at_once_under_a_quota_at_high_gomaxprocs():
+    """GOMEMLIMIT 1.1 x the live heap, GOGC off, 8 Ps in a 1-core quota: the GC runs back to back
+    and the GC CPU limiter (``mgclimit.go``) keeps turning on. ``gcDrainN`` polls
+    ``gcCPULimiter.limiting()`` between objects (``mgcmark.go``), so an assist stops the moment
+    the flag is set, and the flag is set at the limiter's updates, every 10 ms of wall time
+    (sysmon). Under the quota each of 8 threads gets about 1/8 of a core, so an assist pass
+    planned as 10 ms of CPU lasts about 80 ms of wall time: a model that lets it finish (or looks
+    at the limiter only when it ends) lets assists take about half the non-idle P-time (0.44-0.50
+    before this rule; 0.35-0.37 with the periodic updates alone, 0.33-0.36 with the stop at the
+    turning on alone) where the limiter holds them
+    near its 25 % (the background workers' 25 % plus the assists' make its 50 % cap)."""
+    for live, limit in ((64, 70), (32, 40)):
+        res = stream(go={"gogc": -1, "live_heap_mb": live, "gomemlimit_mb": limit}, dur=21.0, P=8)
+        s = res.summary
+        cls = {k: v for k, v in s.items() if k.startswith("go_cpu_classes_")}
+        busy = (cls["go_cpu_classes_total_cpu_seconds_total"] - cls["go_cpu_classes_idle_cpu_seconds_total"]
+                - cls["go_cpu_classes_gc_mark_idle_cpu_seconds_total"])
+        assert s["gc_limiter_enabled_s"] > 5.0                  # the limiter is on much of the run
+        assert cls["go_cpu_classes_gc_mark_assist_cpu_seconds_total"] / busy < 0.30
+
+
 def test_oom_kill_without_gomemlimit_and_automemlimit_avoids_it():
     # GOGC 100 peaks near 170 MiB: a 150 MiB container is OOM-killed ...
     s = stream(cgroup={"memory_limit_mb": 150}, dur=3.0, warm=0.5).summary

@@ -107,6 +107,10 @@ CLAIM_MIN_NS = 20_000
 # one pass of an assist's gcDrainN: it stops at the goroutine's preemption request (sysmon, 10 ms)
 # or when the limiter turns on, whose flag changes at its updates (gcCPULimiterUpdatePeriod, 10 ms)
 ASSIST_CHUNK_NS = FORCE_PREEMPT_NS
+# an assist pass is watched for the limiter turning on mid-pass only when the limiter's bucket is
+# at least this full: the bucket fills by at most GOMAXPROCS x wall time, so from half full it
+# takes half a second of wall time to fill, longer than a pass lasts
+LIMITER_WATCH_FILL = 0.5
 SAMPLE_NS_DEFAULT = 100_000_000
 SYSMON_BATCH_NS = 250_000   # sysmon's counted polls are burnt in chunks of at least this CPU
 
@@ -207,7 +211,7 @@ def scan_miss_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float) -> f
 
 class _M:
     __slots__ = ("tid", "p", "seg", "work", "pre", "debt", "t_seg", "claim", "spinning", "mark_bytes",
-                 "stopped", "coord", "charged", "owed", "infl", "t_sched")
+                 "stopped", "coord", "charged", "owed", "infl", "t_sched", "excess", "a_id")
 
     def __init__(self, tid: int):
         self.tid = tid
@@ -226,6 +230,8 @@ class _M:
         self.owed: tuple | None = None   # (claim, t0, debt left): a goroutine's chunk finishing with its assist
         self.infl = 1.0   # CPU per unit of work of the current segment (SMT sharing)
         self.t_sched = 0  # the M's last pass through schedule() (sysmon preempts after 10 ms)
+        self.excess = 0.0  # scan work of the current assist pass beyond its debt (credited ahead)
+        self.a_id = 0      # the current assist pass (its limiter check finds it by this number)
 
 
 class GoRuntime(RuntimeReports):
@@ -315,6 +321,7 @@ class GoRuntime(RuntimeReports):
         self.alloc_per_ns = 0.0             # the workload's allocation per CPU-ns, seen in its chunks
         self.assistq: deque[list] = deque()  # goroutines parked on the assist queue: [claim, t0, debt]
         self.assist_inflight = 0.0          # scan work of running assists
+        self.assist_seq = 0                 # assist passes started (each watched pass has a number)
         self.mark_draining = False          # the mark's work is done, gcMarkDone's ragged barrier runs
         # memory: heap spans, non-heap memory, scavenger; the container's memory cgroup
         self.mem = gmem.HeapMemory(params.mem, self.base_live)
@@ -1055,11 +1062,60 @@ class GoRuntime(RuntimeReports):
         else:
             self.bg_credit += scan - debt
             m.owed = (c, t0, 0.0)
+        m.excess = max(scan - debt, 0.0)
         self.mark_unclaimed -= scan
         self.mark_inflight += 1
         self.assist_inflight += scan
         m.mark_bytes = scan
-        return self._seg(m, ASSIST, scan / self.scan_rate, 0, self._infl())
+        w = self._seg(m, ASSIST, scan / self.scan_rate, 0, self._infl())
+        lim = self.limiter
+        if self.params.gc_cpu_limiter and m.owed is not None and lim.fill >= LIMITER_WATCH_FILL * lim.capacity:
+            self.assist_seq += 1
+            m.a_id = self.assist_seq
+            self.engine.call_later(gcpacer.LIMITER_UPDATE_PERIOD_NS, self._assist_limiter_check, m, m.a_id)
+        else:
+            m.a_id = 0    # an earlier pass's pending check must not take this one for its own
+        return w
+
+    def _assist_limiter_check(self, m: _M, a_id: int) -> None:
+        """The limiter's periodic update while an assist pass runs (``sysmon`` and the assists
+        update it every ``gcCPULimiterUpdatePeriod``): a pass is planned in CPU
+        (``ASSIST_CHUNK_NS``), and under a quota shared by many Ps it lasts many update periods
+        of wall time. Once the update finds the limiter on, :meth:`_cut_assists` ends the pass."""
+        if m.a_id != a_id or m.seg != ASSIST or m.owed is None or self.phase != MARK or self.dead:
+            return
+        self._limiter_update()
+        if not self.limiter.enabled:
+            self.engine.call_later(gcpacer.LIMITER_UPDATE_PERIOD_NS, self._assist_limiter_check, m, a_id)
+
+    def _cut_assists(self) -> None:
+        """``gcDrainN`` polls ``gcCPULimiter.limiting()`` between objects (``src/runtime/mgcmark.go``),
+        so every running assist stops as soon as the limiter turns on: its unscanned part goes
+        back to the pool and stays owed, and the goroutine goes on as ``gcAssistAlloc`` does with
+        the limiter on (allocates on credit, else parks: :meth:`_assist_again`). A pass parked
+        for want of work (no debt on the M) is left as it is."""
+        if self.dead or self.phase != MARK or not self.limiter.enabled:
+            return
+        for m in [m for m in self.holders if m.seg == ASSIST and m.owed is not None]:
+            if not self.engine.is_runnable(m.tid):
+                continue
+            left = self.engine.stop(m.tid)
+            body = m.work - m.pre
+            rest = m.mark_bytes * min(1.0, left / body) if body > 0 else 0.0
+            if rest > 0:
+                m.mark_bytes -= rest
+                self.mark_unclaimed += rest
+                self.assist_inflight -= rest
+                # the credit this pass gave ahead for scan work it will not do is taken back
+                back = min(rest, m.excess)
+                self.bg_credit = max(0.0, self.bg_credit - back)
+                c, t0, d = m.owed
+                m.owed = (c, t0, d + rest - back)
+            m.work -= left
+            m.pre = min(m.pre, m.work)
+            w = self._on_done(m.tid)
+            if w:
+                self.engine.run(m.tid, w, self._on_done)
 
     def _assist_again(self, m: _M, c: Claim, t0: int, rest: float) -> int | None:
         """``gcAssistAlloc`` after a pass that left debt (``goto retry``): the limiter, now updated,
@@ -1165,6 +1221,9 @@ class GoRuntime(RuntimeReports):
                             self.phase == MARK if gc_on is None else gc_on, d[PC_PAUSE], self.gc_cycles)
         if was:
             self.limiter_enabled_ns += now - self._lim_t
+        elif self.limiter.enabled and self.phase == MARK:
+            # running assists see the flag at their next object (after the current callback)
+            self.engine.call_later(0, self._cut_assists)
         self._lim_t = now
         self._lim_acc = list(acc)
 
