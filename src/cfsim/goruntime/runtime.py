@@ -1096,12 +1096,11 @@ class GoRuntime(RuntimeReports):
         for want of work (no debt on the M) is left as it is."""
         if self.dead or self.phase != MARK or not self.limiter.enabled:
             return
-        for m in [m for m in self.holders if m.seg == ASSIST and m.owed is not None]:
-            if not self.engine.is_runnable(m.tid):
-                continue
+        for m in [m for m in self.holders if m.seg == ASSIST]:
+            if m.seg != ASSIST or m.owed is None or not self.engine.is_runnable(m.tid):
+                continue      # (checked as each comes: ending one assist may move another M)
             left = self.engine.stop(m.tid)
-            body = m.work - m.pre
-            rest = m.mark_bytes * min(1.0, left / body) if body > 0 else 0.0
+            rest = self._scan_left(m, left)
             if rest > 0:
                 m.mark_bytes -= rest
                 self.mark_unclaimed += rest
@@ -1351,8 +1350,7 @@ class GoRuntime(RuntimeReports):
     def _mark_return(self, m: _M, left: int) -> None:
         """A mark segment stopped early: count the part done, return the rest to the pool."""
         body = m.work - m.pre
-        frac_left = min(1.0, left / body) if body > 0 else 0.0
-        rest = m.mark_bytes * frac_left
+        rest = self._scan_left(m, left)
         self._mark_progress(m, m.mark_bytes - rest, body - min(left, body))
         self.mark_unclaimed += rest
         if m.owed is not None:
@@ -1360,6 +1358,12 @@ class GoRuntime(RuntimeReports):
             c, t0, _ = m.owed
             m.owed = None
             self.source.done(c, t0, self.engine.now)
+
+    @staticmethod
+    def _scan_left(m: _M, left: int) -> float:
+        """The scan work of ``m``'s mark segment not done when it stops with ``left`` ns of CPU to go."""
+        body = m.work - m.pre
+        return m.mark_bytes * min(1.0, left / body) if body > 0 else 0.0
 
     def _mark_progress(self, m: _M, scanned: float, ns: float) -> None:
         self.mark_inflight -= 1
