@@ -102,7 +102,10 @@ def poisoned_lab(tmp_path_factory):
         for key in MEASURED_HOST_CPU:
             host_cpu[key] = _poison(host_cpu.get(key, 1.0))
         man["host_cpu"] = host_cpu
-        for key in ("cgroup_counters", "window_samples", "calibration_rounds_per_cpu_ms", "loadavg"):
+        # (not calibration_rounds_per_cpu_ms: the workload's start-up calibration, before the window,
+        # sets how many loop rounds an item is; validation scales the per-item CPU by it through
+        # params, cfsim.validation.normalise.rounds_ratio)
+        for key in ("cgroup_counters", "window_samples", "loadavg"):
             if key in man:
                 man[key] = _poison(man[key])
         if isinstance(man.get("gomaxprocs"), dict):

@@ -160,11 +160,13 @@ def read_train_runs(path: str | Path) -> list[str]:
 
 
 def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
-                 gc_factor: float | None = None) -> dict[str, Any]:
+                 gc_factor: float | None = None, rounds_ratio: float = 1.0) -> dict[str, Any]:
     """Scenario overrides for one run: ``params``, and the per-item CPU and the allocation's CPU
     per KiB scaled by the machine's speed (the grid's cost factor x ``cost_factor``), the GC's scan
     rate by the GC's speed (the grid's ``gc_factor`` x ``cost_factor``; the cost factor when the
-    grid has none, :class:`cfsim.validation.normalise.GridNorm`)."""
+    grid has none, :class:`cfsim.validation.normalise.GridNorm`). ``rounds_ratio``: the run's
+    workload loop rounds per item over the calibration runs' (:func:`cfsim.validation.normalise.
+    rounds_ratio`), which scales the per-item CPU only (the loop's work, not mallocgc's)."""
     scenario = run_scenario(run)
     factor = base_factor * params.get("cost_factor", 1.0)
     gc = (base_factor if gc_factor is None else gc_factor) * params.get("cost_factor", 1.0)
@@ -172,19 +174,27 @@ def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
 
     key = COST_KEYS.get(scenario["workload.kind"])
     out: dict[str, Any] = {k: v for k, v in params.items() if k != "cost_factor"}
-    if key is not None and (factor != 1.0 or gc != 1.0):
+    if key is not None and (factor != 1.0 or gc != 1.0 or rounds_ratio != 1.0):
         # the factors are the machine's speed during the grid: mallocgc runs on the same CPUs at
         # the same speed as the workload's code; the GC's marking at the speed its calibration
         # runs measured for it
-        out.setdefault(key, scenario[key] * factor)
+        out.setdefault(key, scenario[key] * factor * rounds_ratio)
         out["go.gc_scan_mb_per_ms"] = out.get("go.gc_scan_mb_per_ms", scenario["go.gc_scan_mb_per_ms"]) / gc
         out["go.alloc_ns_per_kb"] = out.get("go.alloc_ns_per_kb", scenario["go.alloc_ns_per_kb"]) * factor
     return out
 
 
-def _factors(norm: Any) -> tuple[float, float | None]:
-    """A grid's (cost factor, GC factor) as :func:`apply_params` takes them."""
-    return norm.factor, norm.gc_factor
+def _factors(norm: Any) -> tuple[float, float | None, float | None]:
+    """A grid's (cost factor, GC factor, calibration loop rounds) (:func:`_apply`)."""
+    return norm.factor, norm.gc_factor, norm.rounds_per_cpu_ms
+
+
+def _apply(run: Path, params: Mapping[str, float], factors: tuple[float, float | None, float | None]) -> dict[str, Any]:
+    """:func:`apply_params` for ``run`` with its grid's :func:`_factors`."""
+    from cfsim.validation.normalise import GridNorm, rounds_ratio
+
+    factor, gc_factor, rounds = factors
+    return apply_params(run, params, factor, gc_factor, rounds_ratio(run, GridNorm(rounds_per_cpu_ms=rounds)))
 
 
 def _residuals_for_run(args: tuple) -> list[float]:
@@ -283,7 +293,7 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         # (a calibration run's CPU includes its GC): recomputed when a model parameter is fitted
         now = {grid: _factors(grid_norm(find_runs(grid), p, gc_priors=False)) for grid in grids} \
             if model_params else factors
-        jobs = [(str(r), {**priors[r], **apply_params(r, p, *now[r.parent])}, duration_s, metrics)
+        jobs = [(str(r), {**priors[r], **_apply(r, p, now[r.parent])}, duration_s, metrics)
                 for r in train_runs]
         results = list(pool.map(_residuals_for_run, jobs)) if pool else [_residuals_for_run(j) for j in jobs]
         evaluations.append(1)

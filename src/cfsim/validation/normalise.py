@@ -48,6 +48,10 @@ class GridNorm:
     gc_factors: dict[str, float] = field(default_factory=dict)  # calibration run -> GC factor
     #: the factor of the whole CPU per item (user and GC together), reported beside the split ones
     total_factor: float | None = None
+    #: the lab workload's busy-loop rounds per CPU millisecond, measured at its start-up, mean over
+    #: the calibration runs (None unless every one recorded it): the factors above are at this
+    #: many rounds per millisecond of the workload's CPU (:func:`startup_rounds`)
+    rounds_per_cpu_ms: float | None = None
     #: time a request spends outside the server process [ms] (network, the load generator's own
     #: client), measured on the calibration runs: their client median latency minus their twin's
     rtt_ms: float | None = None
@@ -141,6 +145,32 @@ def client_cpu_per_request_us(manifest: Mapping[str, Any], summary: Mapping[str,
     return round(max(0.0, during - before) / thr * 1e6, 3)
 
 
+def startup_rounds(run: Path) -> float | None:
+    """The busy-loop rounds per CPU millisecond the lab workload measured at its start-up, before
+    the run's window (``calibration_rounds_per_cpu_ms`` in the manifest; ``lab/cmd/workload``
+    ``calibrate``), or None.
+
+    The workload turns each item's CPU milliseconds into that many rounds of its loop, so an item
+    does work in proportion to it: measured in a fast moment of this VM (its speed drifts and
+    alternates between two states about 1.55x apart) the loop is then run more rounds per item
+    than the window's speed turns into the nominal CPU. Across the lab's grids a run's CPU per
+    item follows its start-up rounds with a slope near 1 where the loop is most of the work
+    (cpu-stream: correlation 0.98 over 31 quota-capped runs; closed-menu 0.94), and the two
+    calibration runs of ``gc-memory`` differ by 1.18x in rounds and 1.21x in CPU per record. The
+    count is fixed before the window opens: an input of the run, not one of its outputs."""
+    value = run_manifest(run).get("calibration_rounds_per_cpu_ms")
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def rounds_ratio(run: Path, norm: "GridNorm") -> float:
+    """How many times the loop rounds per item of the grid's calibration runs ``run``'s workload
+    does (:func:`startup_rounds`); 1.0 when either is unknown."""
+    rounds = startup_rounds(run)
+    if rounds is None or not norm.rounds_per_cpu_ms:
+        return 1.0
+    return rounds / norm.rounds_per_cpu_ms
+
+
 def cost_per_item_s(summary: dict[str, Any]) -> float | None:
     usage, thr = summary.get("cpu_usage_cores"), summary.get("throughput_per_s")
     if not usage or not thr:
@@ -210,7 +240,7 @@ def factored_overrides(run: Path, params: Mapping[str, Any] | None, norm: GridNo
     from cfsim.validation.calibrate import apply_params
 
     return {**calibration_overrides(params),
-            **apply_params(run, calibration_overrides(params), norm.factor, norm.gc_factor)}
+            **apply_params(run, calibration_overrides(params), norm.factor, norm.gc_factor, rounds_ratio(run, norm))}
 
 
 def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
@@ -237,6 +267,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     overrides = calibration_overrides(params)
     rtts, rtt_p99s, extra_live, extra_stw, client_cpu = [], [], [], [], []
     splits: dict[str, tuple[float, float]] = {}
+    rounds: dict[str, tuple[float | None, float, float]] = {}  # run -> (rounds, loop share total, user)
     for run in grid_runs:
         if not is_calibration_run(run):
             continue
@@ -247,6 +278,9 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
         if observed and simulated:
             norm.factors[run.name] = observed / simulated
             split_obs, split_sim = cpu_split(obs), cpu_split(sim)
+            loop_s = _loop_cpu_per_item_s(run)
+            rounds[run.name] = (startup_rounds(run), min(1.0, loop_s / simulated),
+                                min(1.0, loop_s / split_sim[0]) if split_sim else 0.0)
             if split_obs and split_sim:
                 splits[run.name] = (split_obs[0] / split_sim[0], split_obs[1] / split_sim[1])
         if has_loadgen(run_scenario(run)):
@@ -270,7 +304,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     if client_cpu:
         norm.client_cpu_us = round(statistics.median(client_cpu), 3)
     if norm.factors:
-        _set_factors(norm, splits)
+        _set_factors(norm, splits, rounds)
     if gc_priors:
         for run in grid_runs:
             if not is_calibration_run(run):
@@ -292,19 +326,40 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     return norm
 
 
-def _set_factors(norm: GridNorm, splits: Mapping[str, tuple[float, float]]) -> None:
+def _loop_cpu_per_item_s(run: Path) -> float:
+    """The CPU per item of the workload's own loop in ``run``'s scenario [s] (its kind's CPU key)."""
+    scenario = run_scenario(run)
+    key = COST_KEYS.get(scenario["workload.kind"])
+    return 0.0 if key is None else float(scenario[key]) / 1e3
+
+
+def _set_factors(norm: GridNorm, splits: Mapping[str, tuple[float, float]],
+                 rounds: Mapping[str, tuple[float | None, float, float]] | None = None) -> None:
     """The grid's factors from its calibration runs' (``norm.factors``: total CPU per item) and,
-    where every one split its CPU, their user and GC factors (``splits``)."""
+    where every one split its CPU, their user and GC factors (``splits``).
+
+    ``rounds``: per calibration run, the workload's start-up loop rounds (:func:`startup_rounds`)
+    and the loop's share of the twin's CPU per item (of the total, of the user class). Where every
+    calibration run recorded its rounds, each one's factor is taken at their mean
+    (``norm.rounds_per_cpu_ms``): a run whose loop did 1.2x the mean rounds per item, its loop
+    being half of the item's CPU, measured 1.1x the CPU per item for that, not a slower host."""
     if norm.factors:
         values = list(norm.factors.values())
         norm.total_factor = norm.factor = statistics.fmean(values)
-        if splits and len(splits) == len(norm.factors):
+        split = bool(splits) and len(splits) == len(norm.factors)
+        if split:
             # every calibration run split its CPU: the workload's per-item CPU and the GC's speed
             # each get their own factor (a mixed grid keeps the one factor for both)
-            values = [u for u, _ in splits.values()]
-            norm.factor = statistics.fmean(values)
             norm.gc_factors = {name: g for name, (_, g) in splits.items()}
             norm.gc_factor = statistics.fmean(norm.gc_factors.values())
             norm.factors = {name: u for name, (u, _) in splits.items()}
+        known = {name: r for name, r in (rounds or {}).items() if r[0]}
+        if known and set(known) == set(norm.factors):
+            norm.rounds_per_cpu_ms = statistics.fmean(r[0] for r in known.values())
+            for name, (r, share_total, share_user) in known.items():
+                share = share_user if split else share_total
+                norm.factors[name] /= share * r / norm.rounds_per_cpu_ms + 1.0 - share
+        values = list(norm.factors.values())
+        norm.factor = statistics.fmean(values)
         norm.drift = (max(values) - min(values)) / norm.factor if len(values) > 1 else None
 

@@ -33,7 +33,7 @@ from cfsim.validation.noise import noise_summary, repeat_spreads
 from cfsim.validation import metrics as vm
 from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
 from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibration_twin_summary,
-                                       factored_overrides, grid_norm, grid_priors)
+                                       factored_overrides, grid_norm, grid_priors, rounds_ratio)
 from cfsim.validation.regimes import OUT_OF_SCOPE, PREDICTED, REGIMES, run_regime
 from cfsim.validation.trajectory import compare_trajectories
 from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
@@ -241,7 +241,7 @@ def _plan(root: Path, runs: list[Path], params: Mapping[str, Any] | None, normal
                 continue
             tenants = pre_run_tenants_cores(run_manifest(run))
             run_params = {**grid_priors(run_scenario(run), norm, tenants),
-                          **apply_params(run, params or {}, norm.factor, norm.gc_factor)}
+                          **apply_params(run, params or {}, norm.factor, norm.gc_factor, rounds_ratio(run, norm))}
             jobs.append((grid_dir, run, role, run_params))
     return _Plan(root, by_grid, norms, jobs)
 
@@ -303,6 +303,7 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
         grids[grid_dir.name] = {"cost_factor": norm.factor, "calibration_factors": norm.factors,
                                 "gc_factor": norm.gc_factor, "calibration_gc_factors": norm.gc_factors,
                                 "total_cost_factor": norm.total_factor,
+                                "calibration_rounds_per_cpu_ms": norm.rounds_per_cpu_ms,
                                 "drift": norm.drift, "client_rtt_ms": norm.rtt_ms,
                                 "client_rtt_p99_ms": norm.rtt_p99_ms, "extra_live_mb": norm.extra_live_mb,
                                 "extra_stw_us": norm.extra_stw_us,
@@ -419,15 +420,20 @@ def to_markdown(report: ValidationReport) -> str:
               "Repeat spreads: median / max over the grid's repeated points (relative; throttled ratio absolute).", "",
               "Cost factor: the workload's CPU per item on the grid's host over its twin's (from the user "
               "class of /cpu/classes where the calibration runs recorded it); GC factor: the GC's mark CPU per "
-              "cycle over its twin's (blank: the cost factor serves the GC too).", "",
-              "| grid | cost factor | GC factor | calibration drift | repeated points | throughput | CPU | throttled ratio | "
-              "p99 latency | GC cycles/s | client rtt p50 / p99 [ms] | extra live heap [MiB] | extra STW [us] |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "cycle over its twin's (blank: the cost factor serves the GC too). Both at the workload's busy-loop "
+              "rounds per CPU-ms its calibration runs measured at start-up (loop rounds); each run's twin scales "
+              "the per-item CPU by its own start-up rounds over these (cfsim.validation.normalise.startup_rounds), "
+              "and the drift is what is left between the calibration runs.", "",
+              "| grid | cost factor | GC factor | loop rounds [1/ms] | calibration drift | repeated points | throughput | CPU | "
+              "throttled ratio | p99 latency | GC cycles/s | client rtt p50 / p99 [ms] | extra live heap [MiB] | "
+              "extra STW [us] |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, g in report.grids.items():
         nz = g.get("noise", {})
         spreads = " | ".join(_spread_cell(nz.get(m)) for m in ("throughput_per_s", "cpu_usage_cores", "throttled_ratio",
                                                                  "latency_p99_s", "gc_cycles_per_s"))
-        lines.append(f"| {name} | {_fmt(g['cost_factor'])} | {_fmt(g.get('gc_factor'))} | {_fmt(g['drift'])} | "
+        lines.append(f"| {name} | {_fmt(g['cost_factor'])} | {_fmt(g.get('gc_factor'))} | "
+                     f"{_fmt(g.get('calibration_rounds_per_cpu_ms'))} | {_fmt(g['drift'])} | "
                      f"{len(g.get('repeat_spreads', {}))} | "
                      f"{spreads} | "
                      f"{_fmt(g.get('client_rtt_ms'))} / {_fmt(g.get('client_rtt_p99_ms'))} | "

@@ -14,6 +14,10 @@ twin's scenario - reads only:
   the load generator's CPU per request (the twin then shares the CPUs with it in time slices:
   ``host.cpu_sharing = "slices"``, ``workload.client_cpu_us_per_request``; the rest of the
   harness counts at its pre-run CPU);
+* the work of an item: the lab workload turns an item's CPU milliseconds into rounds of its loop
+  at the rate it measured at start-up, before the window (``calibration_rounds_per_cpu_ms``);
+  validation scales each twin's per-item CPU by that over its grid's calibration runs' rate
+  (through ``params``: :func:`cfsim.validation.normalise.rounds_ratio`);
 * machine facts the lab recorded in ``manifest.json``: ``host.hz``, ``host.affinity_cpus`` /
   ``host.host_cpus``, ``host.kernel``, ``host.kernel_version``, ``host.hostname`` (for runs without
   ``host.hz``: other manifests of the same data tree from the same kernel build on the same host,

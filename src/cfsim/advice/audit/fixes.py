@@ -47,6 +47,7 @@ class FixSimulator:
         self.duration_s = duration_s
         self.norms: dict[Path, float] = {}
         self.gc_norms: dict[Path, float | None] = {}
+        self.grid_norms: dict[Path, Any] = {}  # grid -> its GridNorm (the loop rounds of its calibration runs)
 
     def grid_factor(self, grid: Path) -> float:
         """A lab grid's calibration cost factor (1.0 without calibration runs), once per grid; its
@@ -58,13 +59,14 @@ class FixSimulator:
             try:
                 norm = grid_norm(find_runs(grid), gc_priors=False)
                 self.norms[grid], self.gc_norms[grid] = norm.factor, norm.gc_factor
+                self.grid_norms[grid] = norm
             except FileNotFoundError:
                 self.norms[grid], self.gc_norms[grid] = 1.0, None
         return self.norms[grid]
 
     def base(self, c: Container, st: Stats, demand_cores: float) -> tuple[Scenario, str]:
         if c.run_dir is not None:
-            from cfsim.validation.normalise import COST_KEYS
+            from cfsim.validation.normalise import COST_KEYS, rounds_ratio
             from cfsim.validation.twin import run_scenario
 
             sc = run_scenario(c.run_dir)
@@ -72,8 +74,10 @@ class FixSimulator:
             self.grid_factor(grid)
             over: list[tuple[str, Any]] = []   # the run's own load profile and length
             key = COST_KEYS.get(sc["workload.kind"])
-            if key and self.norms[grid] != 1.0:
-                over.append((key, sc[key] * self.norms[grid]))
+            # the per-item work of this run's workload: the grid's speed x its own loop rounds
+            work = self.norms[grid] * (rounds_ratio(c.run_dir, self.grid_norms[grid]) if grid in self.grid_norms else 1.0)
+            if key and work != 1.0:
+                over.append((key, sc[key] * work))
             gc = self.gc_norms.get(grid)
             if key and gc is not None:
                 # the GC's speed on the grid's host, as the validation's twins take it
