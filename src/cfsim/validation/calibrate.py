@@ -191,10 +191,10 @@ def _factors(norm: Any) -> tuple[float, float | None, float | None]:
 
 def _apply(run: Path, params: Mapping[str, float], factors: tuple[float, float | None, float | None]) -> dict[str, Any]:
     """:func:`apply_params` for ``run`` with its grid's :func:`_factors`."""
-    from cfsim.validation.normalise import GridNorm, rounds_ratio
+    from cfsim.validation.normalise import rounds_ratio
 
     factor, gc_factor, rounds = factors
-    return apply_params(run, params, factor, gc_factor, rounds_ratio(run, GridNorm(rounds_per_cpu_ms=rounds)))
+    return apply_params(run, params, factor, gc_factor, rounds_ratio(run, rounds))
 
 
 def _residuals_for_run(args: tuple) -> list[float]:

@@ -162,13 +162,14 @@ def startup_rounds(run: Path) -> float | None:
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
-def rounds_ratio(run: Path, norm: "GridNorm") -> float:
-    """How many times the loop rounds per item of the grid's calibration runs ``run``'s workload
-    does (:func:`startup_rounds`); 1.0 when either is unknown."""
+def rounds_ratio(run: Path, calibration_rounds_per_cpu_ms: float | None) -> float:
+    """How many times the loop rounds per item of its grid's calibration runs
+    (``GridNorm.rounds_per_cpu_ms``) ``run``'s workload does (:func:`startup_rounds`); 1.0 when
+    either is unknown."""
     rounds = startup_rounds(run)
-    if rounds is None or not norm.rounds_per_cpu_ms:
+    if rounds is None or not calibration_rounds_per_cpu_ms:
         return 1.0
-    return rounds / norm.rounds_per_cpu_ms
+    return rounds / calibration_rounds_per_cpu_ms
 
 
 def cost_per_item_s(summary: dict[str, Any]) -> float | None:
@@ -240,7 +241,8 @@ def factored_overrides(run: Path, params: Mapping[str, Any] | None, norm: GridNo
     from cfsim.validation.calibrate import apply_params
 
     return {**calibration_overrides(params),
-            **apply_params(run, calibration_overrides(params), norm.factor, norm.gc_factor, rounds_ratio(run, norm))}
+            **apply_params(run, calibration_overrides(params), norm.factor, norm.gc_factor,
+                          rounds_ratio(run, norm.rounds_per_cpu_ms))}
 
 
 def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,

@@ -241,7 +241,8 @@ def _plan(root: Path, runs: list[Path], params: Mapping[str, Any] | None, normal
                 continue
             tenants = pre_run_tenants_cores(run_manifest(run))
             run_params = {**grid_priors(run_scenario(run), norm, tenants),
-                          **apply_params(run, params or {}, norm.factor, norm.gc_factor, rounds_ratio(run, norm))}
+                          **apply_params(run, params or {}, norm.factor, norm.gc_factor,
+                                         rounds_ratio(run, norm.rounds_per_cpu_ms))}
             jobs.append((grid_dir, run, role, run_params))
     return _Plan(root, by_grid, norms, jobs)
 

@@ -47,7 +47,7 @@ class FixSimulator:
         self.duration_s = duration_s
         self.norms: dict[Path, float] = {}
         self.gc_norms: dict[Path, float | None] = {}
-        self.grid_norms: dict[Path, Any] = {}  # grid -> its GridNorm (the loop rounds of its calibration runs)
+        self.rounds: dict[Path, float | None] = {}  # grid -> its calibration runs' start-up loop rounds
 
     def grid_factor(self, grid: Path) -> float:
         """A lab grid's calibration cost factor (1.0 without calibration runs), once per grid; its
@@ -59,7 +59,7 @@ class FixSimulator:
             try:
                 norm = grid_norm(find_runs(grid), gc_priors=False)
                 self.norms[grid], self.gc_norms[grid] = norm.factor, norm.gc_factor
-                self.grid_norms[grid] = norm
+                self.rounds[grid] = norm.rounds_per_cpu_ms
             except FileNotFoundError:
                 self.norms[grid], self.gc_norms[grid] = 1.0, None
         return self.norms[grid]
@@ -75,7 +75,7 @@ class FixSimulator:
             over: list[tuple[str, Any]] = []   # the run's own load profile and length
             key = COST_KEYS.get(sc["workload.kind"])
             # the per-item work of this run's workload: the grid's speed x its own loop rounds
-            work = self.norms[grid] * (rounds_ratio(c.run_dir, self.grid_norms[grid]) if grid in self.grid_norms else 1.0)
+            work = self.norms[grid] * rounds_ratio(c.run_dir, self.rounds.get(grid))
             if key and work != 1.0:
                 over.append((key, sc[key] * work))
             gc = self.gc_norms.get(grid)
