@@ -184,17 +184,13 @@ def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
     return out
 
 
-def _factors(norm: Any) -> tuple[float, float | None, float | None]:
-    """A grid's (cost factor, GC factor, calibration loop rounds) (:func:`_apply`)."""
-    return norm.factor, norm.gc_factor, norm.rounds_per_cpu_ms
-
-
-def _apply(run: Path, params: Mapping[str, float], factors: tuple[float, float | None, float | None]) -> dict[str, Any]:
-    """:func:`apply_params` for ``run`` with its grid's :func:`_factors`."""
+def apply_grid(run: Path, params: Mapping[str, float], norm: Any) -> dict[str, Any]:
+    """:func:`apply_params` for ``run`` at its grid's :class:`cfsim.validation.normalise.GridNorm`:
+    the cost and GC factors, and the run's own loop rounds over the calibration runs'
+    (:func:`cfsim.validation.normalise.rounds_ratio`)."""
     from cfsim.validation.normalise import rounds_ratio
 
-    factor, gc_factor, rounds = factors
-    return apply_params(run, params, factor, gc_factor, rounds_ratio(run, rounds))
+    return apply_params(run, params, norm.factor, norm.gc_factor, rounds_ratio(run, norm.rounds_per_cpu_ms))
 
 
 def _residuals_for_run(args: tuple) -> list[float]:
@@ -258,7 +254,6 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         raise ValueError(f"--train {train!r} selects no run among {len(runs)} runs below {path}")
     grids = sorted({r.parent for r in runs})
     norms = {grid: grid_norm(find_runs(grid), fixed or None) for grid in grids}
-    factors = {grid: _factors(n) for grid, n in norms.items()}
     priors = {r: grid_priors(run_scenario(r), norms[r.parent], pre_run_tenants_cores(run_manifest(r)))
               for r in train_runs}
     model_params = [k for k in names if k != "cost_factor"]
@@ -291,9 +286,9 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         p = {**fixed, **{k: float(v) for k, v in zip(names, values(x))}}
         # the grid's cost factor divides its calibration runs' CPU by the model with these parameters
         # (a calibration run's CPU includes its GC): recomputed when a model parameter is fitted
-        now = {grid: _factors(grid_norm(find_runs(grid), p, gc_priors=False)) for grid in grids} \
-            if model_params else factors
-        jobs = [(str(r), {**priors[r], **_apply(r, p, now[r.parent])}, duration_s, metrics)
+        now = {grid: grid_norm(find_runs(grid), p, gc_priors=False) for grid in grids} \
+            if model_params else norms
+        jobs = [(str(r), {**priors[r], **apply_grid(r, p, now[r.parent])}, duration_s, metrics)
                 for r in train_runs]
         results = list(pool.map(_residuals_for_run, jobs)) if pool else [_residuals_for_run(j) for j in jobs]
         evaluations.append(1)

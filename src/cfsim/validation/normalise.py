@@ -238,11 +238,9 @@ def factored_overrides(run: Path, params: Mapping[str, Any] | None, norm: GridNo
     """The parameters of a calibration run's twin at the grid's own speed: ``params`` with the
     per-item CPU and the GC's scan rate scaled by the grid's factors (what the validation runs'
     twins get, :func:`cfsim.validation.calibrate.apply_params`)."""
-    from cfsim.validation.calibrate import apply_params
+    from cfsim.validation.calibrate import apply_grid
 
-    return {**calibration_overrides(params),
-            **apply_params(run, calibration_overrides(params), norm.factor, norm.gc_factor,
-                          rounds_ratio(run, norm.rounds_per_cpu_ms))}
+    return {**calibration_overrides(params), **apply_grid(run, calibration_overrides(params), norm)}
 
 
 def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,

@@ -33,7 +33,7 @@ from cfsim.validation.noise import noise_summary, repeat_spreads
 from cfsim.validation import metrics as vm
 from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
 from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibration_twin_summary,
-                                       factored_overrides, grid_norm, grid_priors, rounds_ratio)
+                                       factored_overrides, grid_norm, grid_priors)
 from cfsim.validation.regimes import OUT_OF_SCOPE, PREDICTED, REGIMES, run_regime
 from cfsim.validation.trajectory import compare_trajectories
 from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
@@ -221,7 +221,7 @@ def _plan(root: Path, runs: list[Path], params: Mapping[str, Any] | None, normal
           include_calibration: bool, only: list[Path] | None,
           calibration_summaries: Mapping[Path, Mapping[str, Any]],
           factored_summaries: Mapping[Path, Mapping[str, Any]] | None = None) -> _Plan:
-    from cfsim.validation.calibrate import apply_params
+    from cfsim.validation.calibrate import apply_grid
 
     by_grid: dict[Path, list[Path]] = defaultdict(list)
     for run in runs:
@@ -241,8 +241,7 @@ def _plan(root: Path, runs: list[Path], params: Mapping[str, Any] | None, normal
                 continue
             tenants = pre_run_tenants_cores(run_manifest(run))
             run_params = {**grid_priors(run_scenario(run), norm, tenants),
-                          **apply_params(run, params or {}, norm.factor, norm.gc_factor,
-                                         rounds_ratio(run, norm.rounds_per_cpu_ms))}
+                          **apply_grid(run, params or {}, norm)}
             jobs.append((grid_dir, run, role, run_params))
     return _Plan(root, by_grid, norms, jobs)
 
