@@ -23,7 +23,12 @@ mostly sleeps is eligible with an earlier deadline than the long-running group's
 preemption between groups, ``check_preempt_wakeup_fair``), which waits for the burst, pays
 ``switch_ns`` to be switched back in, and counts an involuntary switch. That is how a load
 generator on the same host slows a process whose threads hold every CPU, and not one that
-leaves a CPU idle (GOMAXPROCS below the CPUs).
+leaves a CPU idle (GOMAXPROCS below the CPUs). Bursts that arrive while the other process runs
+queue behind it; while a thread of the group waits on that CPU the two take turns of one base
+slice each (equal weights, as the lab's cgroups have: EEVDF gives two runnable entities of equal
+weight equal shares, ``pick_eevdf`` in ``kernel/sched/fair.c``), so a process that wants more
+than the host has slows the group's thread to half its CPU and never stops it; what it cannot
+run yet is its backlog (``_nb_owed``), which takes the whole CPU whenever the group leaves it.
 
 Bandwidth, placement and balancing are the base engine's: only the sharing of a CPU differs.
 """
@@ -53,7 +58,8 @@ class SlicedCfsEngine(CfsEngine):
     """
 
     __slots__ = ("_rq", "_t_left", "_slice_left", "_base_slice", "_switch_ns", "_nb_until", "_nb_next",
-                 "_last_ran", "switches_voluntary", "switches_involuntary", "neighbour_preemptions")
+                 "_nb_owed", "_nb_cap", "_last_ran", "switches_voluntary", "switches_involuntary",
+                 "neighbour_preemptions")
 
     def __init__(self, cpus: int, hz: int = 1000, bandwidth: Bandwidth | None = None, seed: int = 0,
                  env: simpy.Environment | None = None,
@@ -67,6 +73,8 @@ class SlicedCfsEngine(CfsEngine):
         self._rq: list[deque[int]] = [deque() for _ in range(cpus)]
         self._slice_left = [0.0] * cpus     # CPU left in the running thread's slice [ns]
         self._nb_until = [0] * cpus         # another process's task has the CPU until then
+        self._nb_cap = [0] * cpus           # where its turn ends while a thread of the group waits
+        self._nb_owed = [0] * cpus          # its backlog behind that turn
         self._nb_next = 0                   # where the search for a CPU to preempt starts
         self._last_ran = [-1] * cpus        # the thread that ran last on each CPU
         self._base_slice = eevdf.base_slice_ns(cpus) if slice_ns is None else int(slice_ns)
@@ -108,12 +116,21 @@ class SlicedCfsEngine(CfsEngine):
                 return
         busy = [c for c in range(n) if nb[c] > now]
         if busy:
-            # the other process is running already: it takes the work without a wake-up
-            c = min(busy, key=lambda d: (nb[d], d))
+            # the other process is running already: it takes the work without a wake-up, within
+            # its turn while a thread of the group waits there, as backlog beyond it
+            owed = self._nb_owed
+            c = min(busy, key=lambda d: (nb[d] + owed[d], d))
             self._advance(c, now)
-            nb[c] += burst_ns
-            if nq[c]:
+            if nq[c] and not thr[c]:
+                end = nb[c] + burst_ns
+                cap = max(self._nb_cap[c], nb[c])
+                if end > cap:
+                    owed[c] += end - cap
+                    end = cap
+                nb[c] = end
                 self._schedule_cpu(c)
+            else:
+                nb[c] += burst_ns
             return
         start = self._nb_next
         self._nb_next = (start + 1) % n
@@ -122,13 +139,48 @@ class SlicedCfsEngine(CfsEngine):
             if nb[c] <= now:
                 # wake-up preemption of the group's running thread
                 self._advance(c, now)
-                nb[c] = now + burst_ns
+                end = self._nb_cap[c] = self._turn_end(now)
+                if now + burst_ns > end:
+                    self._nb_owed[c] += now + burst_ns - end
+                else:
+                    end = now + burst_ns
+                nb[c] = end
                 head = self._rq[c][0]
                 self._t_left[head] += self._switch_ns
                 self.switches_involuntary += 1
                 self.neighbour_preemptions += 1
                 self._schedule_cpu(c)
                 return
+
+    def _turn_end(self, t: int) -> int:
+        """Where a turn of one base slice begun at ``t`` ends: the tick that notices it."""
+        return eevdf.slice_end_ns(t, self._base_slice, self.tick_ns)
+
+    def _nb_share(self, c: int, now: int) -> None:
+        """A thread of the group became runnable on CPU c while the other process runs there:
+        that process finishes its turn, the rest of its work waits as backlog."""
+        nbu = self._nb_until[c]
+        if nbu > now:
+            end = self._nb_cap[c] = self._turn_end(now)
+            if nbu > end:
+                self._nb_owed[c] += nbu - end
+                self._nb_until[c] = end
+
+    def _nb_take_all(self, c: int, now: int) -> None:
+        """The group left CPU c (blocked or throttled): the other process's backlog runs now."""
+        owed = self._nb_owed[c]
+        if owed:
+            self._nb_until[c] = max(self._nb_until[c], now) + owed
+            self._nb_owed[c] = 0
+
+    def _throttle(self, c: int, now: int) -> None:
+        super()._throttle(c, now)
+        self._nb_take_all(c, now)
+
+    def _unthrottle(self, c: int, now: int) -> None:
+        if self._queued[c]:
+            self._nb_share(c, now)
+        super()._unthrottle(c, now)
 
     # ------------------------------------------------------------------ one CPU
     def _advance(self, c: int, t: int) -> None:
@@ -172,6 +224,8 @@ class SlicedCfsEngine(CfsEngine):
         rq.append(tid)
         if len(rq) == 1:
             self._switch_in(c)
+            if not self._throttled[c]:
+                self._nb_share(c, self.env._now)
 
     def _dequeue(self, c: int, tid: int, now: int) -> None:
         rq = self._rq[c]
@@ -184,6 +238,8 @@ class SlicedCfsEngine(CfsEngine):
         if was_head and rq:
             self.switches_voluntary += 1
             self._switch_in(c)
+        elif not rq:
+            self._nb_take_all(c, now)
 
     def _migrant(self, c: int) -> tuple[int, float]:
         """A waiting thread (the running one cannot migrate: ``can_migrate_task``), the one that
@@ -207,7 +263,7 @@ class SlicedCfsEngine(CfsEngine):
             t_next = t0
         else:
             t_next = t0 + (-int(-left // 1) if speed == 1.0 else -int(-left // speed))
-        if k > 1:
+        if k > 1 or self._nb_owed[c]:
             t_turn = eevdf.slice_end_ns(t0, max(self._slice_left[c], 0.0), self.tick_ns, speed)
             if t_turn < t_next:
                 t_next = t_turn
@@ -234,11 +290,28 @@ class SlicedCfsEngine(CfsEngine):
             else:
                 self._dequeue(c, tid, now)
                 blocked = True
-        if len(rq) > 1 and not self._throttled[c] and self._slice_left[c] <= _EPS \
-                and now % self.tick_ns == 0:
-            # the tick notices the slice is consumed: the next thread's turn
-            rq.rotate(-1)
-            self.switches_involuntary += 1
-            self._switch_in(c)
+        if rq and not self._throttled[c] and self._slice_left[c] <= _EPS and now % self.tick_ns == 0:
+            owed = self._nb_owed[c]
+            if owed and self._nb_until[c] <= now:
+                # the tick notices the slice is consumed: the other process's turn, then the next
+                # thread of the group's, after the switch back
+                self._nb_cap[c] = self._turn_end(now)
+                end = min(self._nb_cap[c], now + owed)
+                self._nb_owed[c] = owed - (end - now)
+                self._nb_until[c] = end
+                if len(rq) > 1:
+                    rq.rotate(-1)
+                head = rq[0]
+                self._slice_left[c] = float(self._base_slice)
+                self._t_left[head] += self._switch_ns
+                self._last_ran[c] = head
+                self.switches_involuntary += 1
+                self.neighbour_preemptions += 1
+                return True
+            if len(rq) > 1:
+                # the tick notices the slice is consumed: the next thread's turn
+                rq.rotate(-1)
+                self.switches_involuntary += 1
+                self._switch_in(c)
         # besides the tick and a dequeue, the switch back in after another process's task charges the silo
         return blocked or now == self._nb_until[c]
