@@ -181,3 +181,37 @@ def test_a_neighbour_that_wants_more_than_the_host_does_not_starve_a_thread_of_t
     # equal weights give each thread about half a CPU (the tick rounds each turn up)
     got = sorted(eng.thread_cpu_ns(t) for t in threads)
     assert got[0] == pytest.approx(0.5 * SEC, rel=0.1) and got[1] == pytest.approx(0.5 * SEC, rel=0.1)
+
+
+def test_the_other_process_s_backlog_takes_the_whole_cpu_once_the_group_leaves_it():
+    """Two CPU-bound threads of 0.3 s each beside another process wanting 2.2 cores for 0.5 s:
+    they share each CPU half and half, so each ends near 0.6 s; the other process's backlog then
+    has both CPUs and is done when the host has given both their demand (1.1 + 0.6 CPU-s on 2
+    CPUs: about 0.85 s), not later."""
+    eng = SlicedCfsEngine(cpus=2, hz=1000, seed=0, neighbours=True)
+    done = {}
+    for t in [eng.new_thread() for _ in range(2)]:
+        eng.run(t, 300 * MS, lambda tid: done.setdefault(tid, eng.now) and None)
+    burst, gap = 244_000, 111_000
+    for k in range(1, int(0.5 * SEC) // gap + 1):
+        eng.call_at(k * gap, eng.neighbour_burst, burst)
+    eng.run_until(int(0.9 * SEC))
+    assert all(0.55 * SEC < t_done < 0.7 * SEC for t_done in done.values()), done
+    assert eng._nb_owed == [0, 0] and max(eng._nb_until) <= 0.9 * SEC
+
+
+def test_a_throttled_group_leaves_its_cpu_to_the_other_process_and_still_gets_its_quota():
+    """One CPU, a quota of 30 ms a 100 ms period, another process wanting 1.5 CPUs: the group's
+    thread gets half the CPU until its quota runs out (60 ms of each period), the other process all
+    of it while the group is throttled, so the group still uses its 0.3 cores."""
+    from cfsim.engine.cfs import Bandwidth
+
+    eng = SlicedCfsEngine(cpus=1, hz=1000, seed=0, neighbours=True, bandwidth=Bandwidth(quota_us=30_000))
+    t = eng.new_thread()
+    eng.run(t, 10 * SEC, lambda tid: None)
+    burst, gap = 150_000, 100_000
+    for k in range(1, SEC // gap):
+        eng.call_at(k * gap, eng.neighbour_burst, burst)
+    eng.run_until(SEC)
+    assert eng.thread_cpu_ns(t) == pytest.approx(0.3 * SEC, rel=0.1)
+    assert eng.cpu_stat().nr_throttled >= 8

@@ -134,10 +134,12 @@ class SlicedCfsEngine(CfsEngine):
             return
         start = self._nb_next
         self._nb_next = (start + 1) % n
+        owed = self._nb_owed
         for i in range(n):
             c = (start + i) % n
-            if nb[c] <= now:
-                # wake-up preemption of the group's running thread
+            if not owed[c]:
+                # wake-up preemption of the group's running thread (where the other process
+                # waits for its turn with a backlog it is queued already: no wake-up there)
                 self._advance(c, now)
                 end = self._nb_cap[c] = self._turn_end(now)
                 if now + burst_ns > end:
@@ -151,6 +153,9 @@ class SlicedCfsEngine(CfsEngine):
                 self.neighbour_preemptions += 1
                 self._schedule_cpu(c)
                 return
+        # it waits for its turn on every CPU: the work joins the smallest backlog
+        c = min(range(n), key=lambda d: (owed[d], d))
+        owed[c] += burst_ns
 
     def _turn_end(self, t: int) -> int:
         """Where a turn of one base slice begun at ``t`` ends: the tick that notices it."""
