@@ -71,9 +71,23 @@ class ValidationReport:
                              "goal": m.goal})
         return pd.DataFrame(rows)
 
+    def tails(self) -> dict[str, dict[str, Any]]:
+        """Per grid whose held-out runs measured a client latency: the tails check of
+        :func:`cfsim.overheads.labcheck.tails_summary` (median |error| of the throttled ratio, CPU
+        and p50, the median p99 factor, per regime and over all, and whether the p99 ordering
+        across GOMAXPROCS is kept wherever the repeats separate it)."""
+        from cfsim.overheads.labcheck import tails_rows, tails_summary
+
+        held = [r for r in self.runs if r["held_out"] and r["observed"].get("latency_p99_s")
+                and r["simulated"].get("latency_p99_s")]
+        by_grid: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in tails_rows(ValidationReport(runs=held, errors={})):
+            by_grid[row["grid"]].append(row)
+        return {grid: tails_summary(rows) for grid, rows in by_grid.items()}
+
     def to_json(self) -> dict[str, Any]:
         return {"headline": self.headline, "by_regime": self.by_regime, "regime_counts": self.regime_counts,
-                "errors": self.errors, "grids": self.grids, "gc": self.gc,
+                "errors": self.errors, "grids": self.grids, "gc": self.gc, "tails": self.tails(),
                 "runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs]}
 
 
@@ -343,6 +357,32 @@ def _gc_markdown(report: ValidationReport) -> list[str]:
     return lines
 
 
+def _tails_markdown(report: ValidationReport) -> list[str]:
+    """The tails check per grid and regime against its goals (:data:`cfsim.overheads.labcheck.GOALS`)."""
+    from cfsim.overheads.labcheck import GOALS
+
+    tails = report.tails()
+    if not tails:
+        return []
+    lines = ["", "## Tails, held-out runs with a client latency (cfsim.overheads.labcheck)", "",
+             "Median |error| of the throttled-period ratio (absolute), CPU and p50 (relative), and the median "
+             "p99 factor max(model / lab, lab / model), each with its goal; p99 order: of the pairs of "
+             "GOMAXPROCS settings at one design point whose repeats' p99 ranges do not overlap, how many the "
+             "model orders the same way.", "",
+             f"| grid | regime | n | throttled ratio ({GOALS['throttled']}) | CPU ({GOALS['cpu']:.0%}) | "
+             f"p50 ({GOALS['p50']:.0%}) | p99 factor ({GOALS['p99_factor']}) | p99 order kept / separated pairs |",
+             "|---|---|---|---|---|---|---|---|"]
+    for grid, summary in tails.items():
+        order = summary["p99_order"]
+        for regime, t in summary.items():
+            if regime == "p99_order":
+                continue
+            kept = f"{order['kept']} / {order['separated_pairs']}" if regime == "all" else ""
+            lines.append(f"| {grid} | {regime} | {t['n']} | {_fmt(t['throttled'])} | {_fmt(t['cpu'])} | "
+                         f"{_fmt(t['p50'])} | {_fmt(t['p99_factor'])} | {kept} |")
+    return lines
+
+
 #: metrics shown in the per-regime tables (the others are in errors.csv and the JSON)
 REGIME_TABLE_METRICS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "gc_cpu_share",
                         "latency_p50_s", "latency_p99_s")
@@ -391,6 +431,7 @@ def to_markdown(report: ValidationReport) -> str:
         lines.append(f"| {name} | {e['kind']} | {e['median']:+.4f} | {e['median_abs']:.4f} | {e['worst']:+.4f} | "
                      f"{e['worst_run']} | {e['n']} | {_fmt(e['goal'])} | {nz_text} |")
     lines += _gc_markdown(report)
+    lines += _tails_markdown(report)
     loops = [r for r in report.runs if r.get("trajectory")]
     if loops:
         lines += ["", "## Hardware in the loop: VPA resize trajectory (lab vs twin's own VPA)", "",
