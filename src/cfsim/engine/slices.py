@@ -143,7 +143,7 @@ class SlicedCfsEngine(CfsEngine):
                 self._advance(c, now)
                 end = self._nb_cap[c] = self._turn_end(now)
                 if now + burst_ns > end:
-                    self._nb_owed[c] += now + burst_ns - end
+                    owed[c] += now + burst_ns - end
                 else:
                     end = now + burst_ns
                 nb[c] = end
