@@ -141,12 +141,7 @@ class SlicedCfsEngine(CfsEngine):
                 # wake-up preemption of the group's running thread (where the other process
                 # waits for its turn with a backlog it is queued already: no wake-up there)
                 self._advance(c, now)
-                end = self._nb_cap[c] = self._turn_end(now)
-                if now + burst_ns > end:
-                    owed[c] += now + burst_ns - end
-                else:
-                    end = now + burst_ns
-                nb[c] = end
+                self._nb_turn(c, now, burst_ns)
                 head = self._rq[c][0]
                 self._t_left[head] += self._switch_ns
                 self.switches_involuntary += 1
@@ -160,6 +155,14 @@ class SlicedCfsEngine(CfsEngine):
     def _turn_end(self, t: int) -> int:
         """Where a turn of one base slice begun at ``t`` ends: the tick that notices it."""
         return eevdf.slice_end_ns(t, self._base_slice, self.tick_ns)
+
+    def _nb_turn(self, c: int, now: int, work_ns: int) -> None:
+        """The other process takes CPU c from the group's thread for one turn with ``work_ns`` to
+        do; what the turn does not run waits as its backlog."""
+        end = self._nb_cap[c] = self._turn_end(now)
+        end = min(end, now + work_ns)
+        self._nb_until[c] = end
+        self._nb_owed[c] += work_ns - (end - now)
 
     def _nb_share(self, c: int, now: int) -> None:
         """A thread of the group became runnable on CPU c while the other process runs there:
@@ -300,10 +303,8 @@ class SlicedCfsEngine(CfsEngine):
             if owed and self._nb_until[c] <= now:
                 # the tick notices the slice is consumed: the other process's turn, then the next
                 # thread of the group's, after the switch back
-                self._nb_cap[c] = self._turn_end(now)
-                end = min(self._nb_cap[c], now + owed)
-                self._nb_owed[c] = owed - (end - now)
-                self._nb_until[c] = end
+                self._nb_owed[c] = 0
+                self._nb_turn(c, now, owed)
                 if len(rq) > 1:
                     rq.rotate(-1)
                 head = rq[0]

@@ -78,11 +78,11 @@ class ValidationReport:
         across GOMAXPROCS is kept wherever the repeats separate it)."""
         from cfsim.overheads.labcheck import tails_rows, tails_summary
 
-        held = [r for r in self.runs if r["held_out"] and r["observed"].get("latency_p99_s")
-                and r["simulated"].get("latency_p99_s")]
+        held = {r["run"] for r in self.runs if r["held_out"]}
         by_grid: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for row in tails_rows(ValidationReport(runs=held, errors={})):
-            by_grid[row["grid"]].append(row)
+        for row in tails_rows(self):
+            if row["run"] in held and row["latency_p99_s_lab"] and row["latency_p99_s_model"]:
+                by_grid[row["grid"]].append(row)
         return {grid: tails_summary(rows) for grid, rows in by_grid.items()}
 
     def to_json(self) -> dict[str, Any]:
