@@ -182,7 +182,9 @@ print(f"requests/s at 24 / at 2: {ex_ratio:.2f}")
 # generator in time slices, with the lab host's cost of a switch fitted on a third grid,
 # `kernel-switches` (`docs/params/lab-host-switches.toml`). Errors by regime (`cfsim.validation.regimes`):
 # *uncapped* and *contended* (the model's own prediction, on a quiet or a busy host), *quota-capped*
-# (the kernel decides the CPU), *gomaxprocs-capped*, *host-capped*.
+# (the kernel decides the CPU), *gomaxprocs-capped*, *host-capped*. Issue 14's goals are judged on
+# the *predicted* row (uncapped and contended together): a quota-capped run agrees on CPU and throttling
+# whatever the model does, and its queue's latency says how long the run lasted.
 
 # %%
 from cfsim.overheads.labcheck import GOALS, tails_rows, tails_summary
@@ -206,12 +208,13 @@ lab_rows = {grid.name: tails_rows(rep) for grid, rep in zip(lab_grids, validate_
 lab_summary = {}
 for name, rows in lab_rows.items():
     lab_summary[name] = tails_summary(rows)
-    t = pd.DataFrame({k: v for k, v in lab_summary[name].items() if k != "p99_order"}).T
+    t = pd.DataFrame({k: v for k, v in lab_summary[name].items() if not k.startswith("p99_order")}).T
     print(f"{name}: median |error| by regime (goals: throttled {GOALS['throttled']}, CPU {GOALS['cpu']:.0%}, "
           f"p50 {GOALS['p50']:.0%}, p99 factor {GOALS['p99_factor']})")
     print(t.to_string(float_format=lambda v: f"{v:.3f}"))
-    po = lab_summary[name]["p99_order"]
-    print(f"  p99 ordering across GOMAXPROCS: {po['kept']} of {po['separated_pairs']} separated pairs kept")
+    po, pp = lab_summary[name]["p99_order"], lab_summary[name]["p99_order_predicted"]
+    print(f"  p99 ordering across GOMAXPROCS: {po['kept']} of {po['separated_pairs']} separated pairs kept "
+          f"({pp['kept']} of {pp['separated_pairs']} where the model predicts)")
 
 # %% [markdown]
 # Per GOMAXPROCS: for every limit and load of `open-latency`, the lab's p99 and throttled ratio (dot:

@@ -139,9 +139,11 @@ def test_twins_take_the_client_round_trip_and_own_heap_from_calibration_runs(tmp
     assert s["uncapped"]["n"] == 2 and s["uncapped"]["p50"] < 0.05
     # validate's own report carries the same check for the held-out runs (not the calibration run)
     assert rep.to_json()["tails"]["grid"]["all"]["n"] == 2
+    # where the model predicts (uncapped and contended): here every held-out run
+    assert s["predicted"]["n"] == 2 and s["predicted"]["p50"] == s["uncapped"]["p50"]
     md = (write_report(rep, tmp_path / "report") / "report.md").read_text()
     assert "## Tails, held-out runs with a client latency" in md
-    assert "| grid | all | 2 |" in md and "| grid | uncapped | 2 |" in md
+    assert "| grid | all | 2 |" in md and "| grid | uncapped | 2 |" in md and "| grid | predicted | 2 |" in md
 
 
 def test_runs_a_fit_touched_are_training_not_held_out(grid, tmp_path):
