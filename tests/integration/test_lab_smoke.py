@@ -27,6 +27,8 @@ SCENARIO = {
     "workload": {"kind": "stream", "rate_per_s": 1000, "workers": 4, "cpu_ms_per_item": 1.0,
                  "alloc_kb_per_item": 4},
     "run": {"duration_s": 8, "warmup_s": 1},
+    # another tenant of the host: one busy loop in its own cgroup, there before the pre-run measurement
+    "lab": {"tenant_threads": 1},
 }
 
 
@@ -100,6 +102,20 @@ def test_gomaxprocs_follows_policy(lab_run):
     assert s["gomaxprocs"] == gomaxprocs_value("go1.25", LIMIT_CORES, ncpu, version="1.25") == min(ncpu, 2)
     observed = json.loads((out / "manifest.json").read_text())["gomaxprocs"]["observed"]
     assert observed["values"] == [min(ncpu, 2)]
+
+
+def test_a_tenant_runs_beside_the_workload_and_is_measured_as_one(lab_run):
+    _, out, _ = lab_run
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["tenant"]["threads"] == 1 and manifest["tenant"]["shares"] == 1024
+    # a busy loop takes about a CPU; measured as a tenant (not the harness, not the workload)
+    assert manifest["host_cpu"]["pre_run"]["tenants_cores"] > 0.7
+    assert manifest["host_cpu"]["tenants_cores"] > 0.5
+    assert manifest["host_cpu"]["pre_run"]["workload_cores"] < 0.3
+    # and it is gone with the run
+    import subprocess
+    left = subprocess.run(["pgrep", "-f", "while True: pass"], capture_output=True, text=True).stdout.split()
+    assert not left, left
 
 
 def test_cleaned_up(lab_run):

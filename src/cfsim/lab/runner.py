@@ -457,6 +457,22 @@ def start_loadgen(sc: Scenario, binary: Path, target_url: str, procs: Processes,
     return Loadgen(url, argv)
 
 
+#: one tenant thread: a busy loop that never blocks (a CPU-bound neighbour at nice 0)
+TENANT_ARGV = [sys.executable, "-c", "while True: pass"]
+
+
+def start_tenant(threads: int, tenant_cg: Any, procs: Processes, logs: Path) -> dict[str, Any] | None:
+    """``lab.tenant_threads`` busy loops in ``tenant_cg`` (each its own process, so each can take a
+    CPU); killed with the run's other processes. Returns the manifest's ``tenant`` block."""
+    if not threads:
+        return None
+    for _ in range(threads):
+        procs.start(TENANT_ARGV, logs / "tenant.log", preexec_fn=_enter(tenant_cg))
+    return {"threads": threads, "shares": hostcpu.TENANT_SHARES, "argv": TENANT_ARGV[1:],
+            "note": "started before the pre-run neighbour measurement, stopped with the run's processes; "
+                    "their CPU is part of host_cpu.tenants_cores"}
+
+
 def last_scrape_samples(prom: prometheus.Prometheus, job: str, before_s: float) -> tuple[float, summary.Samples] | None:
     """The samples of ``job``'s last successful scrape at or before ``before_s`` (from Prometheus:
     the workload itself is gone after an OOM kill)."""
@@ -764,6 +780,13 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         cleanup.callback(harness_cg.remove)
         if sc["lab.harness_shares"] is not None:
             harness_cg.set_shares(sc["lab.harness_shares"])
+        tenant_cg = None
+        if sc["lab.tenant_threads"]:
+            # another tenant of the host, at a root-cgroup process's weight (created before the
+            # processes' clean-up is registered, so it is removed after they are killed)
+            tenant_cg = cgroup.create(name + "-tenant", tools.mounts, version)
+            cleanup.callback(tenant_cg.remove)
+            tenant_cg.set_shares(hostcpu.TENANT_SHARES)
         home = cgroup.cpu_placement(tools.mounts, Path("/proc/self/cgroup").read_text())
         harness_cg.add_pid(os.getpid())
         cleanup.callback(cgroup.move_pid, os.getpid(), home)  # back home before the harness cgroup goes
@@ -803,6 +826,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         prom.start()
         if sc["lab.quota_at"] == "run":
             cg.set_bandwidth(bw0)
+        tenant = start_tenant(sc["lab.tenant_threads"], tenant_cg, procs, out_dir / "logs")
         # every target scraped once; then the neighbours' CPU before the load starts (this also
         # gives the exports more than one scrape interval before t=0)
         prom.wait_targets_up()
@@ -885,6 +909,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                       "warmup_s": warmup, "duration_s": duration},
             "loadavg": window.loadavg,
             "host_cpu": host_cpu,
+            "tenant": tenant,
             "cgroup_counters": {"window_start": summary.counters(s0.stat), "window_end": summary.counters(s1.stat)},
             # the host's TLB flushes of other CPUs (/proc/interrupts "TLB", every CPU, every process)
             "host_interrupts": {"tlb": {"window_start": s0.tlb_flushes, "window_end": s1.tlb_flushes}},

@@ -382,6 +382,12 @@ register_section("lab", {
     "perf_s": Key(0.0, "float", "perf stat counters (context switches, migrations, page faults, signals) and a "
                                 "perf record split by DSO (kernel share) of this many seconds in the measured "
                                 "window, in the manifest (cfsim.lab.perf); 0 = none", _ge(0)),
+    "tenant_threads": Key(0, "int", "CPU-bound busy loops the lab runs beside the workload as another tenant "
+                                    "of the host (one process each, in a cgroup of their own at cpu.shares "
+                                    "1024, the weight of a process in the root cgroup), from before the "
+                                    "pre-run neighbour measurement to the end of the run; a twin knows them "
+                                    "as it knows any tenant, from host_cpu.pre_run.tenants_cores; 0 = none",
+                          _between(0, 64)),
     "load_fraction": Key(None, "float", "open kinds: sets workload.rate_per_s = load_fraction x cgroup.cpu_limit / "
                                         "cpu_ms_per_request (the grid resolves it before the run)",
                          _gt(0), optional=True),
