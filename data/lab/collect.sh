@@ -56,3 +56,7 @@ echo "collection finished $(date -u +%FT%TZ)"
 if [ -z "$ARGS" ] || want wakeups; then
   grid $S/wakeups.toml --grid go.gomaxprocs=1,2,8 --grid workload.fanout=1,4 --grid workload.rate_per_s=500,2000 \
     --out data/lab/wakeups; fi
+if [ -z "$ARGS" ] || want tenant-ab; then
+  # the open-latency calibration point without and with a busy tenant on the host (lab.tenant_threads)
+  grid $S/open-latency.toml --set cgroup.cpu_limit=null --set go.gomaxprocs=1 --grid run.seed=1,2,3 \
+    --grid lab.tenant_threads=0,1 --out data/lab/tenant-ab; fi
