@@ -261,3 +261,33 @@ step_s = 0.25
     limits = [c["cpu_limit_cores"] for c in res.quota_changes]
     assert limits == sorted(limits) and limits[0] > 0.5 and 1.9 not in limits
     assert res.summary["vpa_resizes"] == len(res.quota_changes)
+
+
+def test_a_twin_runs_todays_model_priors_not_the_ones_its_run_file_recorded(tmp_path):
+    from cfsim.scenario.schema import SCHEMA
+    from cfsim.validation.twin import MODEL_PRIOR_KEYS, run_scenario
+
+    # a run collected when the scheduler priors were 0.3 us per P and 2 us a wake-up: the lab
+    # never read them (they configure the model, not the real process)
+    stale = SCENARIO.replace("[go]\n", "[go]\nsched_spin_per_p_us = 0.3\nsched_wake_us = 2.0\n", 1)
+    assert stale != SCENARIO
+    run = _run(tmp_path, "old", {"host": {**HOST, "hz": 250}}, stale)
+    today = SCHEMA["go"]["sched_spin_per_p_us"].default, SCHEMA["go"]["sched_wake_us"].default
+    spec = twin_spec(run)
+    assert (spec.scenario["go.sched_spin_per_p_us"], spec.scenario["go.sched_wake_us"]) == today
+    assert (run_scenario(run)["go.sched_spin_per_p_us"], run_scenario(run)["go.sched_wake_us"]) == today
+    assert any("go.sched_spin_per_p_us 0.3 -> " in n for n in spec.notes)
+    # what the lab did run stays the run's (GOMAXPROCS, the limit, the workload)
+    recorded = load_scenario(run / "scenario.toml")
+    for key in ("go.gomaxprocs", "cgroup.cpu_limit", "workload.kind", "go.live_heap_mb"):
+        assert key not in MODEL_PRIOR_KEYS and spec.scenario[key] == recorded[key]
+    # calibrated parameters still win
+    assert twin_spec(run, {"go.sched_wake_us": 4.0}).scenario["go.sched_wake_us"] == 4.0
+    # every prior is a model key the lab's launch never reads
+    import inspect
+
+    from cfsim.lab import launch
+    src = inspect.getsource(launch)
+    for key in MODEL_PRIOR_KEYS:
+        section, name = key.split(".")
+        assert name in SCHEMA[section] and f'"{name}"' not in src and f"'{name}'" not in src, key

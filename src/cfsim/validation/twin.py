@@ -52,6 +52,7 @@ import pandas as pd
 from cfsim.goruntime.gc_cycles import cycle_keys
 from cfsim.io.gctrace import cycle_table
 from cfsim.scenario import Scenario, load_scenario
+from cfsim.scenario.schema import SCHEMA
 from cfsim.simulation import SimulationResult, simulate
 
 
@@ -74,8 +75,47 @@ def find_runs(path: str | Path) -> list[Path]:
     return runs
 
 
+#: the model's own parameters: what the runtime's slow paths, the GC's work, memory, the host and
+#: the HTTP stack cost (``[go]``, ``[host]`` and ``[workload]`` priors, docs/model-notes.md). The
+#: lab never reads them (:mod:`cfsim.lab.launch` configures the real process from the others), so
+#: a run's ``scenario.toml`` holds only the defaults of the day it was collected: the grids of
+#: 2026-11-23/24 recorded ``go.sched_spin_per_p_us = 0.3`` and ``go.sched_wake_us = 2.0``, priors
+#: since refitted on the lab (0.05 and 6.0). A twin runs today's model, so :func:`run_scenario`
+#: gives these keys today's defaults (``params`` may still set them).
+MODEL_PRIOR_KEYS = (
+    *(f"go.{k}" for k in ("mem_base_mb", "mem_metadata_fraction", "mem_frag_fraction", "mem_binary_mb",
+                          "alloc_ns_per_kb", "page_fault_us", "page_release_us", "roots_mb", "gc_scan_mb_per_ms",
+                          "process_heap_mb", "gc_parallel_cost", "gc_scan_miss_factor", "gc_stw_base_us",
+                          "gc_stw_per_p_us", "gc_cycle_base_us", "gc_cycle_per_p_us", "gc_preempt_us",
+                          "sched_spin_base_us", "sched_spin_per_p_us", "sched_wake_us", "sched_park_us",
+                          "sched_switch_us", "sched_xfer_growth", "sched_lock_us", "sysmon_poll_us")),
+    *(f"host.{k}" for k in ("context_switch_us", "wakeup_us", "wakeup_cold_us", "wakeup_cold_ms",
+                            "wakeup_latency_us", "timer_latency_us", "tlb_shootdown_us", "smt_slowdown")),
+    *(f"workload.{k}" for k in ("server_cpu_us_per_request", "server_alloc_kb_per_request", "conn_heap_kb",
+                                "conn_stack_kb", "cpu_cv", "scrape_cpu_ms", "scrape_alloc_kb", "client_rtt_ms",
+                                "client_rtt_p99_ms", "client_send_late_ms", "client_send_late_p99_ms",
+                                "client_cpu_us_per_request")),
+)
+
+
+def stale_priors(recorded: Scenario) -> dict[str, tuple[Any, Any]]:
+    """The model priors a run's recorded scenario holds that differ from today's defaults:
+    ``{key: (recorded, today)}``."""
+    out = {}
+    for key in MODEL_PRIOR_KEYS:
+        section, name = key.split(".")
+        today = SCHEMA[section][name].default
+        if recorded[key] != today:
+            out[key] = (recorded[key], today)
+    return out
+
+
 def run_scenario(run_dir: Path) -> Scenario:
-    return load_scenario(run_dir / "scenario.toml")
+    """The run's scenario (``scenario.toml``: the workload, limits and set-up the lab ran) with the
+    model's own priors (:data:`MODEL_PRIOR_KEYS`) at today's defaults."""
+    recorded = load_scenario(run_dir / "scenario.toml")
+    stale = stale_priors(recorded)
+    return recorded.with_overrides([(k, today) for k, (_, today) in stale.items()]) if stale else recorded
 
 
 def observed_summary(run_dir: Path) -> dict[str, Any]:
@@ -346,6 +386,10 @@ def twin_spec(run_dir: Path, params: Mapping[str, Any] | None = None) -> TwinSpe
     inputs = [TwinInput(k, v, "params") for k, v in (params or {}).items()]
     given = {i.key for i in inputs}
     notes: list[str] = []
+    stale = stale_priors(load_scenario(run_dir / "scenario.toml"))
+    if stale:
+        notes.append("model priors at today's defaults, not the run file's: "
+                     + ", ".join(f"{k} {old} -> {new}" for k, (old, new) in stale.items()))
 
     def put(key: str, value: Any, source: str) -> None:
         if key not in given and value != scenario[key]:
