@@ -5,7 +5,9 @@ A lab run folder holds ``scenario.toml`` (the resolved scenario the real run use
 measured). The twin is a *prediction*, so :func:`twin_spec` - the one function that builds the
 twin's scenario - reads only:
 
-* the run's ``scenario.toml``;
+* the run's ``scenario.toml``, but for the model's own priors (:data:`MODEL_PRIOR_KEYS`), which
+  come from today's model: the file recorded the defaults of the day it was collected, and the
+  lab never read them (:func:`run_scenario`);
 * ``params``: calibrated parameters (``cfsim calibrate``) and what the grid's calibration runs
   (other runs, at its start and end) measured, :mod:`cfsim.validation.normalise`: the cost factor,
   the time a request spends outside the server (median and 99th percentile, at the run's pre-run
