@@ -112,12 +112,16 @@ def stale_priors(recorded: Scenario) -> dict[str, tuple[Any, Any]]:
     return out
 
 
+def _todays_priors(recorded: Scenario) -> tuple[Scenario, dict[str, tuple[Any, Any]]]:
+    """``recorded`` with the model's priors at today's defaults, and the ones that moved."""
+    stale = stale_priors(recorded)
+    return (recorded.with_overrides([(k, today) for k, (_, today) in stale.items()]) if stale else recorded), stale
+
+
 def run_scenario(run_dir: Path) -> Scenario:
     """The run's scenario (``scenario.toml``: the workload, limits and set-up the lab ran) with the
     model's own priors (:data:`MODEL_PRIOR_KEYS`) at today's defaults."""
-    recorded = load_scenario(run_dir / "scenario.toml")
-    stale = stale_priors(recorded)
-    return recorded.with_overrides([(k, today) for k, (_, today) in stale.items()]) if stale else recorded
+    return _todays_priors(load_scenario(run_dir / "scenario.toml"))[0]
 
 
 def observed_summary(run_dir: Path) -> dict[str, Any]:
@@ -383,12 +387,11 @@ def twin_spec(run_dir: Path, params: Mapping[str, Any] | None = None) -> TwinSpe
     applied first; machine facts and neighbours never replace a key ``params`` sets.
     """
     run_dir = Path(run_dir)
-    scenario = run_scenario(run_dir)
+    scenario, stale = _todays_priors(load_scenario(run_dir / "scenario.toml"))
     manifest = run_manifest(run_dir)
     inputs = [TwinInput(k, v, "params") for k, v in (params or {}).items()]
     given = {i.key for i in inputs}
     notes: list[str] = []
-    stale = stale_priors(load_scenario(run_dir / "scenario.toml"))
     if stale:
         notes.append("model priors at today's defaults, not the run file's: "
                      + ", ".join(f"{k} {old} -> {new}" for k, (old, new) in stale.items()))
