@@ -94,7 +94,7 @@ if PARAMS is None:
     params_file = tomllib.loads((repo_root() / "docs" / "params" / "gc-memory.toml").read_text())
     PARAMS = {k: float(v) for k, v in params_file["params"].items()}
     TRAIN_RUNS = set(params_file["fit"]["train_runs"])
-    print(f"GC parameters fitted on {len(TRAIN_RUNS)} of the grid's runs (the rest are held out): {PARAMS}")
+    print(f"GC parameters fitted (or held) on {len(TRAIN_RUNS)} of the grid's runs (the rest are held out): {PARAMS}")
     # the lab host's measured costs the fit held fixed (not fitted): the CPU per TLB flush of another
     # CPU when memory is returned (`cfsim lab tlb`: what GOMAXPROCS >= 2 costs a heap held at its
     # limit), per page released, per context switch (`cfsim lab switches`)
@@ -163,8 +163,9 @@ fig.tight_layout()
 # %% [markdown]
 # ## 2. The lab's gc-memory grid beside the model
 #
-# Each run's twin is its resolved `scenario.toml` (nothing measured goes into it), with the GC scan
-# rate fitted on four of the grid's runs (`docs/params/gc-memory.toml`; those four are left out of the
+# Each run's twin is its resolved `scenario.toml` (nothing measured goes into it), with the GC's
+# cost per byte of a heap beyond the L3 fitted on four of the grid's runs and its scan rate held at
+# the same runs' direct measurement (`docs/params/gc-memory.toml`; those four are left out of the
 # error table) and the lab host's measured costs the fit held fixed, among them a TLB flush when memory
 # is returned while another CPU runs the process (`docs/params/lab-host-memory.toml`, `cfsim lab tlb`: at
 # GOMAXPROCS >= 2 a heap held at its GOMEMLIMIT releases and refaults nearly every page it

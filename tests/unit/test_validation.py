@@ -1,6 +1,7 @@
 """Validation and calibration on generated run folders (tmp): a known truth must be recovered."""
 import json
 
+import numpy as np
 import pytest
 
 from cfsim.scenario import load_scenario
@@ -418,3 +419,50 @@ def test_each_run_does_the_loop_rounds_its_workload_measured_at_start_up(tmp_pat
     assert rounds_ratio(root / "p_limit=1.0", 570_000.0) == pytest.approx(540 / 570)
     assert rounds_ratio(root / "p_limit=1.0", None) == 1.0
     assert rounds_ratio(tmp_path / "b" / "grid" / "p_limit=1.0", 570_000.0) == 1.0
+
+
+def test_the_fit_starts_from_a_coarse_search_over_a_piecewise_constant_objective():
+    """A twin counts whole GC cycles, so its errors move in steps: finite differences smaller than
+    a step see no slope. The coarse search starts the local fit near the minimum anyway."""
+    import cfsim.validation.calibrate as vc
+    from scipy.optimize import least_squares
+
+    def stairs(x):   # the error of a count that changes by one every 0.25 of x: minimum at x = 1.7
+        return np.array([np.round((x[0] - 1.7) * 4) / 4])
+
+    lo, hi = np.array([0.0]), np.array([2.3])
+    stuck = least_squares(stairs, np.array([1.15]), bounds=(lo, hi), diff_step=0.05, max_nfev=12)
+    assert abs(stuck.x[0] - 1.15) < 1e-9          # what the fit did alone: no slope, no move
+    start = vc._coarse_start(stairs, lo, hi, 5)
+    assert abs(stairs(start)[0]) == 0.0 and abs(start[0] - 1.7) < 0.13
+    two = vc._coarse_start(lambda x: np.array([x[0] - 0.7, 2 * (x[1] - 1.9)]), np.zeros(2), np.array([2.3, 3.0]), 5)
+    assert np.allclose(two, [0.7, 1.9], atol=0.13)
+
+
+def test_a_held_parameter_is_in_every_evaluation_and_in_the_fit_file(grid, tmp_path, monkeypatch):
+    import cfsim.validation.calibrate as vc
+    params_seen, durations = [], []
+    real_apply, real_run = vc.apply_grid, vc._residuals_for_run
+
+    def spy_apply(run, params, norm):
+        params_seen.append(dict(params))
+        return real_apply(run, params, norm)
+
+    def spy_run(job):
+        durations.append(job[2])
+        return real_run(job)
+
+    monkeypatch.setattr(vc, "apply_grid", spy_apply)
+    monkeypatch.setattr(vc, "_residuals_for_run", spy_run)
+    cal, _, _ = calibrate(grid, "cgroup.cpu_limit<=1", ["cost_factor"], max_nfev=2, start_points=3,
+                          held={"go.gc_scan_mb_per_ms": 2.5}, metrics=["throughput_per_s", "gc_cycles_per_s"])
+    fitted = [p for p in params_seen if "cost_factor" in p]   # the training runs' twins, each evaluation
+    assert len(fitted) >= 12 and all(p["go.gc_scan_mb_per_ms"] == 2.5 for p in fitted)
+    # GC cycles are counted whole: the fit simulates the whole run, not a shortened one
+    assert durations and all(d is None for d in durations)
+    assert cal.start_evaluations == 6 and cal.held == {"go.gc_scan_mb_per_ms": 2.5}
+    path = tmp_path / "fit.toml"
+    path.write_text(cal.to_toml())
+    assert read_params(path)["go.gc_scan_mb_per_ms"] == 2.5 and "cost_factor" in read_params(path)
+    with pytest.raises(ValueError, match="held at a value and also fitted"):
+        calibrate(grid, "cgroup.cpu_limit<=1", ["cost_factor"], held={"cost_factor": 1.0})

@@ -15,7 +15,8 @@ def add_parser(sub) -> None:
                    help="which runs to fit on, e.g. 'cgroup.cpu_limit<=1' (the others are validation)")
     p.add_argument("--param", action="append", default=[], metavar="KEY[=LO:HI]",
                    help="a parameter to fit: cost_factor or any section.key (default: cost_factor, "
-                        "go.gc_scan_mb_per_ms, go.sched_spin_per_p_us)")
+                        "go.gc_scan_mb_per_ms, go.sched_spin_per_p_us); KEY=VALUE holds it at VALUE "
+                        "during the fit and writes it with the fitted ones")
     p.add_argument("--metric", action="append", default=[], metavar="NAME",
                    help="a validation metric whose errors the fit minimises (repeatable; default: throughput, "
                         "CPU, throttled ratio, GC share; 'gc' = cycles/s, mean heap goal, memory usage, throughput)")
@@ -25,26 +26,33 @@ def add_parser(sub) -> None:
     p.add_argument("--out", metavar="TOML", help="write the fitted parameters, uncertainty and errors here")
     p.add_argument("--report", metavar="DIR", help="write the held-out validation report here")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--max-nfev", type=int, default=40, help="budget of objective evaluations")
+    p.add_argument("--max-nfev", type=int, default=40,
+                   help="budget of objective evaluations of the local fit (after the start search)")
+    p.add_argument("--start-points", type=int, default=None, metavar="N",
+                   help="points per parameter of the coarse search over the bounds that starts the local "
+                        "fit (twice: the whole range, then around its best point; default 5 for up to two "
+                        "parameters, 3 for three, none beyond; 0 starts at the scenario's value)")
     add_format_argument(p, "the fit (json/yaml: params, sigma_log, errors; csv/markdown/html: one row per parameter)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
-def _param_specs(items: list[str]) -> tuple[list[str] | None, dict[str, tuple[float, float]]]:
-    if not items:
-        return None, {}
-    names, bounds = [], {}
+def _param_specs(items: list[str]) -> tuple[list[str] | None, dict[str, tuple[float, float]], dict[str, float]]:
+    """``--param`` items -> (names to fit or None for the defaults, their bounds, held values)."""
+    names, bounds, held = [], {}, {}
     for item in items:
         key, _, rng = item.partition("=")
-        names.append(key)
-        if rng:
-            lo, _, hi = rng.partition(":")
-            try:
+        try:
+            if rng and ":" not in rng:
+                held[key] = float(rng)
+                continue
+            names.append(key)
+            if rng:
+                lo, _, hi = rng.partition(":")
                 bounds[key] = (float(lo), float(hi))
-            except ValueError:
-                raise SystemExit(f"error: --param {item}: bounds must look like KEY=LOW:HIGH") from None
-    return names, bounds
+        except ValueError:
+            raise SystemExit(f"error: --param {item}: write KEY, KEY=LOW:HIGH or KEY=VALUE") from None
+    return names or None, bounds, held
 
 
 def run(args) -> int:
@@ -54,7 +62,7 @@ def run(args) -> int:
 
     from cfsim.progress import Progress
 
-    names, bounds = _param_specs(args.param)
+    names, bounds, held = _param_specs(args.param)
     try:
         fixed, _ = read_params_files(args.params) if args.params else ({}, [])
     except (OSError, ValueError) as exc:
@@ -65,7 +73,8 @@ def run(args) -> int:
         with Progress(None, "calibrate", "evaluation", enabled=not args.no_progress) as bar:
             cal, train_runs, test_runs = calibrate(args.path, args.train, names, workers=args.workers,
                                                    max_nfev=args.max_nfev, bounds=bounds, progress=bar.advance_to,
-                                                   metrics=metrics, fixed=fixed)
+                                                   metrics=metrics, fixed=fixed, held=held,
+                                                   start_points=args.start_points)
     except ValueError as exc:  # a bad --train or --param: say which, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -76,7 +85,7 @@ def run(args) -> int:
     with Progress(len(train_runs) + len(test_runs), "validate", "run", enabled=not args.no_progress) as bar:
         tick = (lambda run_id: bar.advance(1, run_id))
         # the runs the fit used are training, not held out: their errors are summarised apart
-        applied = {**cal.fixed, **cal.params}   # the fit holds with the parameters it held
+        applied = {**cal.fixed, **cal.held, **cal.params}   # the fit holds with the parameters it held
         train_report = validate(args.path, params=applied, only=train_runs, progress=tick, train_runs=train_runs)
         test_report = validate(args.path, params=applied, only=test_runs, progress=tick) if test_runs else None
     train_errors = summarise_errors(train_report.runs, held_out_only=False)
@@ -87,7 +96,7 @@ def run(args) -> int:
     if args.report and test_report:
         write_report(test_report, args.report)
     sigma = {k: (v if v < MAX_SIGMA_LOG else None) for k, v in cal.sigma_log.items()}
-    data = {"params": cal.params, "sigma_log": sigma, "train_runs": len(train_runs),
+    data = {"params": cal.params, "held": cal.held, "sigma_log": sigma, "train_runs": len(train_runs),
             "validation_runs": len(test_runs), "train_errors": train_errors,
             "validation_errors": test_report.errors if test_report else {}}
     rows = [{"param": k, "value": v, "sigma_log": sigma[k]} for k, v in cal.params.items()]
@@ -96,7 +105,8 @@ def run(args) -> int:
         def spread(k: str) -> str:
             sig = cal.sigma_log[k]
             return f"x/÷ {math.exp(sig):.3f}" if sig < MAX_SIGMA_LOG else "not constrained by the training runs"
-        lines = ["fitted: " + ", ".join(f"{k} = {v:.4g} ({spread(k)})" for k, v in cal.params.items()),
+        lines = ["fitted: " + ", ".join(f"{k} = {v:.4g} ({spread(k)})" for k, v in cal.params.items())
+                 + "".join(f"; held: {k} = {v:.4g}" for k, v in cal.held.items()),
                  f"trained on {len(train_runs)} runs; validated on {len(test_runs)} held-out runs"]
         if test_report:
             lines.append(to_markdown(test_report))

@@ -5,11 +5,14 @@ record or request, beyond the nominal busy loop: channel operations, allocation,
 ``section.key`` of the Go runtime's cost parameters (GC scan rate, per-cycle cost, scheduler costs
 per P and per wake-up). Residuals are the validation errors of throughput, CPU usage, throttled
 ratio and GC share on the training runs; scipy's ``least_squares`` fits them in log space within
-bounds, and the Jacobian at the optimum gives a 1-sigma multiplicative uncertainty. Runs selected
-for validation are never used in the fit.
+bounds, starting from the best point of a coarse search over the bounds (the twins' errors move
+in steps, a GC cycle or a throttled period at a time, and finite differences see no slope inside
+a step), and the Jacobian at the optimum gives a 1-sigma multiplicative uncertainty. Runs
+selected for validation are never used in the fit.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 import re
@@ -52,6 +55,10 @@ MAX_SIGMA_LOG = 5.0
 RESIDUAL_METRICS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "gc_cpu_share")
 #: residuals for the GC and memory parameters (issue 19): what the gc-memory grid measures
 GC_MEMORY_RESIDUALS = ("throughput_per_s", "gc_cycles_per_s", "gc_heap_goal_mean_bytes", "memory_usage_mean_bytes")
+#: metrics that count discrete events: a shortened twin's window holds too few of them (a 256 MiB heap
+#: at GOGC 200 runs ~0.6 cycles/s, so 8 s of window count 4 or 5 and one cycle more or less is
+#: 20 %), so a fit on any of them simulates each training run for its whole duration
+WHOLE_RUN_METRICS = ("gc_cycles_per_s",)
 _OPS = {"<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
         "<": operator.lt, ">": operator.gt}
 _CLAUSE = re.compile(r"^\s*([a-z_]+\.[a-z_0-9]+)\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$")
@@ -95,18 +102,25 @@ class Calibration:
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: parameters held at given values during the fit (measured ones, e.g. ``cfsim lab tlb``)
     fixed: dict[str, float] = field(default_factory=dict)
+    #: parameters held at given values and written with the fit (``--param KEY=VALUE``): part of it
+    held: dict[str, float] = field(default_factory=dict)
+    #: objective evaluations of the coarse search that chose the local fit's starting point
+    start_evaluations: int = 0
 
     def to_toml(self, validation: Mapping[str, Any] | None = None) -> str:
         doc: dict[str, Any] = {
-            "params": dict(self.params),
+            "params": {**self.held, **self.params},
             "uncertainty": {k: ({"sigma_log": v, "low_1sigma": self.params[k] * math.exp(-v),
                                  "high_1sigma": self.params[k] * math.exp(v)} if v < MAX_SIGMA_LOG else
                                 {"identified": False,
                                  "note": "the training runs do not constrain this parameter"})
                             for k, v in self.sigma_log.items()},
             "fit": {"train_runs": self.train_runs, "cost": self.cost, "nfev": self.nfev,
+                    "start_evaluations": self.start_evaluations,
                     "bounds": {k: list(v) for k, v in self.bounds.items()}},
         }
+        if self.held:  # written in [params] above: applying the file applies them
+            doc["fit"]["held"] = dict(self.held)
         if self.fixed:  # the fit holds only with these: apply them beside this file
             doc["fit"]["fixed"] = dict(self.fixed)
         if validation:
@@ -223,7 +237,9 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
               bounds: Mapping[str, tuple[float, float]] | None = None,
               progress: Callable[[int], None] | None = None,
               metrics: Sequence[str] | None = None,
-              fixed: Mapping[str, float] | None = None) -> tuple[Calibration, list[Path], list[Path]]:
+              fixed: Mapping[str, float] | None = None,
+              held: Mapping[str, float] | None = None,
+              start_points: int | None = None) -> tuple[Calibration, list[Path], list[Path]]:
     """Fit ``params`` on the runs selected by ``train``; return the fit, training and held-out runs.
 
     ``duration_s`` shortens the twins during the fit (steady state is reached in seconds);
@@ -231,6 +247,13 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     ``metrics``: the validation metrics whose errors are the residuals (default
     :data:`RESIDUAL_METRICS`; :data:`GC_MEMORY_RESIDUALS` for the GC and memory parameters).
     ``fixed``: parameters held at these values (measured elsewhere) while the others are fitted.
+    ``held``: the same, but part of the fit's file (``--param KEY=VALUE``: a value measured on the
+    training runs' host that the fitted ones need, e.g. the scan rate a GC factor normalises away).
+    ``start_points``: the points per parameter of a coarse log-spaced search over the bounds whose
+    best point starts the local fit (default: 5 for up to two parameters, 3 for three, none
+    beyond). The twins are discrete-event simulations, so the objective is piecewise constant at
+    fine scales (a GC cycle more or less): ``least_squares``' finite differences then see no
+    slope and stay where they start, wherever that is.
     """
     metrics = tuple(metrics or RESIDUAL_METRICS)
     known = {m.name for m in vm.METRICS}
@@ -239,9 +262,15 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         raise ValueError(f"--metric {', '.join(bad)}: not a validation metric (known: {', '.join(sorted(known))})")
     names = list(params or DEFAULT_PARAMS)
     fixed = dict(fixed or {})
+    held = dict(held or {})
     both = sorted(set(names) & set(fixed))
     if both:
         raise ValueError(f"--param {', '.join(both)}: also set by --params; fit it or hold it, not both")
+    both = sorted(set(held) & (set(names) | set(fixed)))
+    if both:
+        raise ValueError(f"--param {', '.join(both)}: held at a value and also fitted or set by --params")
+    if any(m in WHOLE_RUN_METRICS for m in metrics):
+        duration_s = None
     bnd = {k: (bounds or {}).get(k) or DEFAULT_PARAMS.get(k) or PARAM_BOUNDS.get(k) for k in names}
     for k, b in bnd.items():
         if b is None:
@@ -283,7 +312,7 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         return base * np.exp(x)
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        p = {**fixed, **{k: float(v) for k, v in zip(names, values(x))}}
+        p = {**fixed, **held, **{k: float(v) for k, v in zip(names, values(x))}}
         # the grid's cost factor divides its calibration runs' CPU by the model with these parameters
         # (a calibration run's CPU includes its GC): recomputed when a model parameter is fitted
         now = {grid: grid_norm(find_runs(grid), p, gc_priors=False) for grid in grids} \
@@ -297,7 +326,12 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         return np.concatenate(results)
 
     try:
-        fit = least_squares(residuals, np.array(x0), bounds=(lo, hi), diff_step=0.05, max_nfev=max_nfev,
+        start = np.array(x0)
+        points = start_points if start_points is not None else {1: 5, 2: 5, 3: 3}.get(len(names), 0)
+        if points > 1:
+            start = _coarse_start(residuals, lo, hi, points)
+        searched = len(evaluations)
+        fit = least_squares(residuals, start, bounds=(lo, hi), diff_step=0.05, max_nfev=max_nfev,
                             x_scale="jac")
     finally:
         if pool:
@@ -312,5 +346,26 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         except np.linalg.LinAlgError:
             pass
     cal = Calibration({k: float(v) for k, v in zip(names, values(fit.x))}, sigma,
-                      [str(r) for r in train_runs], float(fit.cost), int(fit.nfev), dict(bnd), fixed)
+                      [str(r) for r in train_runs], float(fit.cost), int(fit.nfev), dict(bnd), fixed, held,
+                      searched)
     return cal, train_runs, test_runs
+
+
+def _coarse_start(residuals: Callable[[np.ndarray], np.ndarray], lo: np.ndarray, hi: np.ndarray,
+                  points: int, levels: int = 2) -> np.ndarray:
+    """The best point of a full grid of ``points`` per parameter, evenly spaced in the log of the
+    value strictly inside the bounds (their ends are where a fit stops, not where it starts), then
+    of a grid as fine again spanning one step either side of it, ``levels`` grids in all."""
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    best, best_cost = None, math.inf
+    for _ in range(levels):
+        step = (hi - lo) / (points + 1)
+        axes = [np.linspace(a + d, b - d, points) for a, b, d in zip(lo, hi, step)]
+        for combo in itertools.product(*axes):
+            x = np.array(combo)
+            f = residuals(x)
+            cost = float(f @ f)
+            if cost < best_cost:
+                best, best_cost = x, cost
+        lo, hi = np.maximum(lo, best - step), np.minimum(hi, best + step)
+    return best
