@@ -6,7 +6,8 @@
 #   quota-steps 5, closed-menu 23, cpu-stream 48, alloc-stream 48, quota-steps-from-1.2 5,
 #   sched-overhead 10, sched-overhead-fanout8 10 (the first collection, about 2.5 h together);
 #   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218, gc-trace 12, preempt-profile 14,
-#   kernel-switches 12, kernel-switches-stream 10, wakeups 15.
+#   kernel-switches 12, kernel-switches-stream 10, wakeups 15, tenant-ab 9, gc-memory-tenants 11,
+#   gc-memory-near16 19.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -60,3 +61,11 @@ if [ -z "$ARGS" ] || want tenant-ab; then
   # the open-latency calibration point without and with a busy tenant on the host (lab.tenant_threads)
   grid $S/open-latency.toml --set cgroup.cpu_limit=null --set go.gomaxprocs=1 --grid run.seed=1,2,3 \
     --grid lab.tenant_threads=0,1 --out data/lab/tenant-ab; fi
+if [ -z "$ARGS" ] || want gc-memory-tenants; then
+  # gc-memory's GOMEMLIMIT-near-a-16-MiB-heap point (GOGC off, GOMEMLIMIT 32 MiB, 1-core limit)
+  # at GOMAXPROCS 1 and 2, without and with two busy tenants on the host (lab.tenant_threads)
+  grid $S/gc-memory.toml --set go.gogc=-1 --set go.gomemlimit_mb=32 --set go.live_heap_mb=16 \
+    --grid run.seed=1,2 --grid go.gomaxprocs=1,2 --grid lab.tenant_threads=0,2 --out data/lab/gc-memory-tenants; fi
+if [ -z "$ARGS" ] || want gc-memory-near16; then
+  # gc-memory's points near a 16 MiB heap's GOMEMLIMIT and their GOGC 100 anchors, on a quiet host
+  grid $S/gc-memory.toml --design $S/gc-memory-near16.designs.toml --out data/lab/gc-memory-near16; fi
