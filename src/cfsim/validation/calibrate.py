@@ -282,7 +282,7 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     if not train_runs:
         raise ValueError(f"--train {train!r} selects no run among {len(runs)} runs below {path}")
     grids = sorted({r.parent for r in runs})
-    norms = {grid: grid_norm(find_runs(grid), fixed or None) for grid in grids}
+    norms = {grid: grid_norm(find_runs(grid), {**fixed, **held} or None) for grid in grids}
     priors = {r: grid_priors(run_scenario(r), norms[r.parent], pre_run_tenants_cores(run_manifest(r)))
               for r in train_runs}
     model_params = [k for k in names if k != "cost_factor"]
