@@ -466,3 +466,22 @@ def test_a_held_parameter_is_in_every_evaluation_and_in_the_fit_file(grid, tmp_p
     assert read_params(path)["go.gc_scan_mb_per_ms"] == 2.5 and "cost_factor" in read_params(path)
     with pytest.raises(ValueError, match="held at a value and also fitted"):
         calibrate(grid, "cgroup.cpu_limit<=1", ["cost_factor"], held={"cost_factor": 1.0})
+
+
+def test_the_report_splits_errors_by_the_hosts_state_before_each_run(grid):
+    from cfsim.validation.regimes import host_state
+    from cfsim.validation.report import to_markdown
+
+    rep = validate(grid)
+    assert {r["host_state"] for r in rep.runs} == {"unknown"}   # the test grid's manifests record no tenants
+    assert "By the host's state" not in to_markdown(rep)          # one state: nothing to split
+    rep.runs[0]["host_state"] = host_state(1.98)
+    for r in rep.runs[1:]:
+        r["host_state"] = host_state(0.01)
+    split = rep.by_host_state()
+    assert split["busy"]["n"] == 1 and split["quiet"]["n"] == len(rep.runs) - 1
+    busy_err = abs(rep.runs[0]["errors"]["throughput_per_s"])
+    assert split["busy"]["errors"]["throughput_per_s"]["median_abs"] == pytest.approx(busy_err)
+    text = to_markdown(rep)
+    assert "By the host's state" in text and "| busy | 1 |" in text
+    assert set(rep.to_json()["by_host_state"]) == {"busy", "quiet"}

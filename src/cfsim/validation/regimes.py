@@ -25,6 +25,25 @@ CAP_TOLERANCE = 0.03
 SATURATED_FRACTION = 0.9
 #: ...and other processes count as significant above this many cores
 SIGNIFICANT_OTHERS_CORES = 0.2
+#: the host was quiet before a run when its other tenants took less than this many cores then
+#: (``host_cpu.pre_run.tenants_cores``; the lab's grids call repeats comparable within 0.25 cores)
+QUIET_TENANTS_CORES = 0.25
+#: the host's state before a run, in the order reports list them
+HOST_STATES = ("quiet", "busy", "unknown")
+
+
+def host_state(pre_run_tenants_cores: float | None) -> str:
+    """``"quiet"``, ``"busy"`` or ``"unknown"``: the other tenants' CPU measured on the host before
+    the run's workload started. Whatever cap decided a run's CPU, a busy host can still slow its
+    work (shared caches and memory, interrupts); a report split by it tells the model's errors from
+    the host's (the ``gc-memory`` grid ran beside 1-2 cores of tenants, data/README.md).
+
+    >>> host_state(0.01), host_state(1.98), host_state(None)
+    ('quiet', 'busy', 'unknown')
+    """
+    if pre_run_tenants_cores is None:
+        return "unknown"
+    return "quiet" if pre_run_tenants_cores < QUIET_TENANTS_CORES else "busy"
 
 
 def classify_regime(usage_cores: float | None, host_cpus: int,

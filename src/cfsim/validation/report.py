@@ -34,7 +34,8 @@ from cfsim.validation import metrics as vm
 from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
 from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibration_twin_summary,
                                        factored_overrides, grid_norm, grid_priors)
-from cfsim.validation.regimes import OUT_OF_SCOPE, PREDICTED, REGIMES, run_regime
+from cfsim.validation.regimes import (HOST_STATES, OUT_OF_SCOPE, PREDICTED, QUIET_TENANTS_CORES, REGIMES,
+                                      host_state, run_regime)
 from cfsim.validation.trajectory import compare_trajectories
 from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
                                    run_scenario, twin_spec)
@@ -85,8 +86,20 @@ class ValidationReport:
                 by_grid[row["grid"]].append(row)
         return {grid: tails_summary(rows) for grid, rows in by_grid.items()}
 
+    def by_host_state(self) -> dict[str, dict[str, Any]]:
+        """Per host state before the run (:func:`cfsim.validation.regimes.host_state`): the number of
+        held-out runs and their errors (:func:`summarise_errors`), out-of-scope runs left out."""
+        out: dict[str, dict[str, Any]] = {}
+        for state in HOST_STATES:
+            sel = [r for r in self.runs if r.get("host_state") == state and r["held_out"]
+                   and r["regime"] not in OUT_OF_SCOPE]
+            if sel:
+                out[state] = {"n": len(sel), "errors": summarise_errors(sel)}
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {"headline": self.headline, "by_regime": self.by_regime, "regime_counts": self.regime_counts,
+                "by_host_state": self.by_host_state(),
                 "errors": self.errors, "grids": self.grids, "gc": self.gc, "tails": self.tails(),
                 "runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs]}
 
@@ -284,14 +297,16 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
         else:
             role_note = role
         run_id = str(run.relative_to(root.parent)) if run != root else run.name
+        manifest = run_manifest(run)
+        tenants = pre_run_tenants_cores(manifest)
         row = {"run": run_id, "grid": grid_dir.name, "role": role, "fit": role_note, "held_out": held_out,
                "regime": regime, "regime_inputs": regime_inputs, "path": str(run),
+               "pre_run_tenants_cores": tenants, "host_state": host_state(tenants),
                "scenario": {k: scenario.get(k) for k in SCENARIO_COLUMNS} | {
                    "cgroup.limit_schedule": scenario.get("cgroup.limit_schedule")},
                "twin": spec.as_dict(), "params": run_params,
                "observed": observed, "simulated": simulated, "errors": errors,
                "gc_regime": gc_regime(scenario)}
-        manifest = run_manifest(run)
         kv = kernel_view(manifest, sim.summary)
         if kv is not None:
             row["kernel"] = kv
@@ -392,6 +407,27 @@ REGIME_TABLE_METRICS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio"
                         "latency_p50_s", "latency_p99_s")
 
 
+#: the host-state table's metrics: the regime table's and the GC's cycles
+HOST_STATE_METRICS = REGIME_TABLE_METRICS + ("gc_cycles_per_s",)
+
+
+def _host_state_markdown(report: ValidationReport) -> list[str]:
+    states = report.by_host_state()
+    if len(states) < 2:
+        return []
+    lines = ["", "## By the host's state before the run (held-out runs but the oom-killed)", "",
+             f"quiet: other tenants took less than {QUIET_TENANTS_CORES:g} cores before the workload started "
+             "(host_cpu.pre_run.tenants_cores), busy: more, unknown: not recorded. The twins know the pre-run "
+             "tenants, but not what kind they were: an error far larger on busy hosts is the host's as much as "
+             "the model's. Per metric: runs with a value, median |error|.", "",
+             "| host | n runs | " + " | ".join(HOST_STATE_METRICS) + " |",
+             "|---|---|" + "---|" * len(HOST_STATE_METRICS)]
+    for state, v in states.items():
+        cells = [f"{e['n']}, {e['median_abs']:.4f}" if (e := v["errors"].get(m)) else "-" for m in HOST_STATE_METRICS]
+        lines.append(f"| {state} | {v['n']} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def _regime_table(report: ValidationReport, regimes: tuple[str, ...]) -> list[str]:
     head = "| regime | n runs | " + " | ".join(f"{m} (n, median abs)" for m in REGIME_TABLE_METRICS) + " |"
     lines = [head, "|---|---|" + "---|" * len(REGIME_TABLE_METRICS)]
@@ -434,6 +470,7 @@ def to_markdown(report: ValidationReport) -> str:
         nz_text = f"{nz['median']:.4f} ({nz['points']})" if nz else ""
         lines.append(f"| {name} | {e['kind']} | {e['median']:+.4f} | {e['median_abs']:.4f} | {e['worst']:+.4f} | "
                      f"{e['worst_run']} | {e['n']} | {_fmt(e['goal'])} | {nz_text} |")
+    lines += _host_state_markdown(report)
     lines += _gc_markdown(report)
     lines += _tails_markdown(report)
     loops = [r for r in report.runs if r.get("trajectory")]
