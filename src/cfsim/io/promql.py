@@ -139,7 +139,8 @@ def _extrapolated(t: np.ndarray, v: np.ndarray, at: np.ndarray, range_ms: int, *
     average = sampled / (last - first).astype(np.float64)
     threshold = average * 1.1
     zero_ok = (result > 0) & (v[first] >= 0) if is_counter else np.zeros(len(result), bool)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # a tiny increase over a large first value overflows to +Inf, as Go's float64 division does
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         to_zero = np.where(zero_ok, sampled * (v[first] / result), np.inf)
     if zero_after:
         to_start = np.where(to_start >= threshold, average / 2, to_start)
