@@ -89,13 +89,9 @@ class ValidationReport:
     def by_host_state(self) -> dict[str, dict[str, Any]]:
         """Per host state before the run (:func:`cfsim.validation.regimes.host_state`): the number of
         held-out runs and their errors (:func:`summarise_errors`), out-of-scope runs left out."""
-        out: dict[str, dict[str, Any]] = {}
-        for state in HOST_STATES:
-            sel = [r for r in self.runs if r.get("host_state") == state and r["held_out"]
-                   and r["regime"] not in OUT_OF_SCOPE]
-            if sel:
-                out[state] = {"n": len(sel), "errors": summarise_errors(sel)}
-        return out
+        by, counts = _summarise_by([r for r in self.runs if r["regime"] not in OUT_OF_SCOPE],
+                                   "host_state", HOST_STATES)
+        return {state: {"n": counts[state], "errors": errors} for state, errors in by.items()}
 
     def to_json(self) -> dict[str, Any]:
         return {"headline": self.headline, "by_regime": self.by_regime, "regime_counts": self.regime_counts,
@@ -162,17 +158,23 @@ def summarise_errors(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("poin
     return out
 
 
+def _summarise_by(runs: list[dict[str, Any]], key: str, values: tuple[str, ...],
+                  roles: tuple[str, ...] = ("point", "repeat")) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    """Per value of a run's ``key``: ``{value: {metric: summary}}`` and the number of held-out runs."""
+    by: dict[str, dict[str, Any]] = {}
+    counts: dict[str, int] = {}
+    for value in values:
+        sel = [r for r in runs if r.get(key) == value and r["role"] in roles and r.get("held_out", True)]
+        counts[value] = len(sel)
+        if sel:
+            by[value] = summarise_errors(sel, roles)
+    return by, counts
+
+
 def summarise_by_regime(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("point", "repeat")
                         ) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
     """Per regime: ``{regime: {metric: summary}}`` and the number of held-out runs in it."""
-    by: dict[str, dict[str, Any]] = {}
-    counts: dict[str, int] = {}
-    for regime in REGIMES:
-        sel = [r for r in runs if r["regime"] == regime and r["role"] in roles and r.get("held_out", True)]
-        counts[regime] = len(sel)
-        if sel:
-            by[regime] = summarise_errors(sel, roles)
-    return by, counts
+    return _summarise_by(runs, "regime", REGIMES, roles)
 
 
 def _simulate_twin(run: Path, run_params: dict[str, Any]) -> tuple[Any, Any]:
@@ -419,26 +421,24 @@ def _host_state_markdown(report: ValidationReport) -> list[str]:
              f"quiet: other tenants took less than {QUIET_TENANTS_CORES:g} cores before the workload started "
              "(host_cpu.pre_run.tenants_cores), busy: more, unknown: not recorded. The twins know the pre-run "
              "tenants, but not what kind they were: an error far larger on busy hosts is the host's as much as "
-             "the model's. Per metric: runs with a value, median |error|.", "",
-             "| host | n runs | " + " | ".join(HOST_STATE_METRICS) + " |",
-             "|---|---|" + "---|" * len(HOST_STATE_METRICS)]
-    for state, v in states.items():
-        cells = [f"{e['n']}, {e['median_abs']:.4f}" if (e := v["errors"].get(m)) else "-" for m in HOST_STATE_METRICS]
-        lines.append(f"| {state} | {v['n']} | " + " | ".join(cells) + " |")
+             "the model's.", ""]
+    return lines + _errors_table("host", [(state, v["n"], v["errors"]) for state, v in states.items()],
+                                 HOST_STATE_METRICS)
+
+
+def _errors_table(label: str, rows: list[tuple[str, int, Mapping[str, Any]]], metrics: tuple[str, ...]) -> list[str]:
+    """Markdown rows ``label | n runs | per metric: runs with a value, median |error|``."""
+    lines = [f"| {label} | n runs | " + " | ".join(f"{m} (n, median abs)" for m in metrics) + " |",
+             "|---|---|" + "---|" * len(metrics)]
+    for name, n, errs in rows:
+        cells = [f"{e['n']}, {e['median_abs']:.4f}" if (e := errs.get(m)) else "-" for m in metrics]
+        lines.append(f"| {name} | {n} | " + " | ".join(cells) + " |")
     return lines
 
 
 def _regime_table(report: ValidationReport, regimes: tuple[str, ...]) -> list[str]:
-    head = "| regime | n runs | " + " | ".join(f"{m} (n, median abs)" for m in REGIME_TABLE_METRICS) + " |"
-    lines = [head, "|---|---|" + "---|" * len(REGIME_TABLE_METRICS)]
-    for regime in regimes:
-        errs = report.by_regime.get(regime, {})
-        cells = []
-        for m in REGIME_TABLE_METRICS:
-            e = errs.get(m)
-            cells.append(f"{e['n']}, {e['median_abs']:.4f}" if e else "-")
-        lines.append(f"| {regime} | {report.regime_counts.get(regime, 0)} | " + " | ".join(cells) + " |")
-    return lines
+    return _errors_table("regime", [(r, report.regime_counts.get(r, 0), report.by_regime.get(r, {})) for r in regimes],
+                         REGIME_TABLE_METRICS)
 
 
 def to_markdown(report: ValidationReport) -> str:
