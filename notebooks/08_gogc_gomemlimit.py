@@ -18,8 +18,11 @@ import os
 
 SMALL = os.environ.get("CFSIM_SMALL", "") not in ("", "0")
 LAB_DIR = None            # None = data/lab of this repository (or $CFSIM_LAB_DIR)
-GRID = "gc-memory"        # the lab grid (data/lab/<GRID>): GOGC x GOMEMLIMIT x GOMAXPROCS x memory limits
-PARAMS = None             # GC parameters {"go.key": value}; None = docs/params/gc-memory.toml (fitted on 4 grid runs)
+# the lab grid (data/lab/<GRID>): GOGC x GOMEMLIMIT x GOMAXPROCS x memory limits. gc-memory-quiet is
+# gc-memory's design measured again with nothing else on the host; "gc-memory" (2026-11-23) ran
+# beside 1-2 cores of other tenants
+GRID = "gc-memory-quiet"
+PARAMS = None             # GC parameters {"go.key": value}; None = docs/params/gc-memory.toml (fitted on 4 gc-memory runs)
                           # with the lab host's measured costs the fit held fixed ([fit.fixed])
 TWIN_RUN_S = 8.0 if SMALL else None   # shorten each twin to this many simulated seconds (None = as measured)
 # the grid runs to validate (folder-name prefixes; None = all): at the small size the death-spiral
@@ -75,7 +78,7 @@ from _nbutil import headline, lab_root, repo_root
 MiB = 1 << 20
 root = Path(LAB_DIR) if LAB_DIR else lab_root()
 grid_dir = root / GRID
-scen_path = root / "scenarios" / f"{GRID}.toml"
+scen_path = root / "scenarios" / "gc-memory.toml"    # both grids' base scenario
 BASE = scen_path if scen_path.is_file() else None
 print(f"lab grid {grid_dir}: {'present' if grid_dir.is_dir() else 'not collected yet'}")
 
@@ -164,9 +167,10 @@ fig.tight_layout()
 # ## 2. The lab's gc-memory grid beside the model
 #
 # Each run's twin is its resolved `scenario.toml` (nothing measured goes into it), with the GC's
-# cost per byte of a heap beyond the L3 fitted on four of the grid's runs and its scan rate held at
-# the same runs' direct measurement (`docs/params/gc-memory.toml`; those four are left out of the
-# error table) and the lab host's measured costs the fit held fixed, among them a TLB flush when memory
+# cost per byte of a heap beyond the L3 fitted on four runs of `gc-memory` (2026-11-23) and its scan
+# rate held at the same runs' direct measurement (`docs/params/gc-memory.toml`: every run of
+# `gc-memory-quiet`, measured four days later on a quiet host, is held out; on `gc-memory` those four
+# are left out of the error table) and the lab host's measured costs the fit held fixed, among them a TLB flush when memory
 # is returned while another CPU runs the process (`docs/params/lab-host-memory.toml`, `cfsim lab tlb`: at
 # GOMAXPROCS >= 2 a heap held at its GOMEMLIMIT releases and refaults nearly every page it
 # allocates, and every release interrupts the other CPU). Errors per metric as `cfsim validate` computes them: GC cycles per second, the heap
@@ -211,7 +215,7 @@ if grid_dir.is_dir():
                "gomemlimit_mb": sc["go.gomemlimit_mb"], "gomaxprocs": sc["go.gomaxprocs"],
                "cpu_limit": sc["cgroup.cpu_limit"], "memory_limit_mb": sc["cgroup.memory_limit_mb"],
                "policy": sc["go.gomemlimit_policy"], "kind": sc["workload.kind"], "gc_regime": r["gc_regime"],
-               "training": Path(r["path"]).name in {Path(t).name for t in TRAIN_RUNS},
+               "training": "/".join(Path(r["path"]).parts[-2:]) in {"/".join(Path(t).parts[-2:]) for t in TRAIN_RUNS},
                "lab_oom": bool(obs.get("oom_killed")), "model_oom": bool(sim.get("oom_killed"))}
         for name in GC_METRICS:
             row[f"lab {name}"], row[f"model {name}"] = obs.get(name), sim.get(name)

@@ -7,7 +7,7 @@
 #   sched-overhead 10, sched-overhead-fanout8 10 (the first collection, about 2.5 h together);
 #   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218, gc-trace 12, preempt-profile 14,
 #   kernel-switches 12, kernel-switches-stream 10, wakeups 15, tenant-ab 9, gc-memory-tenants 11,
-#   gc-memory-near16 19.
+#   gc-memory-near16 19, gc-memory-quiet 82.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -69,3 +69,6 @@ if [ -z "$ARGS" ] || want gc-memory-tenants; then
 if [ -z "$ARGS" ] || want gc-memory-near16; then
   # gc-memory's points near a 16 MiB heap's GOMEMLIMIT and their GOGC 100 anchors, on a quiet host
   grid $S/gc-memory.toml --design $S/gc-memory-near16.designs.toml --out data/lab/gc-memory-near16; fi
+if [ -z "$ARGS" ] || want gc-memory-quiet; then
+  # gc-memory's whole design again, with nothing else running on the host
+  grid $S/gc-memory.toml --design $S/gc-memory.designs.toml --out data/lab/gc-memory-quiet; fi
