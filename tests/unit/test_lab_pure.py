@@ -423,3 +423,19 @@ def test_async_preempt_leaf_is_summed_wherever_profsplit_lists_it():
              "top_gc_leaf": [{"function": "runtime.asyncPreempt", "cpu_s": 0.03}]}
     assert async_preempt_leaf_s(split) == pytest.approx(3.5)
     assert async_preempt_leaf_s({"top_gc_leaf": [{"function": "runtime.scanObject", "cpu_s": 1.0}]}) == 0
+
+
+def test_lab_report_names_bad_input(tmp_path, capsys):
+    from cfsim.lab.report import main
+
+    assert main(["--help"]) == 0 and "python -m cfsim.lab.report" in capsys.readouterr().out
+    assert main([]) == 2
+    with pytest.raises(SystemExit, match="not a lab grid folder"):
+        main([str(tmp_path)])
+    with pytest.raises(SystemExit, match="not a lab grid folder"):
+        main(["--manifest", str(tmp_path), "nosuchgrid"])
+    with pytest.raises(SystemExit, match="--manifest needs"):
+        main(["--manifest", str(tmp_path)])
+    (tmp_path / "grid.json").write_text('{"order": [], "runs": {}}')
+    with pytest.raises(SystemExit, match="--rows needs 1 value"):
+        main([str(tmp_path), "--rows"])

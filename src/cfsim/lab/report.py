@@ -192,19 +192,36 @@ def update_manifest(data_lab: Path, grids: list[str]) -> None:
     path.write_text(json.dumps(m, indent=1) + "\n")
 
 
+def _grid_dir(path: Path) -> Path:
+    """``path`` if it is a lab grid folder (it has the ``grid.json`` a grid writes), else an error."""
+    if not (path / "grid.json").is_file():
+        raise SystemExit(f"error: {path}: not a lab grid folder (no grid.json in it)")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] == "--manifest":
+    if not args or args[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if args else 2
+    if args[0] == "--manifest":
+        if len(args) < 3:
+            raise SystemExit("error: --manifest needs the data/lab folder and at least one grid name")
+        for name in args[2:]:
+            _grid_dir(Path(args[1]) / name)
         update_manifest(Path(args[1]), args[2:])
         return 0
-    grid_dir = Path(args.pop(0))
+    grid_dir = _grid_dir(Path(args.pop(0)))
     c = counts(grid_dir)
     print(f"{grid_dir.name}: {c['finished']} of {c['planned']} runs finished, {c['failed']} failed, "
           f"{c['oom']} OOM-killed ({c['started_utc']} .. {c['finished_utc']})")
     for line in drift_lines(grid_dir):
         print("- " + line)
     df = table.grid_table(grid_dir)
+    needs = {"--match": 1, "--pivot": 3, "--rows": 1, "--profiles": 0, "--perf": 0}
     while args:
+        if args[0] in needs and len(args) <= needs[args[0]]:
+            raise SystemExit(f"error: {args[0]} needs {needs[args[0]]} value(s)")
         if args[0] == "--match":  # keep the runs whose name contains this text (e.g. a design)
             df = df[df["run"].str.contains(args[1], regex=False)]
             del args[:2]
