@@ -63,7 +63,7 @@ class GridNorm:
     #: run's twin takes the time outside the process at its own pre-run neighbour load
     rtt_by_tenants: list[tuple[float, float, float | None]] = field(default_factory=list)
     #: the program's own live heap beyond what its twin marks [MiB] (HTTP server, metrics
-    #: registry, buffers: the runtime's /gc/heap/live on the calibration runs minus their twin's)
+    #: registry, buffers), the median over the calibration runs of :func:`extra_marked_mb`
     extra_live_mb: float | None = None
     #: the STW work per pause beyond the twin's [us] (stopping the world on this machine: signals,
     #: futex wake-ups, the pause's own bookkeeping): /sched/pauses/total/gc per pause (two per
