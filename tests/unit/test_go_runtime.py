@@ -6,6 +6,7 @@ import pytest
 
 from cfsim.goruntime import gcpacer
 from cfsim.scenario import load_scenario
+from cfsim.scenario.schema import SCHEMA
 from cfsim.simulation import simulate
 
 MiB = 1 << 20
@@ -71,9 +72,11 @@ def test_gc_frequency_follows_the_pacer():
     hi = alloc / ((goal - 16 * MiB) * 45 / 64)
     lo = alloc / ((goal - 16 * MiB) * 61 / 64)
     assert lo * 3 * 0.8 <= s["gc_cycles"] <= hi * 3 * 1.2 + 1
-    # each cycle's mark CPU is (live + roots) / scan rate plus the per-cycle overhead
+    # each cycle's mark CPU is (live + roots) / scan rate, slower by the 8 CPUs marking at once
+    # (go.gc_parallel_cost), plus the per-cycle overhead
     mark = s["cpu_real_gc_dedicated_s"] + s["cpu_real_gc_idle_s"] + s["cpu_real_gc_assist_s"]
-    per_cycle = (16.5 * MiB) / (1.0 * MiB / 1e6) / 1e9 + (20e-6 + 10e-6 * 8)
+    sharing = 1 + SCHEMA["go"]["gc_parallel_cost"].default * 7 / 8
+    per_cycle = (16.5 * MiB) / (1.0 * MiB / 1e6) / 1e9 * sharing + (20e-6 + 10e-6 * 8)
     assert mark == pytest.approx(s["gc_cycles"] * per_cycle, rel=0.1)
 
 
@@ -324,3 +327,34 @@ def test_os_thread_wakes_and_parks_are_counted_where_ms_sleep():
     # a saturated CPU-bound stream on one P never lets its M sleep
     busy = run(rate_per_s=40000, cpu_ms_per_item=0.05, workers=8, P=1, cpus=2, dur=2.0, warm=0.5).summary
     assert busy["os_thread_wakes_per_s"] < 5 and busy["os_thread_parks_per_s"] < 5
+
+
+def test_scan_slowdown_splits_the_cache_held_scan_from_the_misses():
+    from cfsim.goruntime.runtime import scan_slowdown
+    llc = 32 * MiB
+    # one P, a heap the cache holds: the reference
+    assert scan_slowdown(16 * MiB, llc, 2.35) == 1.0
+    # n CPUs marking at once: a line comes from another CPU's cache with probability 1 - 1/n;
+    # Ps beyond the CPUs add nothing, and many CPUs stay under 1 + parallel_cost
+    assert scan_slowdown(16 * MiB, llc, 2.35, procs=2, cpus=2, parallel_cost=0.8) == pytest.approx(1.4)
+    assert scan_slowdown(16 * MiB, llc, 2.35, procs=8, cpus=2, parallel_cost=0.8) == pytest.approx(1.4)
+    assert scan_slowdown(16 * MiB, llc, 2.35, procs=8, cpus=8, parallel_cost=0.8) == pytest.approx(1.7)
+    assert scan_slowdown(16 * MiB, llc, 2.35, procs=64, cpus=64, parallel_cost=0.8) < 1.8
+    # a heap 8x the cache: 7/8 of the bytes miss and cost the miss factor however many CPUs mark;
+    # only the eighth the cache holds pays for the sharing
+    alone = scan_slowdown(256 * MiB, llc, 2.35)
+    assert alone == pytest.approx(1 / 8 + 7 / 8 * 2.35)
+    shared = scan_slowdown(256 * MiB, llc, 2.35, procs=2, cpus=2, parallel_cost=0.8)
+    assert shared - alone == pytest.approx(0.4 / 8)
+
+
+def test_mark_cpu_per_cycle_grows_with_the_cpus_marking_at_once():
+    # the same scan work costs more CPU per cycle at GOMAXPROCS 2 than at 1 on 2 CPUs through the
+    # parallel cost alone (1-core quota: the same CPU either way)
+    def per_cycle(P, cost):
+        s = run(rate_per_s=4000, cpu_ms_per_item=0.05, alloc_kb_per_item=16.0, workers=8, cpus=2, limit=1.0,
+                P=P, dur=3.0, warm=0.5, go={"live_heap_mb": 16.0, "gc_parallel_cost": cost}).summary
+        gc = sum(s[f"cpu_real_{k}_s"] for k in ("gc_assist", "gc_dedicated", "gc_idle", "gc_pause"))
+        return gc / s["gc_cycles"]
+    assert per_cycle(1, 1.0) == pytest.approx(per_cycle(1, 0.0), rel=0.02)
+    assert per_cycle(2, 1.0) / per_cycle(2, 0.0) == pytest.approx(1.5, rel=0.15)

@@ -81,6 +81,8 @@ def test_selector_errors_are_clear():
 @pytest.mark.parametrize("argv, message", [
     (["--param", "go.sched_spin_base_us"], "give bounds as go.sched_spin_base_us=LOW:HIGH"),
     (["--train", "cgroup.cpu_limit>100"], "selects no run"),
+    (["--param", "go.gc_parallel_cost=0:1"], "the bounds must satisfy 0 < LOW < HIGH"),
+    (["--param", "go.gc_parallel_cost=2:1"], "the bounds must satisfy 0 < LOW < HIGH"),
     (["--params", "no-such-params.toml"], "--params: "),
 ])
 def test_calibrate_command_reports_bad_arguments_without_a_traceback(grid, capsys, argv, message):

@@ -151,7 +151,7 @@ class GoParams:
     roots_bytes: int = MiB // 2
     gc_cpu_limiter: bool = True
     scan_bytes_per_ns: float = 1.0 * MiB / 1e6
-    gc_parallel_cost: float = 0.0   # extra mark CPU per additional CPU marking at once (see scan_rate)
+    gc_parallel_cost: float = 0.0   # extra mark CPU per additional CPU marking at once (scan_slowdown)
     gc_scan_miss_factor: float = 1.0  # mark CPU per byte of a heap far beyond the LLC vs one inside it
     llc_bytes: int = 32 * MiB
     stw_base_ns: float = 10_000.0
@@ -198,15 +198,29 @@ class GoParams:
                    wakeup=WakeupCost.from_scenario(sc))
 
 
-def scan_miss_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float) -> float:
-    """Mark CPU per byte relative to a live heap that fits the last-level cache: ``greyobject``
-    and ``scanobject`` follow pointers to objects anywhere in the heap, and the part of the heap
-    the cache cannot hold (``1 - LLC / live``) costs a cache miss per object instead of a hit.
-    Measured with the lab's 64-byte pointerful nodes (random pointers): ~2.3 MiB/ms of scan per
-    CPU at 16 MiB live, ~1.1 at 256 MiB, ~1.4 at 64 MiB on a 32 MiB L3 (gc-memory grid)."""
-    if miss_factor <= 1.0 or live_bytes <= llc_bytes:
-        return 1.0
-    return 1.0 + (miss_factor - 1.0) * (1.0 - llc_bytes / live_bytes)
+def scan_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float, procs: int = 1, cpus: int = 1,
+                  parallel_cost: float = 0.0) -> float:
+    """Mark CPU per byte relative to one P marking a live heap that fits the last-level cache.
+
+    Two effects. ``greyobject`` and ``scanobject`` follow pointers to objects anywhere in the
+    heap, and the part the cache cannot hold (``m = 1 - LLC / live``) costs a cache miss per
+    object instead of a hit: ``miss_factor`` per byte (the lab's 64-byte pointerful nodes with
+    random pointers scan ~2.3 MiB/ms per CPU at 16 MiB live, ~1.1 at 256 MiB, ~1.4 at 64 MiB on a
+    32 MiB L3; gc-memory grid). And the CPUs share the mark: with GOMAXPROCS Ps, the mark workers
+    and assists of ``n = min(P, CPUs)`` CPUs run at once (in bursts under a quota) and pass the
+    same mark bits, work buffers (``gcWork``, ``work.full``) and heap lines between their caches.
+    A line the scan needs was last written by another CPU with probability ``1 - 1/n`` and costs
+    ``parallel_cost`` more then: bounded as the CPUs grow, 0 at one. That slows the part of the
+    scan the cache would have served; a byte that misses to DRAM costs its miss either way. The
+    lab's allocation-heavy stream under a 1-core quota on 2 CPUs (gc-memory-profile, pprof: GC
+    CPU per cycle of the same scan work) went 1 : 1.29 at GOMAXPROCS 1 : 2 with 16 MiB live (all
+    in the L3), 1 : 0.95 with 256 MiB (7/8 beyond it). Ps beyond the CPUs add no per-byte cost
+    there: a per-P term fitted on the same grid's GOMAXPROCS 8 runs came out under 0.01. Only
+    n = 2 was measured; the ``1 - 1/n`` growth beyond it is the model's. The default is 0: the
+    fit (0.77) is not adopted (docs/model-notes.md, "The CPUs marking at once")."""
+    miss = 0.0 if live_bytes <= llc_bytes else 1.0 - llc_bytes / live_bytes
+    sharing = 1.0 + parallel_cost * (1.0 - 1.0 / max(1, min(procs, cpus)))
+    return (1.0 - miss) * sharing + miss * max(1.0, miss_factor)
 
 
 class _M:
@@ -385,13 +399,12 @@ class GoRuntime(RuntimeReports):
 
     def _costs_for(self, procs: int) -> None:
         # marking spread over the Ps: mark workers and assists run on up to min(P, CPUs) CPUs at
-        # once (in bursts under a quota), sharing the work queues, the mark bits and the caches;
-        # each CPU-second then scans less (gcDrain's work stealing and gcw balancing, plus the
-        # memory system): scan rate / (1 + gc_parallel_cost x (concurrent CPUs - 1))
-        conc = max(1, min(procs, self.cpus))
-        self.scan_rate = (self.params.scan_bytes_per_ns / (1.0 + self.params.gc_parallel_cost * (conc - 1))
-                          / scan_miss_slowdown(self.params.live_heap_bytes + self.params.process_heap_bytes,
-                                               self.params.llc_bytes, self.params.gc_scan_miss_factor))
+        # once (in bursts under a quota); each CPU-second then scans less of a heap the cache
+        # holds (scan_slowdown; go.gc_parallel_cost, 0 unless set)
+        pr = self.params
+        self.scan_rate = pr.scan_bytes_per_ns / scan_slowdown(
+            pr.live_heap_bytes + pr.process_heap_bytes, pr.llc_bytes, pr.gc_scan_miss_factor, procs, self.cpus,
+            pr.gc_parallel_cost)
         c = self.costs
         self.c_wake, self.c_park, self.c_switch = c.wake(), c.park(), c.switch()
         self.c_spin, self.c_steal = c.spin(procs, self.cpus), c.steal(procs, self.cpus)

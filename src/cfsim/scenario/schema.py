@@ -214,9 +214,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                              "metrics registry, HTTP server; the lab workload: /gc/heap/live minus "
                                              "its live heap and the allocation during the mark, ~0.5 MiB)",
                                _between(0, 1_000_000)),
-        "gc_parallel_cost": Key(0.0, "float", "extra mark CPU per additional CPU marking at once (parallel mark "
-                                              "efficiency: scan rate / (1 + c x (min(GOMAXPROCS, CPUs) - 1)))",
-                                _between(0, 10)),
+        "gc_parallel_cost": Key(0.0, "float", "extra mark CPU per byte the cache holds when the scan's lines come "
+                                              "from other CPUs' caches (mark bits, work buffers, heap lines): x "
+                                              "(1 + c x (1 - 1/n)) with n = min(GOMAXPROCS, CPUs) marking at once; "
+                                              "0 = off (the lab host's fit, 0.77 x/÷ 1.13, is measured but not "
+                                              "adopted: docs/params/gc-parallel.toml)", _between(0, 10)),
         "gc_scan_miss_factor": Key(1.0, "float", "mark CPU per byte of a live heap far larger than the host's "
                                                  "last-level cache, relative to one that fits (pointer targets "
                                                  "missed in the cache: scan rate / (1 + (f - 1) x max(0, 1 - "

@@ -275,6 +275,10 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     for k, b in bnd.items():
         if b is None:
             raise ValueError(f"--param {k}: give bounds as {k}=LOW:HIGH (no default for it)")
+        if not 0 < b[0] < b[1]:
+            # the fit and its start search work on log(value / LOW): a zero or negative bound has no log
+            raise ValueError(f"--param {k}={b[0]:g}:{b[1]:g}: the bounds must satisfy 0 < LOW < HIGH "
+                             f"(the fit searches log-spaced values)")
     runs = [r for r in find_runs(path) if not is_calibration_run(r)]
     pred = parse_selector(train)
     train_runs = [r for r in runs if pred(run_scenario(r).flat())]
