@@ -108,6 +108,9 @@ def test_headerless_and_header_csv_read_the_same(tmp_path):
     ([[0, 1], [0, 2]], "two steps start at t_s = 0"),
     ([[0, -1]], "rate_per_s >= 0"),
     ("no-such-file.csv", "no CSV file 'no-such-file.csv'"),
+    (1.7e308, "must be at most 1e+09 per second (got 1.7e+308)"),
+    ([[0, 1], [5, 2e9]], "step 1: rate_per_s must be at most 1e+09"),
+    ("diurnal:6e8:6e8:60", "diurnal: mean + |amplitude| must be at most 1e+09"),
 ])
 def test_bad_values_fail_with_the_key(value, message):
     with pytest.raises(ScenarioError, match=r"^workload\.rate_per_s: .*" + __import__("re").escape(message)):

@@ -6,6 +6,9 @@ event engine's workloads (``stream``, ``open``, ``single-thread``) tabulate it w
 the load generator's steps (:meth:`RateSpec.as_steps`). A value is one of:
 
 * a number >= 0: a constant rate [1/s];
+
+Every rate is at most :data:`MAX_RATE_PER_S` (10^9 a second: beyond what one process serves, and
+where arrival counts over a run stop being exact in floating point).
 * ``[[t_s, rate], ...]``: steps, each rate holding from its ``t_s`` (before the first step the rate
   is 0 unless a step starts at 0); times >= 0 and distinct, rates >= 0, in any order;
 * ``'diurnal:<mean>:<amplitude>:<period_s>'``: ``mean + amplitude * sin(2 pi t / period)``
@@ -78,6 +81,15 @@ class RateSpec:
         return [[t, r] for t, r in self.steps]
 
 
+#: the largest rate a value may give [1/s]
+MAX_RATE_PER_S = 1e9
+
+
+def _bounded(key: str, where: str, rate: float) -> None:
+    if rate > MAX_RATE_PER_S:
+        raise ScenarioError(key, f"{where}must be at most {MAX_RATE_PER_S:g} per second (got {rate:g})")
+
+
 def parse_rate(value: Any, key: str = KEY) -> RateSpec:
     """Parse a ``workload.rate_per_s`` value (see the module doc); errors name ``key``."""
     if isinstance(value, bool) or value is None:
@@ -85,6 +97,7 @@ def parse_rate(value: Any, key: str = KEY) -> RateSpec:
     if isinstance(value, (int, float)):
         if not (math.isfinite(value) and value >= 0):
             raise ScenarioError(key, f"must be >= 0 (got {value})")
+        _bounded(key, "", float(value))
         return RateSpec("constant", ((0.0, float(value)),))
     if isinstance(value, (list, tuple)):
         return RateSpec("steps", _checked_steps([_step(key, f"step {i}", s) for i, s in enumerate(value)], key, ""))
@@ -115,6 +128,7 @@ def _step(key: str, where: str, step: Any, text: bool = False) -> tuple[float, f
         raise ScenarioError(key, f"{where} must be [t_s, rate_per_s] of finite numbers (got {step!r})") from None
     if t < 0 or r < 0:
         raise ScenarioError(key, f"{where} must have t_s >= 0 and rate_per_s >= 0 (got {list(step)!r})")
+    _bounded(key, f"{where}: rate_per_s ", r)
     return t, r
 
 
@@ -139,6 +153,7 @@ def _diurnal(value: str, key: str) -> tuple[float, float, float]:
                                  f"(got {value!r})") from None
     if mean < 0 or period <= 0:
         raise ScenarioError(key, f"diurnal needs mean >= 0 and period_s > 0 (got {value!r})")
+    _bounded(key, "diurnal: mean + |amplitude| ", mean + abs(amp))
     return mean, amp, period
 
 
