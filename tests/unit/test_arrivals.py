@@ -123,6 +123,9 @@ def test_csv_errors_name_file_and_line(tmp_path):
     bad.write_text("t_s,rate_per_s\n0,10\n1,ten\n")
     with pytest.raises(ScenarioError, match=rf"workload\.rate_per_s: {bad}:3: must be"):
         parse_rate(str(bad))
+    bad.write_text("t_s,rate_per_s\n0,10\n1,3e9\n")
+    with pytest.raises(ScenarioError, match=rf"workload\.rate_per_s: {bad}:3: rate_per_s must be at most 1e\+09"):
+        parse_rate(str(bad))
     binary = tmp_path / "rate.bin"
     binary.write_bytes(b"\xff\xfe\x00\x01")
     with pytest.raises(ScenarioError, match="not a text CSV file"):

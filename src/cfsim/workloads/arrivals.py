@@ -6,9 +6,6 @@ event engine's workloads (``stream``, ``open``, ``single-thread``) tabulate it w
 the load generator's steps (:meth:`RateSpec.as_steps`). A value is one of:
 
 * a number >= 0: a constant rate [1/s];
-
-Every rate is at most :data:`MAX_RATE_PER_S` (10^9 a second: beyond what one process serves, and
-where arrival counts over a run stop being exact in floating point).
 * ``[[t_s, rate], ...]``: steps, each rate holding from its ``t_s`` (before the first step the rate
   is 0 unless a step starts at 0); times >= 0 and distinct, rates >= 0, in any order;
 * ``'diurnal:<mean>:<amplitude>:<period_s>'``: ``mean + amplitude * sin(2 pi t / period)``
@@ -17,7 +14,9 @@ where arrival counts over a run stop being exact in floating point).
   row naming the columns (``t_s`` and ``rate_per_s``, in either order) is a header; blank lines
   and lines starting with ``#`` are skipped; errors name the file and the line.
 
-Anything else raises :class:`~cfsim.scenario.ScenarioError` naming ``workload.rate_per_s``.
+Every rate is at most :data:`MAX_RATE_PER_S` (10^9 a second: beyond what one process serves, and
+where arrival counts over a run stop being exact in floating point). Anything else raises
+:class:`~cfsim.scenario.ScenarioError` naming ``workload.rate_per_s``.
 
 >>> parse_rate("diurnal:100:50:60").rate(15.0)
 150.0
@@ -128,7 +127,7 @@ def _step(key: str, where: str, step: Any, text: bool = False) -> tuple[float, f
         raise ScenarioError(key, f"{where} must be [t_s, rate_per_s] of finite numbers (got {step!r})") from None
     if t < 0 or r < 0:
         raise ScenarioError(key, f"{where} must have t_s >= 0 and rate_per_s >= 0 (got {list(step)!r})")
-    _bounded(key, f"{where}: rate_per_s ", r)
+    _bounded(key, f"{where.rstrip(':')}: rate_per_s ", r)
     return t, r
 
 
