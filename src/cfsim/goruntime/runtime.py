@@ -151,7 +151,7 @@ class GoParams:
     roots_bytes: int = MiB // 2
     gc_cpu_limiter: bool = True
     scan_bytes_per_ns: float = 1.0 * MiB / 1e6
-    gc_parallel_cost: float = 0.0   # extra mark CPU per additional CPU marking at once (scan_slowdown)
+    gc_parallel_cost: float = 0.0   # extra cache-held mark CPU when CPUs mark at once (scan_slowdown)
     gc_scan_miss_factor: float = 1.0  # mark CPU per byte of a heap far beyond the LLC vs one inside it
     llc_bytes: int = 32 * MiB
     stw_base_ns: float = 10_000.0
