@@ -332,3 +332,36 @@ def test_a_silo_found_dry_ticks_ago_is_noticed_at_the_next_tick_not_rearmed_at_n
     assert due == 4_002 * tick and due > t0
     on_tick = 4_001 * tick                  # on a tick the charge happens now
     assert eng._refill_due(0, on_tick, on_tick + 10_000_000) == on_tick
+
+
+@pytest.mark.parametrize("sliced", [False, True])
+def test_redirect_gives_new_work_where_the_thread_is_and_returns_what_it_had_left(sliced):
+    """A preemption request (the Go runtime's signal to an M) is handled on the CPU the thread
+    is on: ``redirect`` swaps its work in place, where ``stop`` + ``run`` is a sleep and a
+    wake-up that places the thread again (``_select_cpu``: an idle or throttled CPU first) and
+    move it (here to the other CPU, as loaded). A stop-the-world that moved every running M onto a throttled CPU waited there
+    for the refill (50 ms pauses in 1 of ~40 mark terminations at 8 Ps on 2 CPUs)."""
+    from cfsim.engine.slices import SlicedCfsEngine
+    MS = 1_000_000
+    eng = (SlicedCfsEngine if sliced else CfsEngine)(cpus=2, hz=1000, seed=1)
+    tids = [eng.new_thread() for _ in range(3)]
+    for t in tids:
+        eng.run(t, 100 * MS, lambda tid: None)
+    eng.run_until(10 * MS)
+    on = {t: eng._t_cpu[t] for t in tids}
+    pair = [t for t in tids if list(on.values()).count(on[t]) == 2]
+    lone = next(t for t in tids if t not in pair)
+    assert len(pair) == 2 and on[lone] != on[pair[0]]
+    used = eng.thread_cpu_ns(pair[0])
+    done = []
+    left = eng.redirect(pair[0], MS, lambda tid: done.append(eng.now) and None)
+    assert left + used == 100 * MS
+    assert eng._t_cpu[pair[0]] == on[pair[0]]        # kept its CPU beside the other thread
+    eng.stop(pair[1])
+    eng.run(pair[1], 100 * MS, lambda tid: None)
+    assert eng._t_cpu[pair[1]] == on[lone]           # a wake-up is placed again: it moved
+    eng.run_until(20 * MS)
+    assert len(done) == 1 and eng.thread_cpu_ns(pair[0]) == used + MS
+    eng.stop(lone)
+    with pytest.raises(RuntimeError, match="not runnable"):
+        eng.redirect(lone, MS, lambda tid: None)

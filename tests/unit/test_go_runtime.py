@@ -285,22 +285,42 @@ def test_a_fractional_mark_worker_gets_the_p_only_at_scheduling_points():
     assert 0.10 < (long_.background_cpu_ms / long_.mark_ms).median() < 0.30
 
 
-def test_mark_termination_waits_at_the_barrier_for_a_throttled_p_not_in_the_stop():
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_mark_termination_waits_at_the_barrier_for_a_throttled_p_not_in_the_stop(seed):
     """``gcMarkDone``'s ``forEachP`` returns only when every P has run its flush, and a P whose
     thread sits on a CPU the quota has throttled runs it only after the refill: the mark phase
     lasts until then (the other Ps run on), and the mark-termination stop that follows is short.
     8 Ps on 2 CPUs at a 1-core quota, HZ 250: the CPUs' silos run dry up to a tick apart, and
-    marks end in that window; a model that starts the stop at once waits in it for the
-    throttled Ms (~50 ms pauses, three in 4 s here)."""
+    marks end in that window. Two faults made the stop wait for a refill instead (~50 ms pauses,
+    1 in ~40 marks, in 5 of seeds 1-8): a barrier that ended between ticks, so a CPU whose silo
+    ran dry after the last tick was still running when the stop began; and a stop that woke every
+    M again (``stop`` + ``run``), which placed them on the CPU just throttled. The barrier now ends
+    at a tick (the last P's turn) and the stop's request is handled where each M runs."""
     raw = {"host": {"cpus": 2, "hz": 250}, "cgroup": {"cpu_limit": 1.0},
            "go": {"gomaxprocs": 8, "version": "1.26", "gogc": 200, "live_heap_mb": 16},
            "workload": {"kind": "stream", "rate_per_s": 40_000, "workers": 8, "cpu_ms_per_item": 0.05,
                         "alloc_kb_per_item": 64},
-           "run": {"duration_s": 4.0, "warmup_s": 0.0, "seed": 3}}
+           "run": {"duration_s": 4.0, "warmup_s": 0.0, "seed": seed}}
     c = simulate(load_scenario(raw)).gc_cycles
     assert len(c) >= 20
     assert c.markterm_ms.max() < 1.0
     assert c.barrier_ms.max() > 20.0                    # some barriers waited for the refill
+
+
+def test_the_ragged_barrier_ends_at_a_tick_after_the_turns_ahead_of_the_last_p():
+    """``barrier_wait_ns``: the scheduler ends turns only at ticks (no HRTICK), so whatever the
+    moment the mark's work ends, the last P flushes just after a tick: the next one when one
+    thread is ahead of it, one whole turn (the slice rounded up to ticks) later per further one."""
+    from cfsim.goruntime.runtime import barrier_wait_ns
+    tick, flush = 4_000_000, 2_000
+    for now in (0, 1, 1_234_567, 3_999_999, 4_000_000, 10**9 + 17):
+        for k, turns in ((1.2, 0), (2.0, 0), (2.01, 1), (3.5, 2), (4.0, 2)):
+            w = barrier_wait_ns(k, now, tick, 1_500_000, flush)
+            assert (now + w - flush) % tick == 0
+            assert tick * turns < w - flush <= tick * (turns + 1)
+    assert barrier_wait_ns(1.0, 5, tick, 1_500_000, flush) == 0
+    # 1 ms ticks (HZ 1000) and a 1.5 ms slice: a turn is 2 ticks
+    assert barrier_wait_ns(3.0, 0, 1_000_000, 1_500_000, 0) == 1_000_000 + 2_000_000
 
 
 def test_the_trigger_is_seen_when_the_heap_with_every_running_chunk_crosses_it():

@@ -300,6 +300,29 @@ class CfsEngine:
         self._after_change(c, now)
         return left
 
+    def redirect(self, tid: int, work_ns: int, on_done: OnDone) -> int:
+        """Give a runnable thread ``work_ns`` of new work in place of what it had left, where it
+        is: a signal it handles when it next runs (the Go runtime's preemption request), not a
+        sleep and a wake-up, so it keeps its CPU and its place there (no wake-up placement, no
+        wake-up cost). Returns the unfinished work [ns] it had."""
+        c = self._t_cpu[tid]
+        if c < 0:
+            raise RuntimeError(f"thread {self._t_name[tid]} is not runnable")
+        if work_ns <= 0:
+            raise ValueError(f"work_ns must be > 0 (got {work_ns})")
+        self._advance(c, self.env._now)
+        left = self._left_ns(c, tid)
+        self._bank(c, tid)
+        self._t_cb[tid] = on_done
+        self._rework(c, tid, float(work_ns))
+        self._schedule_cpu(c)
+        return left
+
+    def _rework(self, c: int, tid: int, work: float) -> None:
+        """Replace a queued thread's remaining work (processor sharing: a new end on the CPU's
+        virtual clock; the old heap entry goes stale with the generation)."""
+        self._place(c, tid, work)
+
     def work_left(self, tid: int) -> int:
         """The unfinished work [ns] of a runnable thread, without stopping it (0 if blocked)."""
         c = self._t_cpu[tid]

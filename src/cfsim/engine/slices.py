@@ -235,6 +235,10 @@ class SlicedCfsEngine(CfsEngine):
             if not self._throttled[c]:
                 self._nb_share(c, self.env._now)
 
+    def _rework(self, c: int, tid: int, work: float) -> None:
+        """The thread keeps its place in the queue (running or waiting for its turn)."""
+        self._t_left[tid] = work
+
     def _dequeue(self, c: int, tid: int, now: int) -> None:
         rq = self._rq[c]
         was_head = rq[0] == tid

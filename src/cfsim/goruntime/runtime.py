@@ -66,6 +66,7 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -221,6 +222,32 @@ def scan_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float, procs: in
     miss = 0.0 if live_bytes <= llc_bytes else 1.0 - llc_bytes / live_bytes
     sharing = 1.0 + parallel_cost * (1.0 - 1.0 / max(1, min(procs, cpus)))
     return (1.0 - miss) * sharing + miss * max(1.0, miss_factor)
+
+
+def barrier_wait_ns(k: float, now_ns: int, tick_ns: int, slice_ns: int, flush_ns: int) -> int:
+    """How long ``gcMarkDone``'s ragged barrier waits for the last P to flush when the process's
+    runnable threads share the CPUs ``k`` to a CPU on average (> 1): the last of them, on the
+    busiest CPU, waits for the turns of the ``ceil(k) - 1`` ahead of it. The scheduler ends a turn
+    only when a tick finds the slice used up (``update_curr`` -> ``update_deadline`` from
+    ``entity_tick``, ``kernel/sched/fair.c``; no HRTICK), so the current turn ends at the next
+    tick and each later one lasts the slice rounded up to whole ticks; then the flush runs
+    (``flush_ns``). The same tick notices a CPU whose silo ran dry since the last one and throttles
+    it (``account_cfs_rq_runtime``): the flush of a P there waits for the refill, and the
+    mark-termination stop that follows does not run into a CPU about to be throttled.
+
+    >>> barrier_wait_ns(3.5, 1_000_000, 4_000_000, 1_500_000, 2_000)   # 3 ms to the tick, 2 more turns
+    11002000
+    >>> barrier_wait_ns(1.5, 1_000_000, 4_000_000, 1_500_000, 2_000)
+    3002000
+    >>> barrier_wait_ns(1.0, 1_000_000, 4_000_000, 1_500_000, 2_000)
+    0
+    """
+    if k <= 1.0:
+        return 0
+    ahead = math.ceil(k - 1e-9) - 1
+    to_tick = -(-(now_ns + 1) // tick_ns) * tick_ns - now_ns
+    turn = -(-slice_ns // tick_ns) * tick_ns
+    return to_tick + (ahead - 1) * turn + flush_ns
 
 
 class _M:
@@ -1458,8 +1485,9 @@ class GoRuntime(RuntimeReports):
         slice, 0.75 ms x (1 + log2(min(CPUs, 8))), ``kernel/sched/fair.c``
         ``sysctl_sched_base_slice`` and ``update_sysctl``). With ``k`` runnable threads a CPU
         (the process's other P-holding threads, plus other processes' tasks in the share
-        ``background_cores / cpus``), the last of them waits ``(k - 1)`` slices; with at most one
-        a CPU, every P flushes at once (0). Meanwhile goroutines allocate on as far as their
+        ``background_cores / cpus``), the last of them waits for the turns ahead of it, which
+        end at ticks (:func:`barrier_wait_ns`); with at most one a CPU, every P flushes at once
+        (0). Meanwhile goroutines allocate on as far as their
         assist credit goes; one in debt finds no mark work left and waits (``gcAssistAlloc`` ->
         ``gcMarkDone``'s ``markDoneSema``, here the assist queue, woken at the mark's end)."""
         eng = self.engine
@@ -1467,7 +1495,7 @@ class GoRuntime(RuntimeReports):
         k = running / self.cpus + self.wake_busy
         if k <= 1.0:
             return 0
-        return int((k - 1.0) * self.wake_slice_ns)
+        return barrier_wait_ns(k, eng.now, eng.tick_ns, self.wake_slice_ns, int(self.params.preempt_ns))
 
     def _holder_throttled(self, coord: _M) -> bool:
         """Whether a P other than ``coord``'s is held by a thread the kernel has throttled: it
@@ -1544,11 +1572,15 @@ class GoRuntime(RuntimeReports):
         now = self.engine.now
         coord = self.stw_coord
         preempt = max(1, int(self.params.preempt_ns))
+        eng = self.engine
         for m in sorted(self.holders, key=lambda m: m.p):
             if m is coord or m.stopped:
                 continue
-            if self.engine.is_runnable(m.tid):
-                left = self.engine.stop(m.tid)
+            # a running or runnable M takes the request where it is (preemptone's signal, handled
+            # when the kernel next runs it on its CPU), a blocked one is woken for it
+            runnable = eng.is_runnable(m.tid)
+            if runnable:
+                left = eng.redirect(m.tid, preempt, self._on_done)
                 self._charge(m, left)
                 self._save_partial(m, left)
             if m.spinning:
@@ -1557,7 +1589,8 @@ class GoRuntime(RuntimeReports):
             self._seg(m, ACK, preempt)
             m.t_seg = now
             self.stw_wait += 1
-            self.engine.run(m.tid, preempt, self._on_done)
+            if not runnable:
+                eng.run(m.tid, preempt, self._on_done)
         self.stw_preempted = True
         if self.stw_wait == 0 and self.stw_coord_done:
             # nobody to wait for and the coordinator already blocked: restart from here
