@@ -5,6 +5,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from cfsim.engine.cfs import Bandwidth, CfsEngine
+from cfsim.engine.slices import SlicedCfsEngine
 from cfsim.simulation import simulate
 
 SEC = 10**9
@@ -341,7 +342,6 @@ def test_redirect_gives_new_work_where_the_thread_is_and_returns_what_it_had_lef
     wake-up that places the thread again (``_select_cpu``: an idle or throttled CPU first) and
     move it (here to the other CPU, as loaded). A stop-the-world that moved every running M onto a throttled CPU waited there
     for the refill (50 ms pauses in 1 of ~40 mark terminations at 8 Ps on 2 CPUs)."""
-    from cfsim.engine.slices import SlicedCfsEngine
     MS = 1_000_000
     eng = (SlicedCfsEngine if sliced else CfsEngine)(cpus=2, hz=1000, seed=1)
     tids = [eng.new_thread() for _ in range(3)]

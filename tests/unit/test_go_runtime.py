@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from cfsim.goruntime import gcpacer
+from cfsim.goruntime.runtime import barrier_wait_ns
 from cfsim.scenario import load_scenario
 from cfsim.scenario.schema import SCHEMA
 from cfsim.simulation import simulate
@@ -311,7 +312,6 @@ def test_the_ragged_barrier_ends_at_a_tick_after_the_turns_ahead_of_the_last_p()
     """``barrier_wait_ns``: the scheduler ends turns only at ticks (no HRTICK), so whatever the
     moment the mark's work ends, the last P flushes just after a tick: the next one when one
     thread is ahead of it, one whole turn (the slice rounded up to ticks) later per further one."""
-    from cfsim.goruntime.runtime import barrier_wait_ns
     tick, flush = 4_000_000, 2_000
     for now in (0, 1, 1_234_567, 3_999_999, 4_000_000, 10**9 + 17):
         for k, turns in ((1.2, 0), (2.0, 0), (2.01, 1), (3.5, 2), (4.0, 2)):
