@@ -340,8 +340,9 @@ def test_redirect_gives_new_work_where_the_thread_is_and_returns_what_it_had_lef
     """A preemption request (the Go runtime's signal to an M) is handled on the CPU the thread
     is on: ``redirect`` swaps its work in place, where ``stop`` + ``run`` is a sleep and a
     wake-up that places the thread again (``_select_cpu``: an idle or throttled CPU first) and
-    move it (here to the other CPU, as loaded). A stop-the-world that moved every running M onto a throttled CPU waited there
-    for the refill (50 ms pauses in 1 of ~40 mark terminations at 8 Ps on 2 CPUs)."""
+    may move it (here to the other CPU, as loaded). A stop-the-world that moved every running M
+    onto a throttled CPU waited there for the refill (50 ms pauses in 1 of ~40 mark terminations
+    at 8 Ps on 2 CPUs)."""
     MS = 1_000_000
     eng = (SlicedCfsEngine if sliced else CfsEngine)(cpus=2, hz=1000, seed=1)
     tids = [eng.new_thread() for _ in range(3)]

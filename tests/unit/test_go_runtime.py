@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from cfsim.goruntime import gcpacer
-from cfsim.goruntime.runtime import barrier_wait_ns
+from cfsim.goruntime.runtime import barrier_wait_ns, scan_slowdown
 from cfsim.scenario import load_scenario
 from cfsim.scenario.schema import SCHEMA
 from cfsim.simulation import simulate
@@ -350,7 +350,6 @@ def test_os_thread_wakes_and_parks_are_counted_where_ms_sleep():
 
 
 def test_scan_slowdown_splits_the_cache_held_scan_from_the_misses():
-    from cfsim.goruntime.runtime import scan_slowdown
     llc = 32 * MiB
     # one P, a heap the cache holds: the reference
     assert scan_slowdown(16 * MiB, llc, 2.35) == 1.0

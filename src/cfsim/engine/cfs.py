@@ -293,9 +293,7 @@ class CfsEngine:
         if c < 0:
             return 0
         now = self.env._now
-        self._advance(c, now)
-        left = self._left_ns(c, tid)
-        self._bank(c, tid)
+        left = self._settle(c, tid)
         self._dequeue(c, tid, now)
         self._after_change(c, now)
         return left
@@ -310,12 +308,17 @@ class CfsEngine:
             raise RuntimeError(f"thread {self._t_name[tid]} is not runnable")
         if work_ns <= 0:
             raise ValueError(f"work_ns must be > 0 (got {work_ns})")
-        self._advance(c, self.env._now)
-        left = self._left_ns(c, tid)
-        self._bank(c, tid)
+        left = self._settle(c, tid)
         self._t_cb[tid] = on_done
         self._rework(c, tid, float(work_ns))
         self._schedule_cpu(c)
+        return left
+
+    def _settle(self, c: int, tid: int) -> int:
+        """Bring CPU c up to now and bank thread ``tid``'s CPU so far; its unfinished work [ns]."""
+        self._advance(c, self.env._now)
+        left = self._left_ns(c, tid)
+        self._bank(c, tid)
         return left
 
     def _rework(self, c: int, tid: int, work: float) -> None:

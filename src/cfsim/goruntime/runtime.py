@@ -1569,10 +1569,10 @@ class GoRuntime(RuntimeReports):
         return None
 
     def _stw_preempt(self) -> None:
-        now = self.engine.now
+        eng = self.engine
+        now = eng.now
         coord = self.stw_coord
         preempt = max(1, int(self.params.preempt_ns))
-        eng = self.engine
         for m in sorted(self.holders, key=lambda m: m.p):
             if m is coord or m.stopped:
                 continue
