@@ -7,7 +7,7 @@
 #   sched-overhead 10, sched-overhead-fanout8 10 (the first collection, about 2.5 h together);
 #   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218, gc-trace 12, preempt-profile 14,
 #   kernel-switches 12, kernel-switches-stream 10, wakeups 15, tenant-ab 9, gc-memory-tenants 11,
-#   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7.
+#   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -76,6 +76,9 @@ if [ -z "$ARGS" ] || want gc-memory-profile; then
   # where the stream's CPU per record goes at GOMAXPROCS 1, 2, 8: pprof split and perf counts
   command -v perf >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >/dev/null
   grid $S/gc-memory.toml --design $S/gc-memory-profile.designs.toml --out data/lab/gc-memory-profile; fi
+if [ -z "$ARGS" ] || want gc-vector-scan; then
+  # the stream's step from 1 to 2 Ps with Go's AVX-512 span scan and without it (GODEBUG), pprof split
+  grid $S/gc-memory.toml --design $S/gc-vector-scan.designs.toml --out data/lab/gc-vector-scan; fi
 if [ -z "$ARGS" ] || want gc-near-limit; then
   # the stream near a 16 MiB heap's GOMEMLIMIT at GOMAXPROCS 1 and 2: per-cycle trace and pprof split
   grid $S/gc-memory.toml --design $S/gc-near-limit.designs.toml --out data/lab/gc-near-limit; fi

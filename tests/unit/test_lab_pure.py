@@ -439,3 +439,10 @@ def test_lab_report_names_bad_input(tmp_path, capsys):
     (tmp_path / "grid.json").write_text('{"order": [], "runs": {}}')
     with pytest.raises(SystemExit, match="--rows needs 1 value"):
         main([str(tmp_path), "--rows"])
+
+
+def test_host_facts_record_the_scan_path_the_workload_runs_with():
+    # the manifest's vector-scan flag is the workload's: its GODEBUG can switch a feature off
+    with_scan = runner.host_facts()["go_vector_span_scan"]
+    off = runner.host_facts("gctrace=1,cpu.avx512bw=off")["go_vector_span_scan"]
+    assert off is (None if with_scan is None else False)

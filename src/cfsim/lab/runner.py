@@ -149,7 +149,9 @@ def go_vector_span_scan(flags: set[str], godebug: str = "") -> bool:
     return all(f in flags and f.replace("_", "") not in off for f in GO_VECTOR_SCAN_FLAGS)
 
 
-def host_facts() -> dict[str, Any]:
+def host_facts(godebug: str = "") -> dict[str, Any]:
+    """What the manifest records of the host; ``godebug`` is the workload's (lab.godebug), which can
+    switch CPU features off for the Go runtime (``cpu.avx512bw=off``) and so its GC's scan path."""
     cpu_model, flags, family = "", set(), {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -167,7 +169,7 @@ def host_facts() -> dict[str, Any]:
                                                                                          "stepping")],
             # what decides the Go GC's scan path (and its /gc/scan/heap accounting) on this host
             "cpu_flags_go_gc": sorted(f for f in GO_VECTOR_SCAN_FLAGS if f in flags),
-            "go_vector_span_scan": go_vector_span_scan(flags) if flags else None,
+            "go_vector_span_scan": go_vector_span_scan(flags, godebug) if flags else None,
             "host_cpus": os.cpu_count(), "affinity_cpus": len(os.sched_getaffinity(0)),
             "hostname": platform.node(), "python": sys.version.split()[0], "hz": kernel_hz(),
             "mem_total_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
@@ -890,7 +892,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
             "gomemlimit": {"policy": sc["go.gomemlimit_policy"], "ratio": sc["go.automemlimit_ratio"],
                            "expected_at_start_bytes": expected_gml,
                            "at_ready_bytes": workload.info.get("gomemlimit_bytes")},
-            "host": host_facts(),
+            "host": host_facts(sc["lab.godebug"]),
             "code": code_version(),
             "go_version": build.go_version(tools.go) if tools.go else workload.info.get("go_version"),
             "workload_go_runtime": workload.info.get("go_version"),
@@ -1001,7 +1003,7 @@ def _write_startup_oom(sc: Scenario, out_dir: Path, run_id: str, command: list[s
     summ.update(cpu_limit_cores=initial_limit(sc), memory_limit_bytes=mem.limit_bytes, oom_kills=mem.oom_kills,
                 memory_max_usage_bytes=mem.max_usage_bytes, memory_at_oom_bytes=mem.max_usage_bytes, oom_time_s=None)
     manifest = {"run_id": run_id, "scenario_toml": sc.to_toml(), "scenario": sc.to_dict(), "overrides": sc.overrides,
-                "status": "oom", "host": host_facts(), "code": code_version(),
+                "status": "oom", "host": host_facts(sc["lab.godebug"]), "code": code_version(),
                 "oom": {"status": "oom", "phase": "start-up (live heap build)", "returncode": exc.returncode,
                         "oom_kills": mem.oom_kills, "memory_after_kill": asdict(mem)},
                 "command": command, "command_line": shlex.join(command), "times": {"start_utc": _utc(time.time())},
