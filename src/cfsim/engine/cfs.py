@@ -111,7 +111,7 @@ class _Timer(simpy.events.Timeout):
                  args: tuple):
         # Timeout's own initialisation, inlined, at simpy's NORMAL priority
         self.env = env
-        self.callbacks = [_fire_timer]
+        self.callbacks = _TIMER_CALLBACKS  # shared: simpy only iterates it
         self._value = None
         self._delay = delay
         self._ok = True
@@ -128,6 +128,9 @@ def _fire_timer(ev: _Timer) -> None:
     fn = ev.fn
     if fn is not None:
         fn(*ev.args)
+
+
+_TIMER_CALLBACKS = [_fire_timer]
 
 
 @dataclass
@@ -161,7 +164,7 @@ class CfsEngine:
         # per CPU
         "_queued", "_heap", "_work_done_ns", "_runtime_remaining_ns", "_updated_ns", "_throttled", "_thr_clock", "_ver", "_event_at_ns", "_rank",
         "_usage", "_pf_t1", "_pf_t2", "_pf_tk", "_epoch_end", "_overloaded", "_balance_pending",
-        "_free_events", "_cpu_cb", "_idle_since",
+        "_free_events", "_cpu_cbs", "_idle_since",
         # per thread
         "_t_cpu", "_t_last", "_t_start_v", "_t_end_v", "_t_gen", "_t_cb", "_t_base", "_t_name", "_t_wake",
         "_wakeup", "wakeups_from_idle",
@@ -200,7 +203,9 @@ class CfsEngine:
         self._rank = list(range(cpus))
         self._balance_pending = False
         self._free_events: list[_CpuEvent] = []
-        self._cpu_cb = self._cpu_event_cb  # one bound method, not one per event
+        # one callbacks list for every CPU event: simpy only iterates it (and then drops it from
+        # the event), so the recycled events need no list of their own
+        self._cpu_cbs = [self._cpu_event_cb]
         self._usage = [0] * cpus
         self._pf_t1 = [0] * cpus          # prefetch bookkeeping (see _prefetch)
         self._pf_t2 = [0] * cpus
@@ -485,7 +490,7 @@ class CfsEngine:
         free = self._free_events
         env = self.env
         ev = free.pop() if free else _CpuEvent(env)
-        ev.callbacks = [self._cpu_cb]
+        ev.callbacks = self._cpu_cbs
         ev.cpu = c
         ev.ver = ver
         # env.schedule(ev, 2 + rank, t_next - now), inlined
