@@ -51,6 +51,7 @@ from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.io.gctrace import GODEBUG_GCTRACE, read_gctrace
 from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, preflight, prometheus, queries, summary
 from cfsim.lab import threads as lab_threads
+from cfsim.lab.c2c import measure_c2c
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
 from cfsim.lab.lock import machine_lock
 from cfsim.scenario import Scenario, ScenarioError
@@ -763,6 +764,9 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         stale = cleanup_stale(tools.mounts)
         if stale["cgroups"] or stale["tsdb"]:
             log(f"[{run_id}] removed leftovers of a killed run: {stale}")
+        # where the VM's CPUs sit right now: a cache line's round trip between them, measured
+        # before anything of the run starts (cfsim.lab.c2c)
+        c2c = measure_c2c(bins["c2cbench"])
         name = cgroup.run_name(run_id)
         cg = cgroup.create(name, tools.mounts, version)
         cleanup.callback(cg.remove)
@@ -893,6 +897,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                            "expected_at_start_bytes": expected_gml,
                            "at_ready_bytes": workload.info.get("gomemlimit_bytes")},
             "host": host_facts(sc["lab.godebug"]),
+            "host_c2c": c2c,
             "code": code_version(),
             "go_version": build.go_version(tools.go) if tools.go else workload.info.get("go_version"),
             "workload_go_runtime": workload.info.get("go_version"),
