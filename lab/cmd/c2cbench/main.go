@@ -6,9 +6,11 @@
 //
 // On a virtual machine the guest's topology does not say where its vCPUs run: the lab's 2-vCPU VM
 // reports one shared 32 MiB L3, yet two vCPUs on different dies (chiplets) or sockets pay the
-// interconnect's latency for every line the other one wrote. That is the price the Go GC pays
-// when two CPUs mark at once and pass mark bits, work buffers and heap lines between them
-// (docs/model-notes.md, "The CPUs marking at once"), so the lab records it with every run.
+// interconnect's latency for every line the other one wrote. Two CPUs marking the Go heap at once
+// pass mark bits, work buffers and heap lines between them, so this is a candidate for the GC's
+// extra cost at GOMAXPROCS >= 2 (docs/model-notes.md, "The CPUs marking at once"; the round trip
+// before a run did not predict that cost in the lab's first pairs), and the lab records it with
+// every run.
 //
 //	c2cbench [-rounds 3] [-trips 200000]
 //
@@ -70,7 +72,14 @@ func pingPong(a, b, trips int) (time.Duration, error) {
 		}
 		close(ready)
 		for i := int64(1); i < int64(2*trips); i += 2 {
-			for l.v.Load() != i {
+			for {
+				v := l.v.Load()
+				if v == i {
+					break
+				}
+				if v < 0 { // the initiator could not start
+					return
+				}
 			}
 			l.v.Store(i + 1)
 		}
@@ -80,7 +89,7 @@ func pingPong(a, b, trips int) (time.Duration, error) {
 		defer runtime.UnlockOSThread()
 		if err := pin(a); err != nil {
 			errs <- fmt.Errorf("pin to CPU %d: %w", a, err)
-			l.v.Store(int64(2 * trips)) // let the responder finish
+			l.v.Store(-1) // the responder stops waiting
 			return
 		}
 		<-ready

@@ -4,8 +4,9 @@ measured before every lab run and recorded in its manifest (``host_c2c``).
 On a virtual machine the guest's topology does not tell where its vCPUs run, and the lab's VM
 moves between states: the same pair of vCPUs measured 400 ns a round trip and, minutes later,
 80-130 ns (2026-11-27). Two CPUs that mark the Go heap at once pass its lines between them, so
-this is the host fact behind the GC's extra cost at GOMAXPROCS >= 2 (docs/model-notes.md, "The
-CPUs marking at once"); the lab records it so that grids can be compared by it.
+it is a candidate for the GC's extra cost at GOMAXPROCS >= 2 (docs/model-notes.md, "The CPUs
+marking at once"), though in the lab's first seven pairs of runs the round trip before a run did
+not predict that cost; the lab records it so that runs and grids can be compared by it.
 
 ``read_c2cbench`` parses the benchmark's JSON lines (``(rows, meta)``, pvlib style) and names the
 line of anything malformed; ``measure_c2c`` runs it and never fails a lab run: a benchmark that
