@@ -1493,8 +1493,6 @@ class GoRuntime(RuntimeReports):
         eng = self.engine
         running = sum(1 for m in self.holders if m is not coord and eng.is_runnable(m.tid))
         k = running / self.cpus + self.wake_busy
-        if k <= 1.0:
-            return 0
         return barrier_wait_ns(k, eng.now, eng.tick_ns, self.wake_slice_ns, int(self.params.preempt_ns))
 
     def _holder_throttled(self, coord: _M) -> bool:
