@@ -30,6 +30,18 @@ Where the time goes (cProfile call counts are deterministic; times are shares of
 * Compiling cfs.py, runtime.py and _request_source.py unchanged with Cython 3.1 (an experiment,
   not shipped) gave no speed-up measurable on this shared VM (interleaved A/B of CPU time, 3 x 2
   runs: 0.11-0.15 s vs 0.10-0.16 s for 0.2 s simulated); outputs were identical.
+
+A busy P's share of the queue as one chunk (``run.request_batching``, 2026-11-28; docs/model-notes.md):
+3.1 CPU events a request became 0.24 at GOMAXPROCS 8 (a chunk of ~15 goroutines) and 0.61 at 2;
+Python calls a request 188 -> 60 at 8 (84 at 2).
+Interleaved A/B in one session (CPU time, 0.5 s simulated, 3 repeats, two rounds, before -> after):
+GOMAXPROCS 2 2.34 -> 5.03 / 5.17x, 8 2.12 / 2.14 -> 7.95 / 7.98x, 24 1.85 / 1.87 -> 4.46 / 4.56x,
+64 1.74 / 1.77 -> 2.22 / 2.24x, open 100k 0.27 -> 0.34x; peak memory 119-133 MB. Goals not met.
+Where the rest goes (GOMAXPROCS 8, 0.5 s): most of the 60 calls a request are its own
+bookkeeping (arrival, three goroutines' ends, ``ready`` 5.8 times, the response), ~10 us of CPU;
+GOMAXPROCS 2 takes one goroutine a chunk while its fractional mark worker may want the P
+(about half the run); at 24 and 64 Ps the runtime's own batch is small (1 + queue / P: 2-4
+goroutines) and the per-chunk runtime and engine path (~50 calls) dominates.
 """
 from __future__ import annotations
 

@@ -17,9 +17,10 @@ from cfsim.validation.twin import (find_runs, neighbour_background_cores, record
 
 LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
 
-#: what a twin input may come from (a prefix of TwinInput.source)
+#: what a twin input may come from (a prefix of TwinInput.source); model: is how the twin runs
+#: the model (one goroutine per chunk), nothing about the run
 ALLOWED_SOURCES = ("params", "manifest:host.hz", "manifest:host.affinity_cpus", "manifest:host.host_cpus",
-                   "evidence:host.hz", "neighbours:",
+                   "evidence:host.hz", "neighbours:", "model:reference-path",
                    "manifest:processes.prometheus.targets.workload,scenario:lab.scrape_interval_s")
 #: what a neighbours: source may list
 ALLOWED_NEIGHBOUR_FIELDS = ("manifest:host_cpu.harness_cores", "manifest:host_cpu.pre_run.harness_cores",

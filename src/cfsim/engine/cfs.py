@@ -164,7 +164,7 @@ class CfsEngine:
         # per CPU
         "_queued", "_heap", "_work_done_ns", "_runtime_remaining_ns", "_updated_ns", "_throttled", "_thr_clock", "_ver", "_event_at_ns", "_rank",
         "_usage", "_pf_t1", "_pf_t2", "_pf_tk", "_epoch_end", "_overloaded", "_balance_pending",
-        "_free_events", "_cpu_cbs", "_idle_since",
+        "_free_events", "_cpu_cbs", "_idle_since", "_thr_from", "_gap_from", "_gap_to",
         # per thread
         "_t_cpu", "_t_last", "_t_start_v", "_t_end_v", "_t_gen", "_t_cb", "_t_base", "_t_name", "_t_wake",
         "_wakeup", "wakeups_from_idle",
@@ -196,6 +196,12 @@ class CfsEngine:
         self._updated_ns = [0] * cpus            # time rr/vt/usage were last brought up to date
         self._throttled = [False] * cpus
         self._thr_clock = [-1] * cpus     # throttled_clock, -1 when not counting
+        # each CPU's throttled spells: the one under way since _thr_from (-1: none), the latest
+        # ended one [_gap_from, _gap_to): where a thread that ran across it made no progress
+        # (throttled_gap)
+        self._thr_from = [-1] * cpus
+        self._gap_from = [-1] * cpus
+        self._gap_to = [-1] * cpus
         self._ver = [0] * cpus            # invalidates stale CPU events
         self._event_at_ns = [-1] * cpus           # time of the pending valid CPU event, -1 if none
         # which CPU's tick handler wins a race for the pool at the same instant: redrawn each
@@ -356,6 +362,24 @@ class CfsEngine:
         skips CPUs that run no thread of the process, ``tlb_is_not_lazy``)."""
         thr = self._throttled
         return sum(1 for c, q in enumerate(self._queued) if q and not thr[c])
+
+    def throttled_gap(self, tid: int, t0: int, t1: int) -> tuple[int, int] | None:
+        """The wall time ``(from, to)`` within ``[t0, t1]`` in which thread ``tid``, runnable from
+        ``t0`` to ``t1``, made no progress because its CPU (its current one, else its last) was
+        throttled: the spell under way if it began in between (up to ``t1``), else the latest
+        ended one if it lies in between; None if neither does."""
+        c = self._t_cpu[tid]
+        if c < 0:
+            c = self._t_last[tid]
+        if c < 0:
+            return None
+        a = self._thr_from[c]
+        if t0 <= a < t1:
+            return a, t1
+        a, b = self._gap_from[c], self._gap_to[c]
+        if t0 <= a < b <= t1:
+            return a, b
+        return None
 
     def is_throttled(self, tid: int) -> bool:
         c = self._t_cpu[tid]
@@ -676,6 +700,7 @@ class CfsEngine:
 
     def _throttle(self, c: int, now: int) -> None:
         self._throttled[c] = True
+        self._thr_from[c] = now
         self._fifo.append(c)
         if self._queued[c]:
             self._thr_clock[c] = now
@@ -684,6 +709,9 @@ class CfsEngine:
     def _unthrottle(self, c: int, now: int) -> None:
         self._updated_ns[c] = max(self._updated_ns[c], now)
         self._throttled[c] = False
+        self._gap_from[c] = self._thr_from[c]
+        self._gap_to[c] = now
+        self._thr_from[c] = -1
         if self._thr_clock[c] >= 0:
             self._stat.throttled_time_ns += now - self._thr_clock[c]
             self._thr_clock[c] = -1

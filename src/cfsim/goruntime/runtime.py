@@ -117,14 +117,18 @@ SYSMON_BATCH_NS = 250_000   # sysmon's counted polls are burnt in chunks of at l
 
 
 class Claim:
-    """A chunk of goroutine work handed to a P: CPU, allocation, and the source's token."""
+    """A chunk of goroutine work handed to a P: CPU, allocation, and the source's token.
+    ``goroutines``: how many goroutines the chunk runs one after another (each start is a pass
+    through ``schedule``); ``tid``: the thread of the M that runs it (set by the runtime)."""
 
-    __slots__ = ("work", "alloc", "token")
+    __slots__ = ("work", "alloc", "token", "goroutines", "tid")
 
-    def __init__(self, work: int, alloc: int, token: Any):
+    def __init__(self, work: int, alloc: int, token: Any, goroutines: int = 1):
         self.work = int(work)
         self.alloc = int(alloc)
         self.token = token
+        self.goroutines = goroutines
+        self.tid = -1
 
 
 class WorkSource(Protocol):
@@ -801,7 +805,8 @@ class GoRuntime(RuntimeReports):
             c = src.claim(self.claim_ns)
             if c is not None:
                 self.inflight_alloc += c.alloc
-                pre = extra + self.c_switch
+                c.tid = m.tid
+                pre = extra + self.c_switch * c.goroutines
                 if m.spinning:
                     pre += self.c_steal
                     m.claim = c
@@ -1362,6 +1367,18 @@ class GoRuntime(RuntimeReports):
                 self._unspin(m)
                 return w
         return None
+
+    def gc_worker_wanted(self) -> bool:
+        """Whether the GC is in a phase where a P's next ``schedule`` matters to it: a stop, or a
+        mark with work left that still wants a dedicated worker or has fractional ones
+        (``findRunnableGCWorker`` runs at every ``schedule``). A source that runs several
+        goroutines as one chunk keeps to one while this holds."""
+        if self.phase == OFF:
+            return False
+        if self.phase != MARK:
+            return True
+        wc = self.worker_counts
+        return self.mark_unclaimed > 0 and (wc.fractional_goal > 0 or self.ded_running < wc.dedicated)
 
     def _unspin(self, m: _M) -> None:
         if m.spinning:

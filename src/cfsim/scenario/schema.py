@@ -284,6 +284,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "duration_s": Key(10.0, "float", "simulated time [s]", _between(0.001, 30 * 86400)),
         "warmup_s": Key(0.0, "float", "time excluded from summaries [s]", _ge(0)),
         "seed": Key(0, "int", "random seed", _ge(0)),
+        "request_batching": Key(True, "bool", "while every P is busy, a P runs its share of the waiting "
+                                "goroutines of a request workload as one chunk (its local run queue): the "
+                                "same results, statistically, several times faster; only with "
+                                "host.cpu_sharing = 'fluid' and no client on the host; false: one "
+                                "goroutine per chunk"),
     },
     # --- [vpa] and [hpa]: owned by the autoscaler work (src/cfsim/autoscalers, engine/longrun.py) ---
     "vpa": {

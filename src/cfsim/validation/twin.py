@@ -32,6 +32,12 @@ twin's scenario - reads only:
   harness cgroup's own ``cpuacct``), and the CPU weights ``host_cpu.weights`` /
   ``cgroup.cpu_shares`` / ``cgroup.harness_shares`` (:func:`neighbour_background_cores`).
 
+A twin runs a request workload one goroutine per chunk (``run.request_batching = false``): the
+validation's twins are the reference path that ``tests/unit/test_request_chunks.py`` holds the
+faster chunked one to. Their grids derive small differences from them (a request's time outside
+the server, the program's heap beyond the twin's) that a statistically equivalent path moves by
+more than their own size.
+
 It never reads ``summary.json``, the workload's measured usage, throughput or GOMAXPROCS, or the
 host's busy CPU during the run (``host_cpu.host_busy_cores``, ``others_cores``, ``workload_cores``,
 ``tenants_cores``): those are what the twin is compared with. Runs recorded before the lab measured
@@ -414,6 +420,8 @@ def twin_spec(run_dir: Path, params: Mapping[str, Any] | None = None) -> TwinSpe
         hz_status = "recorded" if hz_source.startswith("manifest:") else "evidence"
         put("host.hz", hz, hz_source)
 
+    if scenario["workload.kind"] in ("closed", "open"):
+        put("run.request_batching", False, "model:reference-path")
     scrape = recorded_scrape_interval_s(manifest, scenario)
     if scrape is not None:
         put("workload.scrape_interval_s", scrape,

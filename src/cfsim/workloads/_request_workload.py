@@ -17,6 +17,16 @@ REQUEST_KEYS = ("fanout", "cpu_ms_per_request", "alloc_kb_per_request", "server_
                 "scrape_alloc_kb")
 
 
+def request_batching(scenario) -> bool:
+    """Whether a busy P runs its share of the queue as one chunk (``run.request_batching``): only
+    where that gives the same results as one goroutine per chunk. On the sliced engine a chunk's
+    goroutines wait out the turns of the other threads on its CPU when the M's turn ends inside it
+    (as a descheduled M's local run queue does), and a client on the host gets each chunk's
+    responses at its end: both change the latency and the client's CPU (docs/model-notes.md)."""
+    return bool(scenario["run.request_batching"] and scenario["host.cpu_sharing"] == "fluid"
+                and scenario["workload.client_cpu_us_per_request"] <= 0)
+
+
 class RequestWorkload:
     def __init__(self, engine, scenario, rng: np.random.Generator):
         self.engine = engine
@@ -32,7 +42,8 @@ class RequestWorkload:
                                  client_rtt_p99_ns=int(round(w["client_rtt_p99_ms"] * 1e6)),
                                  rtt_rng=np.random.default_rng([scenario["run.seed"], 0x277]),
                                  conn_heap_bytes=int(w["conn_heap_kb"] * 1024),
-                                 conn_stack_bytes=int(w["conn_stack_kb"] * 1024), max_conns=w["client_max_conns"])
+                                 conn_stack_bytes=int(w["conn_stack_kb"] * 1024), max_conns=w["client_max_conns"],
+                                 batch=request_batching(scenario))
         self.scrapes = with_scrapes(engine, self.rt, self.src, scenario)
         self.sample_ns = sample_interval_ns(scenario)
         self.samples: list[tuple] = []

@@ -41,7 +41,8 @@ class ClosedWorkload(RequestWorkload):
         c = req.client
         delay = self.think_ns + self.src.last_rtt_ns
         if delay > 0:
-            self.engine.call_later(delay, lambda: self.src.arrive(self.engine.now, c))
+            # from the response's own end (a goroutine of a chunk ends before the chunk does)
+            self.engine.call_at(t_ns + delay, lambda: self.src.arrive(self.engine.now, c))
         else:
             self.src.arrive(t_ns, c)
 
