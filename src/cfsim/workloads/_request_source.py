@@ -20,16 +20,18 @@ that coefficient of variation). Goroutines wait in one FIFO run queue; a P runs 
 10 ms (``forcePreemptNS``), after which it goes back to the tail.
 
 While every P is busy, a P takes its share of the waiting goroutines (the queue over GOMAXPROCS,
-within the runtime's chunk cap and ``CHUNK_MAX_NS``) and runs them one after another as one chunk: the runtime's
-local run queue, which a P empties before it looks at the global queue or the netpoller and
-which nothing steals while no P is idle (``findRunnable``, ``runqsteal`` in
-``src/runtime/proc.go``), unless the GC may want the P at its next ``schedule`` (a stop, or a
-mark that still starts dedicated or fractional workers: ``GoRuntime.gc_worker_wanted``). Each
-goroutine still pays its pass through ``schedule``; its end is
-placed within the chunk by its share of the chunk's CPU, after any throttled spell of the
-chunk's CPU that it ran across (``CfsEngine.throttled_gap``). What it readies (the handler's
-goroutines, the response) joins the queue at the chunk's end. ``batch=False`` runs one goroutine
-per chunk (the same rules, an event per goroutine: slower; ``run.request_batching``).
+within the runtime's chunk cap and ``CHUNK_MAX_NS``) and runs them one after another as one
+chunk: the runtime's batch from the global queue (``globrunqget``), which it runs from its local
+run queue before it looks elsewhere and which nothing steals while no P is idle
+(``findRunnable``, ``runqsteal`` in ``src/runtime/proc.go``); not while the GC may want the P at
+its next ``schedule`` (a stop, or a mark that still starts dedicated or fractional workers:
+``GoRuntime.gc_worker_wanted``). Each goroutine still pays its pass through ``schedule``; its
+end is placed within the chunk by its share of the chunk's CPU, after any throttled spell of
+the chunk's CPU that it ran across (``CfsEngine.throttled_gap``). What it readies (the
+handler's goroutines, the response) joins the queue at the chunk's end. ``batch=False`` runs one
+goroutine per chunk: the reference path, an engine event per goroutine. The workloads batch only
+where the two agree (``run.request_batching``, :func:`cfsim.workloads._request_workload.request_batching`:
+the fluid engine, no client on the host), and the lab's twins take the reference path.
 
 Latency: ``latency_*`` is what the client sees, arrival at the process to the response written
 plus the time outside the process: ``client_rtt_ms``, or with ``client_rtt_p99_ms`` a log-normal
@@ -54,7 +56,7 @@ PRE, CHILD, POST = range(3)
 RTT_BLOCK = 1024
 #: the most CPU a chunk of several goroutines takes: what its goroutines ready joins the queue at
 #: the chunk's end, up to this late. A saturated closed loop (256 clients, 2-core limit on 24 CPUs,
-#: three seeds) against one goroutine per chunk: p50 and p99 within 2 % at 2 and 8 Ps, +3.6 % and
+#: three seeds) against one goroutine per chunk: p50 and p99 within 2 % at 2 and 8 Ps, +3.5 % and
 #: +3.1 % at 24 Ps; with 1 ms chunks the handler's own p99 fell 31 % at 2 Ps
 CHUNK_MAX_NS = 500_000
 
