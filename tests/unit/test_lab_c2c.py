@@ -21,3 +21,22 @@ def test_c2cbench_output_is_read_and_bad_lines_are_named():
 def test_a_c2cbench_that_cannot_run_is_recorded_not_raised(tmp_path):
     got = measure_c2c(tmp_path / "no-such-c2cbench")
     assert set(got) == {"error"} and "no-such-c2cbench" in got["error"]
+
+
+def test_a_run_oom_killed_at_start_up_keeps_the_round_trip_measured_before_it(tmp_path):
+    """Every run's manifest keeps host_c2c, the start-up OOM kill's too (it was measured before
+    the workload started)."""
+    import json
+
+    from cfsim.lab import cgroup, runner
+    from cfsim.scenario import load_scenario
+
+    sc = load_scenario("cpu-bound-threads", ["workload.kind=stream"])
+    mem = cgroup.MemoryStat(usage_bytes=0, max_usage_bytes=64 << 20, limit_bytes=64 << 20, working_set_bytes=0,
+                            rss_bytes=None, cache_bytes=None, failcnt=3, oom_kills=1, oom_events=1)
+    c2c = {"round_trip_ns_median": 120.0, "rounds": 5}
+    summ = runner._write_startup_oom(sc, tmp_path, "p000", ["workload"], None, mem,
+                                     runner.WorkloadDied("killed", -9), c2c)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["host_c2c"] == c2c and manifest["status"] == "oom"
+    assert summ["oom_kills"] == 1

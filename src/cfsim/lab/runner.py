@@ -815,7 +815,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
             if mem is None or mem.oom_kills == 0:
                 raise
             # an OOM kill while building the heap: a result, with nothing measured
-            return _write_startup_oom(sc, out_dir, run_id, command, tools, mem, exc)
+            return _write_startup_oom(sc, out_dir, run_id, command, tools, mem, exc, c2c)
         log(f"[{run_id}] workload ready in {workload.setup_s:.1f} s: GOMAXPROCS={workload.info['gomaxprocs']} "
             f"GOMEMLIMIT={workload.info.get('gomemlimit_bytes')} "
             f"calibration={workload.info['calibration_rounds_per_cpu_ms']:.0f} rounds/CPU-ms")
@@ -1002,13 +1002,14 @@ def write_gc_cycles(out_dir: Path, launch_unix_s: float, start_unix_s: float) ->
 
 
 def _write_startup_oom(sc: Scenario, out_dir: Path, run_id: str, command: list[str], tools: preflight.Tools,
-                       mem: cgroup.MemoryStat, exc: WorkloadDied) -> dict[str, Any]:
-    """The workload was OOM-killed before it was ready (while building its live heap)."""
+                       mem: cgroup.MemoryStat, exc: WorkloadDied, c2c: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The workload was OOM-killed before it was ready (while building its live heap); ``c2c``:
+    the host's cache-line round trip measured before it started, as every run keeps it."""
     summ = dict.fromkeys(summary.SUMMARY_KEYS + summary.EXTRA_KEYS + summary.GC_MEMORY_KEYS)
     summ.update(cpu_limit_cores=initial_limit(sc), memory_limit_bytes=mem.limit_bytes, oom_kills=mem.oom_kills,
                 memory_max_usage_bytes=mem.max_usage_bytes, memory_at_oom_bytes=mem.max_usage_bytes, oom_time_s=None)
     manifest = {"run_id": run_id, "scenario_toml": sc.to_toml(), "scenario": sc.to_dict(), "overrides": sc.overrides,
-                "status": "oom", "host": host_facts(sc["lab.godebug"]), "code": code_version(),
+                "status": "oom", "host": host_facts(sc["lab.godebug"]), "host_c2c": c2c, "code": code_version(),
                 "oom": {"status": "oom", "phase": "start-up (live heap build)", "returncode": exc.returncode,
                         "oom_kills": mem.oom_kills, "memory_after_kill": asdict(mem)},
                 "command": command, "command_line": shlex.join(command), "times": {"start_utc": _utc(time.time())},
