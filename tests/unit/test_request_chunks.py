@@ -37,15 +37,6 @@ class _Runtime:
         return self.gc_wants
 
 
-def test_no_chunk_while_the_gc_may_want_the_ps_next_schedule():
-    rt = _Runtime(nprocs=2)
-    rt.gc_wants = True
-    src = _source(rt)
-    for i in range(7):
-        src.arrive(0, client=i)
-    assert src.claim(10 * MS).goroutines == 1
-
-
 def _source(rt, batch=True):
     # 0.1 ms of handler CPU, 40 us of server CPU (20 us read, 20 us write), no allocation
     return RequestSource(rt, 100_000, 0, 1, server_cpu_ns=40_000, batch=batch)
@@ -66,6 +57,15 @@ def test_a_busy_p_takes_its_share_of_the_queue_and_an_idle_p_means_one_goroutine
     for i in range(7):
         single.arrive(i * 1000, client=i)
     assert single.claim(10 * MS).goroutines == 1 and len(single.runq) == 6
+
+
+def test_no_chunk_while_the_gc_may_want_the_ps_next_schedule():
+    rt = _Runtime(nprocs=2)
+    rt.gc_wants = True
+    src = _source(rt)
+    for i in range(7):
+        src.arrive(0, client=i)
+    assert src.claim(10 * MS).goroutines == 1
 
 
 def test_a_chunk_ends_its_goroutines_in_order_after_the_throttled_spell_they_ran_across():

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from cfsim.goruntime import gomaxprocs as gmp
 from cfsim.scenario import Scenario
+from cfsim.workloads._request_workload import REQUEST_KINDS
 
 #: what the lab grids cover (data/lab: sched-overhead*, open-latency, overprovisioned, closed-menu,
 #: cpu-stream, alloc-stream)
@@ -78,7 +79,7 @@ def coverage_notes(sc: Scenario) -> list[Note]:
         notes.append(Note("go.gomaxprocs", f"GOMAXPROCS {procs}: beyond the lab's grids (up to {LAB_MAX_GOMAXPROCS}) "
                                            f"{where}"))
     kind = sc["workload.kind"]
-    if kind in ("closed", "open"):
+    if kind in REQUEST_KINDS:
         per_g = sc["workload.cpu_ms_per_request"] / sc["workload.fanout"]
         lo, hi = LAB_REQUEST_MS
         if not lo <= per_g <= hi:

@@ -62,6 +62,7 @@ from cfsim.io.gctrace import cycle_table
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.scenario.schema import SCHEMA
 from cfsim.simulation import SimulationResult, simulate
+from cfsim.workloads._request_workload import REQUEST_KINDS
 
 
 def is_run_folder(path: Path) -> bool:
@@ -420,7 +421,7 @@ def twin_spec(run_dir: Path, params: Mapping[str, Any] | None = None) -> TwinSpe
         hz_status = "recorded" if hz_source.startswith("manifest:") else "evidence"
         put("host.hz", hz, hz_source)
 
-    if scenario["workload.kind"] in ("closed", "open"):
+    if scenario["workload.kind"] in REQUEST_KINDS:
         put("run.request_batching", False, "model:reference-path")
     scrape = recorded_scrape_interval_s(manifest, scenario)
     if scrape is not None:

@@ -10,6 +10,8 @@ from cfsim.workloads._go import make_runtime, merge_series, sample_interval_ns, 
 from cfsim.workloads._request_source import RequestSource
 
 
+#: the kinds that serve requests through this plumbing
+REQUEST_KINDS = ("closed", "open")
 #: the [workload] keys every request-serving kind reads (closed and open add their own)
 REQUEST_KEYS = ("fanout", "cpu_ms_per_request", "alloc_kb_per_request", "server_cpu_us_per_request",
                 "server_alloc_kb_per_request", "client_rtt_ms", "client_rtt_p99_ms", "client_cpu_us_per_request",
