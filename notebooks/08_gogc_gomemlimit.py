@@ -23,7 +23,7 @@ LAB_DIR = None            # None = data/lab of this repository (or $CFSIM_LAB_DI
 # beside 1-2 cores of other tenants
 GRID = "gc-memory-quiet"
 PARAMS = None             # GC parameters {"go.key": value}; None = docs/params/gc-memory.toml (fitted on 4 gc-memory runs)
-                          # with the lab host's measured costs the fit held fixed ([fit.fixed])
+                          # with the lab host's measured costs the fit held fixed ([fit.fixed]) and docs/params/gc-parallel.toml
 TWIN_RUN_S = 8.0 if SMALL else None   # shorten each twin to this many simulated seconds (None = as measured)
 # the grid runs to validate (folder-name prefixes; None = all): at the small size the death-spiral
 # pairs (GOGC 100 and GOMEMLIMIT 1.1 x live, 16 and 256 MiB) and four container memory limits
@@ -104,6 +104,11 @@ if PARAMS is None:
     fixed = {k: float(v) for k, v in params_file["fit"].get("fixed", {}).items()}
     PARAMS.update(fixed)
     print(f"lab host, measured: {fixed}")
+    # the lab host's extra mark CPU when its two CPUs mark at once (docs/params/gc-parallel.toml,
+    # fitted on gc-memory-profile's GOMAXPROCS 2 runs): the lab's twins take it as a fourth file
+    sharing = tomllib.loads((repo_root() / "docs" / "params" / "gc-parallel.toml").read_text())["params"]
+    PARAMS.update({k: float(v) for k, v in sharing.items()})
+    print(f"lab host, two CPUs marking: {sharing}")
 base = load_scenario(base_raw)
 if PARAMS:
     base = base.with_overrides(list(PARAMS.items()))
@@ -173,7 +178,8 @@ fig.tight_layout()
 # are left out of the error table) and the lab host's measured costs the fit held fixed, among them a TLB flush when memory
 # is returned while another CPU runs the process (`docs/params/lab-host-memory.toml`, `cfsim lab tlb`: at
 # GOMAXPROCS >= 2 a heap held at its GOMEMLIMIT releases and refaults nearly every page it
-# allocates, and every release interrupts the other CPU). Errors per metric as `cfsim validate` computes them: GC cycles per second, the heap
+# allocates, and every release interrupts the other CPU), and the extra mark CPU of two CPUs marking at
+# once (`docs/params/gc-parallel.toml`, fitted on the `gc-memory-profile` grid). Errors per metric as `cfsim validate` computes them: GC cycles per second, the heap
 # goal averaged over the window, throughput, the memory cgroup's usage averaged over the window (its
 # end value is one point of the heap's saw-tooth), and the OOM kill (exact). A run the kernel
 # OOM-killed (in the lab or in the model) is compared only on the kill.
@@ -192,7 +198,7 @@ TWIN_WINDOW = (TWIN_RUN_S / 4, TWIN_RUN_S) if TWIN_RUN_S is not None else None
 
 def validate_twins(grid: Path, prefixes: tuple | None):
     """`cfsim validate GRID --params docs/params/gc-memory.toml --params docs/params/lab-host-switches.toml
-    --params docs/params/lab-host-memory.toml` on the grid's point runs (those whose folder names start with ``prefixes``; None: all), twins
+    --params docs/params/lab-host-memory.toml --params docs/params/gc-parallel.toml` on the grid's point runs (those whose folder names start with ``prefixes``; None: all), twins
     shortened to TWIN_WINDOW."""
     runs = [r for r in find_runs(grid) if not is_calibration_run(r)]
     if prefixes is not None:

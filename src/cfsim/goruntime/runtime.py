@@ -221,8 +221,10 @@ def scan_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float, procs: in
     CPU per cycle of the same scan work) went 1 : 1.29 at GOMAXPROCS 1 : 2 with 16 MiB live (all
     in the L3), 1 : 0.95 with 256 MiB (7/8 beyond it). Ps beyond the CPUs add no per-byte cost
     there: a per-P term fitted on the same grid's GOMAXPROCS 8 runs came out under 0.01. Only
-    n = 2 was measured; the ``1 - 1/n`` growth beyond it is the model's. The default is 0: the
-    fit (0.77) is not adopted (docs/model-notes.md, "The CPUs marking at once")."""
+    n = 2 was measured; the ``1 - 1/n`` growth beyond it is the model's. The default is 0 (no host
+    measured but the lab's); the lab's twins take the lab host's 0.77 (docs/params/gc-parallel.toml),
+    on the share of the scan their grid's cache still served (docs/model-notes.md, "The CPUs
+    marking at once")."""
     miss = 0.0 if live_bytes <= llc_bytes else 1.0 - llc_bytes / live_bytes
     sharing = 1.0 + parallel_cost * (1.0 - 1.0 / max(1, min(procs, cpus)))
     return (1.0 - miss) * sharing + miss * max(1.0, miss_factor)

@@ -195,6 +195,12 @@ def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
         out.setdefault(key, scenario[key] * factor * rounds_ratio)
         out["go.gc_scan_mb_per_ms"] = out.get("go.gc_scan_mb_per_ms", scenario["go.gc_scan_mb_per_ms"]) / gc
         out["go.alloc_ns_per_kb"] = out.get("go.alloc_ns_per_kb", scenario["go.alloc_ns_per_kb"]) * factor
+        sharing = out.get("go.gc_parallel_cost", scenario["go.gc_parallel_cost"])
+        if sharing and gc > factor:
+            from cfsim.validation.normalise import cache_held_share
+
+            miss = out.get("go.gc_scan_miss_factor", scenario["go.gc_scan_miss_factor"])
+            out["go.gc_parallel_cost"] = sharing * cache_held_share(gc / factor, miss)
     return out
 
 

@@ -234,6 +234,28 @@ def calibration_twin_summary(run: Path, overrides: Mapping[str, Any]) -> dict[st
     return twin(run, dict(overrides)).summary
 
 
+def cache_held_share(gc_over_cost: float, miss_factor: float) -> float:
+    """The share of a grid's scan CPU spent on lines its host's cache held, read from its
+    calibration runs: their GC marked ``g = gc_over_cost`` times slower than the twin's prior
+    relative to the workload's own code (GC factor over cost factor, both measured at GOMAXPROCS 1).
+    The model's one per-byte cause of a slower scan is a line missed to DRAM (``miss_factor`` per
+    byte against 1 for a hit, :func:`cfsim.goruntime.runtime.scan_slowdown`), so a share
+    ``m = (g - 1) / (miss_factor - 1)`` of the bytes missed and the hits' CPU is ``(1 - m) / g`` of
+    the scan's. A missed line costs its miss whoever wrote it last, so only that share pays
+    ``go.gc_parallel_cost`` when CPUs mark at once; a grid whose GC is no slower than its code keeps
+    all of it. The lab's gc-trace grid, collected on a slow host, marked 2.15x slower than its
+    mutator says (GC factor 2.60, cost factor 1.21) and its GOMAXPROCS 2 runs showed none of the
+    sharing cost (docs/model-notes.md, "The CPUs marking at once").
+
+    >>> cache_held_share(0.8, 2.35), round(cache_held_share(1.126, 2.35), 4), cache_held_share(2.6, 2.35)
+    (1.0, 0.8052, 0.0)
+    """
+    if miss_factor <= 1.0 or gc_over_cost <= 1.0:
+        return 1.0
+    missed = min(1.0, (gc_over_cost - 1.0) / (miss_factor - 1.0))
+    return (1.0 - missed) / gc_over_cost
+
+
 def factored_overrides(run: Path, params: Mapping[str, Any] | None, norm: GridNorm) -> dict[str, Any]:
     """The parameters of a calibration run's twin at the grid's own speed: ``params`` with the
     per-item CPU and the GC's scan rate scaled by the grid's factors (what the validation runs'
