@@ -454,8 +454,9 @@ def to_markdown(report: ValidationReport) -> str:
     lines += _regime_table(report, PREDICTED)
     lines += ["", "## Every regime", "",
               "In the capped regimes a cap (quota, GOMAXPROCS, host CPUs) decides the CPU: their agreement "
-              "checks the cap, not the model's prediction. Runs the OOM killer ended (oom-killed) are out of "
-              "the model's scope (it has no OOM kill): listed, in no other table.", ""]
+              "checks the cap, not the model's prediction. Runs the OOM killer ended in the lab (oom-killed) have "
+              "no window to compare: listed, in no other table; whether their twins were killed too is in "
+              "the GC and memory section's OOM count.", ""]
     lines += _regime_table(report, REGIMES)
     lines += ["", "## Errors over all held-out runs" + (" (but the oom-killed)" if report.regime_counts.get(
         "oom-killed") else ""), "",
