@@ -377,12 +377,13 @@ def test_the_gc_and_the_workload_each_get_the_speed_their_calibration_runs_measu
 
 def test_a_scan_the_calibration_runs_saw_miss_the_cache_pays_no_sharing_cost(tmp_path):
     """A host whose L3 a neighbour holds: the lab's 16 MiB heap misses it (the truth's host.llc_mb
-    1 MiB), so its GC marks at the miss factor's speed, and a missed line costs its miss whoever
-    wrote it last: the truth's GOMAXPROCS 2 runs pay no sharing cost. The calibration runs (GOMAXPROCS
-    1) give the grid a GC factor near the miss factor over a cost factor of 1; twins run with the
-    lab host's sharing cost (go.gc_parallel_cost 0.77) take it only on the share of the scan their
-    calibration runs still hit (cfsim.validation.normalise.cache_held_share: none here) and recover
-    the held-out runs' throughput; charged in full, they come out several per cent too slow."""
+    1 MiB), so its GC marks at nearly the miss factor's speed, and a missed line costs its miss
+    whoever wrote it last: the truth's GOMAXPROCS 2 runs pay the sharing cost on the 1/16 of the
+    scan that hits only. The calibration runs (GOMAXPROCS 1) give the grid a GC factor near the miss
+    factor over a cost factor of 1; twins run with the lab host's sharing cost (go.gc_parallel_cost
+    0.77) take it only on the share of the scan CPU their calibration runs still hit
+    (cfsim.validation.normalise.cache_held_share: 3 % of it here) and recover the held-out run's
+    throughput; charged in full, they come out more than 3 % too slow."""
     from cfsim.validation.calibrate import apply_grid
     from cfsim.validation.normalise import grid_norm
     from cfsim.validation.twin import twin

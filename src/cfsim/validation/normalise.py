@@ -245,7 +245,7 @@ def cache_held_share(gc_over_cost: float, miss_factor: float) -> float:
     ``go.gc_parallel_cost`` when CPUs mark at once; a grid whose GC is no slower than its code keeps
     all of it. The lab's gc-trace grid, collected on a slow host, marked 2.15x slower than its
     mutator says (GC factor 2.60, cost factor 1.21) and its GOMAXPROCS 2 runs showed none of the
-    sharing cost (docs/model-notes.md, "The CPUs marking at once").
+    sharing cost (docs/model-notes.md, "A scan that missed the cache pays no sharing cost").
 
     >>> cache_held_share(0.8, 2.35), round(cache_held_share(1.126, 2.35), 4), cache_held_share(2.6, 2.35)
     (1.0, 0.8052, 0.0)
