@@ -53,6 +53,7 @@ class ValidationReport:
     by_regime: dict[str, dict[str, Any]] = field(default_factory=dict)  # regime -> {metric: ...}
     regime_counts: dict[str, int] = field(default_factory=dict)          # held-out runs per regime
     gc: dict[str, Any] = field(default_factory=dict)  # GC/memory errors per GC regime, OOM confusion
+    params: dict[str, Any] = field(default_factory=dict)  # model parameters every twin took (--params)
 
     @property
     def headline(self) -> dict[str, Any]:
@@ -97,6 +98,7 @@ class ValidationReport:
         return {"headline": self.headline, "by_regime": self.by_regime, "regime_counts": self.regime_counts,
                 "by_host_state": self.by_host_state(),
                 "errors": self.errors, "grids": self.grids, "gc": self.gc, "tails": self.tails(),
+                "params": self.params,
                 "runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs]}
 
 
@@ -234,7 +236,10 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
              for root, root_runs in zip(roots, runs)]
     twins = map_in_order(_simulate_twin, [(run, run_params) for plan in plans
                                           for _, run, _, run_params in plan.jobs], workers)
-    return [_assemble(plan, twins, include_calibration, progress, train_runs) for plan in plans]
+    reports = [_assemble(plan, twins, include_calibration, progress, train_runs) for plan in plans]
+    for report in reports:
+        report.params = dict(params or {})
+    return reports
 
 
 @dataclass
@@ -441,12 +446,28 @@ def _regime_table(report: ValidationReport, regimes: tuple[str, ...]) -> list[st
                          REGIME_TABLE_METRICS)
 
 
+def _params_line(params: Mapping[str, Any]) -> str:
+    """Which model parameters the twins took beyond today's defaults, so that a report says how
+    to reproduce it (each grid's cost and GC factors then scale some of them: the grid table).
+
+    >>> _params_line({})
+    "Model parameters: today's defaults (no --params)."
+    >>> _params_line({"go.gc_parallel_cost": 0.766337, "host.context_switch_us": 17.9})
+    'Model parameters beyond the defaults (--params): `go.gc_parallel_cost = 0.766337`, `host.context_switch_us = 17.9`.'
+    """
+    if not params:
+        return "Model parameters: today's defaults (no --params)."
+    return "Model parameters beyond the defaults (--params): " + ", ".join(
+        f"`{k} = {v:.6g}`" if isinstance(v, float) else f"`{k} = {v}`" for k, v in sorted(params.items())) + "."
+
+
 def to_markdown(report: ValidationReport) -> str:
     held = sum(1 for r in report.runs if r["held_out"])
     training = sum(1 for r in report.runs if r["fit"] == "training")
     lines = ["# cfsim validation", "",
              f"{held} held-out runs (no fit touched them; calibration runs only set each grid's cost factor)"
              + (f", {training} training runs (reported apart)" if training else "") + ".", "",
+             _params_line(report.params), "",
              "## Headline: where the model predicts", "",
              "Uncapped runs (no cap decided their CPU) and contended runs (other processes on a saturated "
              "host): n runs, and per metric the number of runs with a value and the median |error| "
