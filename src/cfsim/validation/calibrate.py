@@ -28,7 +28,7 @@ from scipy.optimize import least_squares
 
 from cfsim.scenario import parse_value
 from cfsim.validation import metrics as vm
-from cfsim.validation.normalise import grid_norm, grid_priors
+from cfsim.validation.normalise import cache_held_share, grid_norm, grid_priors
 from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
                                    run_scenario, twin)
 
@@ -197,8 +197,6 @@ def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
         out["go.alloc_ns_per_kb"] = out.get("go.alloc_ns_per_kb", scenario["go.alloc_ns_per_kb"]) * factor
         sharing = out.get("go.gc_parallel_cost", scenario["go.gc_parallel_cost"])
         if sharing and gc > factor:
-            from cfsim.validation.normalise import cache_held_share
-
             miss = out.get("go.gc_scan_miss_factor", scenario["go.gc_scan_miss_factor"])
             out["go.gc_parallel_cost"] = sharing * cache_held_share(gc / factor, miss)
     return out

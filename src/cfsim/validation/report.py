@@ -236,10 +236,7 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
              for root, root_runs in zip(roots, runs)]
     twins = map_in_order(_simulate_twin, [(run, run_params) for plan in plans
                                           for _, run, _, run_params in plan.jobs], workers)
-    reports = [_assemble(plan, twins, include_calibration, progress, train_runs) for plan in plans]
-    for report in reports:
-        report.params = dict(params or {})
-    return reports
+    return [_assemble(plan, twins, include_calibration, progress, train_runs, params) for plan in plans]
 
 
 @dataclass
@@ -281,8 +278,9 @@ def _plan(root: Path, runs: list[Path], params: Mapping[str, Any] | None, normal
 
 
 def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool | Callable[[str], None],
-              train_runs: list[str | Path] | None) -> ValidationReport:
-    """The report of one plan; ``twins`` yields its (spec, simulation) pairs in its jobs' order."""
+              train_runs: list[str | Path] | None, params: Mapping[str, Any] | None = None) -> ValidationReport:
+    """The report of one plan; ``twins`` yields its (spec, simulation) pairs in its jobs' order;
+    ``params``: the model parameters every twin took (recorded in the report)."""
     root, by_grid, norms, jobs = plan.root, plan.by_grid, plan.norms, plan.jobs
     trained = {Path(t).resolve() for t in (train_runs or [])}
     report_runs: list[dict[str, Any]] = []
@@ -346,7 +344,7 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
                                 **_noise(grid_rows)}
     by_regime, counts = summarise_by_regime(report_runs)
     return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims, by_regime, counts,
-                            gc_by_regime(report_runs))
+                            gc_by_regime(report_runs), params=dict(params or {}))
 
 
 def _spread_cell(spread: Mapping[str, Any] | None) -> str:
