@@ -233,3 +233,27 @@ def test_sysmon_batched_polls_match_poll_by_poll():
         if kind == "busy" and sm.deep:
             sm.wake(t)
     assert got == reference(events) and sum(got) > 3000
+
+
+def test_a_host_given_by_its_cpu_count_is_read_as_smt_centrally_and_spanned_by_the_band():
+    class R:
+        def __init__(self, s):
+            self.summary = s
+
+    def seen_by(name, corner):
+        seen = []
+
+        def fake(sc):
+            seen.append(sc["host.threads_per_core"])
+            return R({"throughput_per_s": 1.0, "cpu_usage_cores": 1.0, "latency_p50_s": 1.0,
+                      "sched_cpu_fraction": 0.1})
+        public.model_ratio(public.by_name(name), {"host.smt_slowdown": 0.8}, corner, 1.0, simulate_fn=fake)
+        return seen
+    # the source gives 32 CPUs without saying: two threads a core centrally, one or two in the band
+    assert public.by_name("blog.esc.sh").central == public.LOGICAL_CPUS
+    assert seen_by("blog.esc.sh", None) == [2, 2]
+    assert seen_by("blog.esc.sh", 0) == [1, 1] and seen_by("blog.esc.sh", 1) == [2, 2]
+    # "no HT" is a fact of the source: the band's corners leave it alone
+    assert seen_by("golang/go#18237", 0) == [1] and seen_by("golang/go#18237", 1) == [1]
+    # a named processor's threads likewise (two E5-2660 v4: 28 cores x 2)
+    assert seen_by("golang/go#28808", 0) == [2, 2] == seen_by("golang/go#28808", 1)

@@ -41,6 +41,19 @@ from cfsim.scenario import Scenario, load_scenario
 
 Summary = Mapping[str, Any]
 
+#: How the model reads a host's CPU count that a source gives without saying whether its CPUs are
+#: cores or hardware threads. Go's default GOMAXPROCS is ``runtime.NumCPU``, "the number of logical
+#: CPUs usable by the current process" (Go ``src/runtime/debug.go``), and x86 servers and cloud
+#: machines expose two hardware threads per core unless SMT is switched off (Amazon EC2 API,
+#: ``CpuOptionsRequest.ThreadsPerCore``: 1 disables multithreading, 2 is the default,
+#: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CpuOptionsRequest.html; Google
+#: Compute Engine ``AdvancedMachineFeatures.threadsPerCore``: unset means the most the processor
+#: supports). So the
+#: central model takes two threads a core for such hosts, as the training measurement ghouscht
+#: does, and the band still spans one and two (:data:`cfsim.overheads.band.UNPINNED`). Where a
+#: source names the processor, its thread count is a fact and goes into the scenarios themselves.
+LOGICAL_CPUS: tuple[str, ...] = ("host.threads_per_core=2",)
+
 
 def _ratio(key: str) -> Callable[[Summary, Summary], float | None]:
     def f(a: Summary, b: Summary) -> float | None:
@@ -93,6 +106,13 @@ class Measurement:
     alternative: float | None = None  # a second reading of an ambiguous headline
     duration_s: float = 6.0
     b_last: tuple[str, ...] = ()    # overrides of ``b`` applied after the fitted parameters
+    central: tuple[str, ...] = ()   # the likeliest reading of what the source leaves open: the
+    #                                 central model takes it, the band's corners span it
+
+    def stated(self) -> set[str]:
+        """``section.key`` the measurement's own scenarios set: facts of the source, which the
+        band's corners leave alone."""
+        return {o.split("=", 1)[0].strip() for o in self.a + self.b + self.b_last}
 
     def scenarios(self, extra: tuple[str, ...] = (), duration_s: float | None = None) -> tuple[Scenario, Scenario]:
         dur = duration_s or self.duration_s
@@ -136,9 +156,10 @@ MEASUREMENTS: tuple[Measurement, ...] = (
         "968 % CPU; findrunnable 41 % cumulative, futex 34 % flat, runtime.lock 23 % cumulative",
         "the goroutines as an open stream of 40,000 wake-ups/s of 50 us CPU each (2 cores of work), "
         "no server path (in-process wake-ups), 64 MiB live heap; runtime.lock's share is the CPU that "
-        "the same run without sched.lock contention does not spend",
+        "the same run without sched.lock contention does not spend; two E5-2660 v4 have 14 cores and "
+        "28 hardware threads each (Intel's specification), so 56 CPUs are 28 cores x 2",
         _open(56, None, 40000, 0.05, 1, 64, server_cpu_us_per_request=0.0, server_alloc_kb_per_request=0.0),
-        ("go.gomaxprocs=56",), ("go.gomaxprocs=56",),
+        ("go.gomaxprocs=56", "host.threads_per_core=2"), ("go.gomaxprocs=56", "host.threads_per_core=2"),
         "share of CPU in runtime.lock (sched.lock contention) at GOMAXPROCS 56", 0.23, _cpu_share_of_difference,
         role="train", fits="go.sched_lock_us", fit_grid=(0.05, 0.1, 0.2, 0.5, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 5.0), duration_s=1.0,
         b_last=("go.sched_lock_us=0.0",)),
@@ -148,81 +169,90 @@ MEASUREMENTS: tuple[Measurement, ...] = (
         "11 % flat",
         "each request 0.1 ms of CPU in the front end and 1 ms waiting on the storage back end (as round "
         "trip), 16 MiB live heap",
-        _closed(12, None, 40, 0.1, 8, 16, client_rtt_ms=1.0), ("go.gomaxprocs=12",), ("go.gomaxprocs=12",),
+        _closed(12, None, 40, 0.1, 8, 16, client_rtt_ms=1.0), ("go.gomaxprocs=12", "host.threads_per_core=1"),
+        ("go.gomaxprocs=12", "host.threads_per_core=1"),
         "share of CPU in the scheduler's slow paths at GOMAXPROCS 12", 0.35, _sched_share, duration_s=2.0),
     Measurement(
         "grpc/grpc-go#1014", "https://github.com/grpc/grpc-go/issues/1014",
         "32-core client and server, no quota, ping-pong: p50 204 us at GOMAXPROCS 32, 177 us at 1 (noise ~5 %)",
-        "one client, 40 us of server CPU per call, 100 us round trip outside the server, 8 MiB live heap",
+        "one client, 40 us of server CPU per call, 100 us round trip outside the server, 8 MiB live heap; "
+        "32 logical CPUs (GOMAXPROCS 32 by default), read as 16 cores x 2",
         _closed(32, None, 1, 0.04, 2, 8, client_rtt_ms=0.1, server_cpu_us_per_request=0.0),
         ("go.gomaxprocs=32",), ("go.gomaxprocs=1",),
-        "p50 latency at GOMAXPROCS 32 / at 1", 204 / 177, _ratio("latency_p50_s"), duration_s=3.0),
+        "p50 latency at GOMAXPROCS 32 / at 1", 204 / 177, _ratio("latency_p50_s"), duration_s=3.0,
+        central=LOGICAL_CPUS),
     Measurement(
         "blog.esc.sh", "https://blog.esc.sh/golang-performance-penalty-in-kubernetes/",
         "32-core node, 1-core limit, CPU-heavy HTTP handler under wrk: GOMAXPROCS 32 'about 65 % slower' than 1",
-        "wrk -c 100 (the source does not give the connections), 5 ms of CPU per request, 8 MiB live heap; SMT unknown (band); "
+        "wrk -c 100 (the source does not give the connections), 5 ms of CPU per request, 8 MiB live heap; the node's 32 CPUs "
+        "(GOMAXPROCS 32 by default) read as 16 cores x 2 (band: 1 or 2 a core); "
         "'slower' read as 1.65x the time (requests/s x 0.61), or as -65 % requests/s (x 0.35)",
         _closed(32, 1.0, 100, 5.0, 8, 8), ("go.gomaxprocs=32",), ("go.gomaxprocs=1",),
         "requests/s at GOMAXPROCS 32 / at 1", 1 / 1.65, _ratio("throughput_per_s"), alternative=0.35,
-        duration_s=5.0),
+        duration_s=5.0, central=LOGICAL_CPUS),
     Measurement(
         "elastic/apm-server#8278", "https://github.com/elastic/apm-server/pull/8278",
         "Elastic Cloud 8 GB instance (1.35 vCPU quota, bursting allowed), 384 agents, AgentGo benchmark: "
         "5.65k events/s with GOMAXPROCS = host CPUs, 11.64k with automaxprocs (2-3 runs, other changes too)",
-        "a 32-CPU host (SMT unknown: band), 384 closed-loop agents, 1 ms of CPU and 128 KiB of garbage per "
+        "a 32-CPU host (cloud vCPUs: 16 cores x 2; band: 1 or 2 a core), 384 closed-loop agents, 1 ms of CPU and 128 KiB of garbage per "
         "request, 64 MiB live heap; before = GOMAXPROCS 32 (Go 1.18), after = automaxprocs (floor: 1)",
         _closed(32, 1.35, 384, 1.0, 128, 64, version="1.20"),
         ("go.gomaxprocs=\"automaxprocs\"",), ("go.gomaxprocs=32",),
         "events/s after (automaxprocs) / before (host CPUs)", 11.64 / 5.65, _ratio("throughput_per_s"),
-        kind="direction", duration_s=4.0),
+        kind="direction", duration_s=4.0, central=LOGICAL_CPUS),
     Measurement(
         "58 Tech push service", "built-in scenario push-58tech",
         "32-CPU host, 8-core limit, GOMAXPROCS 32 (host) vs 8: peak CPU 69 % vs 19 % of the limit; "
         "~60 % of CPU in gcBgMarkWorker, schedule, findrunnable",
-        "see the built-in scenario (8000 pushes/s of 0.2 ms, 32 KiB each, 256 MiB live heap)",
+        "see the built-in scenario (8000 pushes/s of 0.2 ms, 32 KiB each, 256 MiB live heap); the 32 CPUs "
+        "read as 16 cores x 2 (band: 1 or 2 a core)",
         "push-58tech", ("go.gomaxprocs=32",), ("go.gomaxprocs=8",),
-        "CPU at GOMAXPROCS 32 / at 8", 69 / 19, _ratio("cpu_usage_cores"), duration_s=4.0),
+        "CPU at GOMAXPROCS 32 / at 8", 69 / 19, _ratio("cpu_usage_cores"), duration_s=4.0, central=LOGICAL_CPUS),
     Measurement(
         "menu (GKE)", "built-in scenario menu-gke",
         "6-CPU minikube node, 100m limit, 2 k6 users, 8 goroutines per request: CPU throttling ratio above "
         "75 % at GOMAXPROCS 6 and 8; GOMAXPROCS 1 had the best requests/s",
-        "see the built-in scenario (40 ms of CPU per request)",
+        "see the built-in scenario (40 ms of CPU per request); the node's 6 CPUs read as 3 cores x 2 (band: 1 or 2)",
         "menu-gke", ("go.gomaxprocs=6",), ("go.gomaxprocs=1",),
         "throttled-period ratio at GOMAXPROCS 6", 0.75, lambda a, b: a.get("throttled_ratio"),
-        kind="at_least", duration_s=20.0),
+        kind="at_least", duration_s=20.0, central=LOGICAL_CPUS),
     Measurement(
         "golang/go#20457", "https://github.com/golang/go/issues/20457",
         "8 Ps, a 9.5 ms concurrent mark: gctrace CPU 0.21 ms assist / 18 ms background / 56 ms idle: idle "
         "mark workers on every idle P did 75 % of the GC's CPU",
-        "8 CPUs, no quota, 1,000 requests/s of 0.5 ms (half a core of work), 64 KiB per request, "
-        "64 MiB live heap",
+        "8 CPUs (4 cores x 2; band: 1 or 2 a core), no quota, 1,000 requests/s of 0.5 ms (half a core of work), "
+        "64 KiB per request, 64 MiB live heap",
         _open(8, None, 1000, 0.5, 64, 64), ("go.gomaxprocs=8",), ("go.gomaxprocs=8",),
-        "idle-worker share of the GC's CPU at 8 Ps", 56 / (0.21 + 18 + 56), _idle_share_of_gc, duration_s=4.0),
+        "idle-worker share of the GC's CPU at 8 Ps", 56 / (0.21 + 18 + 56), _idle_share_of_gc, duration_s=4.0,
+        central=LOGICAL_CPUS),
     Measurement(
         "VictoriaMetrics#5867", "https://github.com/VictoriaMetrics/VictoriaMetrics/issues/5867",
         "vmagent at a 1-CPU limit, GOMAXPROCS = host CPUs: ~90 ms of throttled time per throttled period on "
         "a 128-thread EPYC host vs ~15 ms on a 20-thread desktop (read from screenshots)",
         "bursty ingestion: 300 batches/s (Poisson) of 3 ms split over 16 goroutines (0.9 core), 32 MiB "
-        "live heap",
-        _open(128, 1.0, 300, 3.0, 64, 32, fanout=16), ("go.gomaxprocs=128",),
-        ("go.gomaxprocs=20", "host.cpus=20"),
+        "live heap; both hosts have two hardware threads a core (an EPYC 7763 is 64 cores / 128 threads, "
+        "AMD's specification; the desktop's 20 are threads)",
+        _open(128, 1.0, 300, 3.0, 64, 32, fanout=16), ("go.gomaxprocs=128", "host.threads_per_core=2"),
+        ("go.gomaxprocs=20", "host.cpus=20", "host.threads_per_core=2"),
         "throttled time per throttled period, 128 vs 20 host CPUs", 90 / 15, _per_throttle,
         kind="direction", duration_s=4.0),
     Measurement(
         "golang/go#68399", "https://github.com/golang/go/issues/68399",
         "arm64 gRPC server, same load, 32 -> 64 cores (GOMAXPROCS = cores): p99.9 and findRunnableGCWorker "
         "CPU rose; GOMAXPROCS 32 on 64 cores restored the 32-core behaviour (flame graphs only)",
-        "no quota, 20,000 requests/s of 0.1 ms with 16 KiB each, 64 MiB live heap",
+        "no quota, 20,000 requests/s of 0.1 ms with 16 KiB each, 64 MiB live heap; arm64 server cores run one "
+        "thread each (band: 1 or 2)",
         _open(64, None, 20000, 0.1, 16, 64), ("go.gomaxprocs=64",), ("go.gomaxprocs=32", "host.cpus=32"),
         "p99.9 latency, 64 vs 32 cores", 1.0, _ratio("latency_p999_s"), kind="direction", duration_s=2.0),
     Measurement(
         "riverphillips.dev", "https://www.riverphillips.dev/blog/go-cfs/",
         "docker --cpus=4, allocation-heavy web app: with the host-default GOMAXPROCS a GC cycle took just "
         "under 2.5 ms with ~10 % stop-the-world; with GOMAXPROCS 4 under 1 ms with a 26 us stop-the-world",
-        "a 16-CPU host, 2,000 requests/s of 1 ms with 256 KiB each, 32 MiB live heap",
+        "a 16-CPU host (8 cores x 2; band: 1 or 2 a core), 2,000 requests/s of 1 ms with 256 KiB each, "
+        "32 MiB live heap",
         _open(16, 4.0, 2000, 1.0, 256, 32), ("go.gomaxprocs=16",), ("go.gomaxprocs=4",),
         "GC stop-the-world time per cycle, host default / GOMAXPROCS 4", 250 / 26,
-        _ratio("go_gc_duration_seconds_q0.5"), kind="direction", duration_s=4.0),
+        _ratio("go_gc_duration_seconds_q0.5"), kind="direction", duration_s=4.0, central=LOGICAL_CPUS),
 )
 
 
@@ -240,10 +270,11 @@ def model_ratio(m: Measurement, params: Mapping[str, Any] | None = None, corner:
     if simulate_fn is None:
         from cfsim.simulation import simulate as simulate_fn
     extra = tuple(f"{k}={_toml(v)}" for k, v in (params or {}).items())
-    sa, sb = m.scenarios(extra, duration_s)
+    sa, sb = m.scenarios((m.central if corner is None else ()) + extra, duration_s)
     if corner is not None:
-        sa = sa.with_overrides(corner_overrides(sa, corner))
-        sb = sb.with_overrides(corner_overrides(sb, corner))
+        facts = m.stated()
+        sa = sa.with_overrides([(k, v) for k, v in corner_overrides(sa, corner) if k not in facts])
+        sb = sb.with_overrides([(k, v) for k, v in corner_overrides(sb, corner) if k not in facts])
     a = simulate_fn(sa).summary
     b = a if (m.b == m.a and not m.b_last) else simulate_fn(sb).summary
     return m.metric(a, b)
@@ -267,14 +298,17 @@ def _ratios(tasks: list[tuple[str, Mapping[str, Any], int | None, float | None]]
     return list(map_in_order(_ratio_by_name, tasks, workers, min_pooled=2))
 
 
-def fit(m: Measurement, duration_s: float | None = None,
-        workers: int | None = None) -> tuple[float, dict[float, float | None]]:
+def fit(m: Measurement, duration_s: float | None = None, workers: int | None = None,
+        params: Mapping[str, Any] | None = None) -> tuple[float, dict[float, float | None]]:
     """Pin ``m.fits`` on a training measurement: the grid value whose headline is closest (in log
-    ratio) to the observed one. Returns (value, headline by grid value). ``workers``: processes
-    (default every CPU; 1 = this process)."""
+    ratio) to the observed one, with ``params`` (what earlier training measurements pinned) held.
+    Returns (value, headline by grid value). ``workers``: processes (default every CPU; 1 = this
+    process)."""
     if m.role != "train" or not m.fits:
         raise ValueError(f"{m.name} is not a training measurement")
-    got = dict(zip(m.fit_grid, _ratios([(m.name, {m.fits: v}, None, duration_s) for v in m.fit_grid], workers)))
+    held = {k: v for k, v in (params or {}).items() if k != m.fits}
+    got = dict(zip(m.fit_grid, _ratios([(m.name, {**held, m.fits: v}, None, duration_s) for v in m.fit_grid],
+                                       workers)))
     scored = [(abs(math.log(r / m.observed)), v) for v, r in got.items() if r and r > 0]
     return min(scored)[1], got
 
