@@ -157,7 +157,8 @@ sweep
 # - but each is charged with microseconds (`go.sched_spin_base_us` = 3 us, `go.sched_spin_per_p_us`,
 # `go.gc_cycle_per_p_us` = 10 us, ...). At 0.2 ms of user work per push these add tens of percent at
 # most, not 50 points of CPU: notebook 09 puts the whole band of the unpinned many-core parameters
-# (SMT, coherence, lock) at x1.1 to x1.3, still far from 3.6. The model's idle mark workers only
+# (SMT, coherence, lock) at x1.0 to x1.15 (x1.09 at its centre, which reads the host's 32 CPUs as
+# 16 cores x 2 hardware threads), still far from 3.6. The model's idle mark workers only
 # run while a GC cycle is marking, which with a 256 MiB heap is a small fraction of the time.
 #
 # What the story does not tell us, and what would have to be true for the 3.6x: far more expensive
