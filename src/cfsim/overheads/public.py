@@ -3,11 +3,13 @@ many-core hosts, beside the model.
 
 The lab has 2 CPUs; costs that only many-core hosts show come from these measurements. Each one is
 turned into two scenarios (the over-provisioned setting and its reference) built from what the
-source states plus choices stated in ``assumed`` (never tuned to the source's numbers), and a
-headline ratio the model computes the same way as the source. Two of them are *training*: each
-pins one parameter no other measurement pins (:func:`fit`); all the others are *held out* and
-compared with the fitted model, with the band the priors of :data:`cfsim.overheads.band.UNPINNED`
-span. ``kind = "direction"`` marks sources that publish only a direction (flame graphs, anecdotes).
+source states plus choices stated in ``assumed`` (never tuned to the source's numbers; what a
+source leaves open about its host is read centrally as :data:`LOGICAL_CPUS` and spanned by the
+band), and a headline ratio the model computes the same way as the source. Two of them are
+*training*: each pins one parameter no other measurement pins (:func:`fit`); all the others are
+*held out* and compared with the fitted model, with the band the priors of
+:data:`cfsim.overheads.band.UNPINNED` span. ``kind = "direction"`` marks sources that publish
+only a direction (flame graphs, anecdotes).
 
 Sources (cited by URL; numbers as published):
 
@@ -48,10 +50,11 @@ Summary = Mapping[str, Any]
 #: ``CpuOptionsRequest.ThreadsPerCore``: 1 disables multithreading, 2 is the default,
 #: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CpuOptionsRequest.html; Google
 #: Compute Engine ``AdvancedMachineFeatures.threadsPerCore``: unset means the most the processor
-#: supports). So the
-#: central model takes two threads a core for such hosts, as the training measurement ghouscht
-#: does, and the band still spans one and two (:data:`cfsim.overheads.band.UNPINNED`). Where a
-#: source names the processor, its thread count is a fact and goes into the scenarios themselves.
+#: supports). So the central model takes two threads a core for such hosts, as the training
+#: measurement ghouscht does, and the band still spans one and two
+#: (:data:`cfsim.overheads.band.UNPINNED`). Where a source names the processor, its thread count is
+#: a fact and goes into the scenarios themselves (docs/model-notes.md, "A host's CPU count is read
+#: as hardware threads").
 LOGICAL_CPUS: tuple[str, ...] = ("host.threads_per_core=2",)
 
 
