@@ -22,7 +22,7 @@ LAB_DIR = None            # None = data/lab of this repository (or $CFSIM_LAB_DI
 # gc-memory's design measured again with nothing else on the host; "gc-memory" (2026-11-23) ran
 # beside 1-2 cores of other tenants
 GRID = "gc-memory-quiet"
-PARAMS = None             # GC parameters {"go.key": value}; None = docs/params/gc-memory.toml (fitted on 4 gc-memory runs)
+PARAMS = None             # GC parameters {"go.key": value}; None = docs/params/gc-memory.toml (fitted on 5 gc-memory-profile runs)
                           # with the lab host's measured costs the fit held fixed ([fit.fixed]) and docs/params/gc-parallel.toml
 TWIN_RUN_S = 8.0 if SMALL else None   # shorten each twin to this many simulated seconds (None = as measured)
 # the grid runs to validate (folder-name prefixes; None = all): at the small size the death-spiral
@@ -97,7 +97,8 @@ if PARAMS is None:
     params_file = tomllib.loads((repo_root() / "docs" / "params" / "gc-memory.toml").read_text())
     PARAMS = {k: float(v) for k, v in params_file["params"].items()}
     TRAIN_RUNS = set(params_file["fit"]["train_runs"])
-    print(f"GC parameters fitted (or held) on {len(TRAIN_RUNS)} of the grid's runs (the rest are held out): {PARAMS}")
+    print(f"GC parameters fitted (or held) on {len(TRAIN_RUNS)} runs of "
+          f"{', '.join(sorted({r.split('/')[-2] for r in TRAIN_RUNS}))} (every other run is held out): {PARAMS}")
     # the lab host's measured costs the fit held fixed (not fitted): the CPU per TLB flush of another
     # CPU when memory is returned (`cfsim lab tlb`: what GOMAXPROCS >= 2 costs a heap held at its
     # limit), per page released, per context switch (`cfsim lab switches`)
@@ -172,10 +173,11 @@ fig.tight_layout()
 # ## 2. The lab's gc-memory grid beside the model
 #
 # Each run's twin is its resolved `scenario.toml` (nothing measured goes into it), with the GC's
-# cost per byte of a heap beyond the L3 fitted on four runs of `gc-memory` (2026-11-23) and its scan
-# rate held at the same runs' direct measurement (`docs/params/gc-memory.toml`: every run of
-# `gc-memory-quiet`, measured four days later on a quiet host, is held out; on `gc-memory` those four
-# are left out of the error table) and the lab host's measured costs the fit held fixed, among them a TLB flush when memory
+# cost per byte of a heap beyond the L3 fitted on the five GOMAXPROCS-1 runs of `gc-memory-profile`
+# (a quiet host, 2026-11-27) and its scan rate held at the direct measurement
+# (`docs/params/gc-memory.toml`: every run of `gc-memory` and `gc-memory-quiet` is held out; the fit
+# before it, on four runs of the busy-host `gc-memory`, made the quiet host's 256 MiB cycles 13-15 %
+# too cheap) and the lab host's measured costs the fit held fixed, among them a TLB flush when memory
 # is returned while another CPU runs the process (`docs/params/lab-host-memory.toml`, `cfsim lab tlb`: at
 # GOMAXPROCS >= 2 a heap held at its GOMEMLIMIT releases and refaults nearly every page it
 # allocates, and every release interrupts the other CPU), and the extra mark CPU of two CPUs marking at
