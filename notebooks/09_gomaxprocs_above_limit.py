@@ -258,7 +258,7 @@ else:
 #   (a) scheduler work per wake-up that grows with P and with the host, (b) GC bursts and STW pauses
 #   that meet the quota, and (c) SMT sharing when more Ms run than there are cores. With few wake-ups
 #   (CPU-bound closed loops: ghouscht, blog.esc.sh) (a) and (b) are small, and the loss is (c): on a
-#   host without SMT the model answers "no loss" (the band's low end).
+#   host without SMT the model answers "no loss" (the band's end at one thread a core).
 # * **How a host's CPUs are read.** Go's default GOMAXPROCS is `runtime.NumCPU`, the host's *logical*
 #   CPUs (`src/runtime/debug.go`), and x86 servers and cloud machines run two hardware threads a core
 #   unless SMT is switched off (Amazon EC2's `ThreadsPerCore` defaults to 2; Google Compute Engine's
