@@ -33,10 +33,12 @@ def _default(dotted: str) -> Any:
     return SCHEMA[section][key].default
 
 
-def corner_overrides(sc: Scenario, which: int) -> list[tuple[str, Any]]:
+def corner_overrides(sc: Scenario, which: int, known: Iterable[str] = ()) -> list[tuple[str, Any]]:
     """``section.key`` overrides for the low (``which=0``) or high (``1``) corner; keys the
-    scenario sets away from their defaults are left alone."""
-    return [(k, v[which]) for k, v in UNPINNED.items() if sc[k] == _default(k)]
+    scenario sets away from their defaults, and ``known`` ones (facts that happen to equal the
+    default, e.g. a host stated to have no SMT), are left alone."""
+    known = set(known)
+    return [(k, v[which]) for k, v in UNPINNED.items() if k not in known and sc[k] == _default(k)]
 
 
 def band(sc: Scenario, keys: Iterable[str] = BAND_KEYS, simulate_fn=None) -> dict[str, dict[str, Any]] | None:

@@ -275,9 +275,8 @@ def model_ratio(m: Measurement, params: Mapping[str, Any] | None = None, corner:
     extra = tuple(f"{k}={_toml(v)}" for k, v in (params or {}).items())
     sa, sb = m.scenarios((m.central if corner is None else ()) + extra, duration_s)
     if corner is not None:
-        facts = m.stated()
-        sa = sa.with_overrides([(k, v) for k, v in corner_overrides(sa, corner) if k not in facts])
-        sb = sb.with_overrides([(k, v) for k, v in corner_overrides(sb, corner) if k not in facts])
+        sa = sa.with_overrides(corner_overrides(sa, corner, m.stated()))
+        sb = sb.with_overrides(corner_overrides(sb, corner, m.stated()))
     a = simulate_fn(sa).summary
     b = a if (m.b == m.a and not m.b_last) else simulate_fn(sb).summary
     return m.metric(a, b)
