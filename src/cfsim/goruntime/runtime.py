@@ -31,14 +31,18 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
 * **GC.** Trigger when ``heapLive >= trigger`` (pacer) or every 2 minutes; STW sweep
   termination: every P-holding M is preempted and must burn ``gc_preempt`` CPU to reach a safe
   point, so a throttled M stretches the pause; concurrent mark: ``D`` dedicated Ps for the whole
-  phase, fractional workers at scheduling points by the exact ``1.2 x goal`` rule, idle mark
+  phase, fractional workers at scheduling points by the exact ``1.2 x goal`` rule (a goroutine
+  that runs on is preempted by sysmon's ``retake`` 10-20 ms after its P scheduled it, on sysmon's
+  own poll grid: :meth:`.sched.Sysmon.preempt_at`; the goroutine whose allocation started the GC
+  runs on after the stop, the others pass through ``schedule``), idle mark
   workers on Ps that would go idle (cap ``P - D``, 0/1 for periodic cycles), yielding to new
   goroutine work; mark work = (live heap + roots) / scan rate plus ``c0 + c1 P`` per cycle;
   the live heap is a workload constant and objects allocated during the mark count as marked
   (allocate-black), so a stretched mark raises the next goal; assists charge allocation during
   mark at the pacer's ``assistWorkPerByte`` beyond the background credit; STW mark termination;
   the pacer's cons/mark, goal and trigger update; optional GC CPU limiter (assists off while
-  full). Sweeping is treated as free (the GC guide: "negligible").
+  full; its flag changes only at its updates: an assist's end, ``findRunnableGCWorker`` 10 ms
+  after the last update, the GC's phase changes). Sweeping is folded into ``go.alloc_ns_per_kb``.
 * **Allocation at its own granularity.** The runtime tests the trigger and charges assists at
   every span refill (a few KiB); a chunk of goroutine work therefore allocates at most a small
   quantum of the pacer's room (:meth:`GoRuntime._claim_cap`), and an allocation during the mark
@@ -105,8 +109,10 @@ ALLOC_QUANTA = 8
 MARK_QUANTA = 32          # during the mark: at most 1/32 of the heap left before the goal per P
 ALLOC_QUANTUM_MIN = 64 << 10
 CLAIM_MIN_NS = 20_000
-# one pass of an assist's gcDrainN: it stops at the goroutine's preemption request (sysmon, 10 ms)
-# or when the limiter turns on, whose flag changes at its updates (gcCPULimiterUpdatePeriod, 10 ms)
+# one pass of an assist's gcDrainN: it stops at the goroutine's preemption request (sysmon, 10-20
+# ms) or when the limiter turns on, whose flag changes only at its updates: the end of each assist
+# longer than gcAssistTimeSlack, findRunnableGCWorker once gcCPULimiterUpdatePeriod (10 ms) has
+# passed, and the GC's phase changes (src/runtime/mgclimit.go; sysmon does not update it)
 ASSIST_CHUNK_NS = FORCE_PREEMPT_NS
 # an assist pass is watched for the limiter turning on mid-pass only when the limiter's bucket is
 # at least this full: the bucket fills by at most GOMAXPROCS x wall time, so from half full it
@@ -258,7 +264,7 @@ def barrier_wait_ns(k: float, now_ns: int, tick_ns: int, slice_ns: int, flush_ns
 
 class _M:
     __slots__ = ("tid", "p", "seg", "work", "pre", "debt", "t_seg", "claim", "spinning", "mark_bytes",
-                 "stopped", "coord", "charged", "owed", "infl", "t_sched", "excess", "a_id")
+                 "stopped", "coord", "charged", "owed", "infl", "t_sched", "excess", "a_id", "preempt", "trig")
 
     def __init__(self, tid: int):
         self.tid = tid
@@ -276,7 +282,9 @@ class _M:
         self.coord = False
         self.owed: tuple | None = None   # (claim, t0, debt left): a goroutine's chunk finishing with its assist
         self.infl = 1.0   # CPU per unit of work of the current segment (SMT sharing)
-        self.t_sched = 0  # the M's last pass through schedule() (sysmon preempts after 10 ms)
+        self.t_sched = 0  # the M's last pass through schedule() (sysmon preempts 10-20 ms later)
+        self.preempt: tuple[int, int] = (-1, 0)   # (t_sched, when sysmon preempts that goroutine)
+        self.trig: Claim | None = None   # the chunk whose allocation started the GC this M coordinates
         self.excess = 0.0  # scan work of the current assist pass beyond its debt (credited ahead)
         self.a_id = 0      # the current assist pass (its limiter check finds it by this number)
 
@@ -882,8 +890,8 @@ class GoRuntime(RuntimeReports):
         """Whether the goroutine whose chunk ended goes on running without passing through
         ``schedule``: the chunk was the model's cut of a run the goroutine does not interrupt (a
         stream worker that takes its next record without blocking: ``continues``), and sysmon has
-        not preempted it yet (``retake``: a goroutine running for ``forcePreemptNS``, 10 ms,
-        since its P last scheduled). Only at ``schedule`` does a P look for a GC mark worker
+        not preempted it yet (``retake``, 10-20 ms after its P last scheduled: :meth:`_preempt_at`).
+        Only at ``schedule`` does a P look for a GC mark worker
         (``findRunnableGCWorker``), so a fractional worker gets the P of such a goroutine only at
         its blocking points, its preemption or a stop-the-world, as in the runtime."""
         if self.stw or m.p < 0:
@@ -891,7 +899,19 @@ class GoRuntime(RuntimeReports):
         cont = getattr(self.source, "continues", None)
         if cont is None or not cont(c):
             return False
-        return self.engine.now - m.t_sched < FORCE_PREEMPT_NS
+        return self.engine.now < self._preempt_at(m)
+
+    def _preempt_at(self, m: _M) -> int:
+        """When sysmon preempts the goroutine ``m`` last scheduled (:meth:`Sysmon.preempt_at`,
+        on sysmon's own poll grid; ``forcePreemptNS`` after the schedule without sysmon)."""
+        t, at = m.preempt
+        if t != m.t_sched:
+            sm = self.sysmon
+            at = sm.preempt_at(m.t_sched) if sm is not None else None
+            if at is None:
+                at = m.t_sched + FORCE_PREEMPT_NS
+            m.preempt = (m.t_sched, at)
+        return at
 
     def _user_infl(self, c: Claim) -> float:
         """CPU per unit of a chunk's work: SMT sharing, times the runtime's own CPU on the chunk's
@@ -1039,6 +1059,7 @@ class GoRuntime(RuntimeReports):
                 self.heap_live >= self.trigger_bytes
                 or (self.heap_live + self.inflight_alloc >= self.trigger_bytes
                     and self._heap_live_now() >= self.trigger_bytes)):
+            m.trig = c
             return self._gc_start(m, periodic=False)
         return None
 
@@ -1125,10 +1146,12 @@ class GoRuntime(RuntimeReports):
         return w
 
     def _assist_limiter_check(self, m: _M, a_id: int) -> None:
-        """The limiter's periodic update while an assist pass runs (``sysmon`` and the assists
-        update it every ``gcCPULimiterUpdatePeriod``): a pass is planned in CPU
-        (``ASSIST_CHUNK_NS``), and under a quota shared by many Ps it lasts many update periods
-        of wall time. Once the update finds the limiter on, :meth:`_cut_assists` ends the pass."""
+        """The limiter's update while an assist pass runs: the model's pass stands for the many
+        short ``gcAssistAlloc1`` calls of a goroutine's allocations, each of which updates the
+        limiter as it ends; it is planned in CPU (``ASSIST_CHUNK_NS``), and under a quota shared
+        by many Ps it lasts many update periods of wall time, so it is checked every
+        ``gcCPULimiterUpdatePeriod``. Once the update finds the limiter on,
+        :meth:`_cut_assists` ends the pass."""
         if m.a_id != a_id or m.seg != ASSIST or m.owed is None or self.phase != MARK or self.dead:
             return
         self._limiter_update()
@@ -1164,14 +1187,13 @@ class GoRuntime(RuntimeReports):
                 self.engine.run(m.tid, w, self._on_done)
 
     def _assist_again(self, m: _M, c: Claim, t0: int, rest: float) -> int | None:
-        """``gcAssistAlloc`` after a pass that left debt (``goto retry``): the limiter, now updated,
-        may be on (``gcDrainN`` stops; the goroutine allocates on if background credit exists,
-        else parks for it); otherwise steal credit and scan again. A chunk's debt stands for
+        """``gcAssistAlloc`` after a pass that left debt (``goto retry``): the limiter, updated as
+        the pass ended, may be on (``gcDrainN`` stops; the goroutine allocates on if background
+        credit exists, else parks for it); otherwise steal credit and scan again. A chunk's debt stands for
         the goroutine's many small allocations, each assisting for itself: once the limiter is
         on, the ones still to come skip their assists, so a parked goroutine owes only the
         allocation it is in (at most ``gcOverAssistWork`` of scan)."""
         if self.params.gc_cpu_limiter:
-            self._limiter_update()
             if self.limiter.enabled:
                 if self.bg_credit > 0:
                     self.source.done(c, t0, self.engine.now)
@@ -1190,10 +1212,8 @@ class GoRuntime(RuntimeReports):
     def _assist_debt(self, alloc: int) -> float:
         """Scan work an allocation of ``alloc`` bytes owes after stealing background credit
         (``gcAssistAlloc``); 0 while the GC CPU limiter is on (assists are skipped)."""
-        if self.params.gc_cpu_limiter:
-            self._limiter_update()
-            if self.limiter.enabled:
-                return 0.0
+        if self.params.gc_cpu_limiter and self.limiter.enabled:
+            return 0.0
         self._revise()
         debt = alloc * self.assist_work_per_byte
         take = min(self.bg_credit, debt)
@@ -1354,7 +1374,11 @@ class GoRuntime(RuntimeReports):
 
     def _gc_worker(self, m: _M, extra: float = 0) -> int | None:
         """``findRunnableGCWorker``: a dedicated worker if one is still needed, else a fractional
-        one if this P is behind its share."""
+        one if this P is behind its share. It first updates the GC CPU limiter if its last update
+        is more than ``gcCPULimiterUpdatePeriod`` old: with the limiter on no assist runs (and
+        none updates it), so this is where a limiter left on by a burst of assists turns off."""
+        if self.params.gc_cpu_limiter:
+            self._limiter_update()
         if self.mark_unclaimed <= 0:
             return None
         if self.ded_running < self.worker_counts.dedicated:
@@ -1682,7 +1706,8 @@ class GoRuntime(RuntimeReports):
         self.pauses_ns.append(pause)
         self.pause_end_ns.append(now)
         # go_gc_duration_seconds: one sample per GC cycle, the sum of its two STW pauses
-        if self.stw_then == self._gc_mark_begin:
+        sweepterm = self.stw_then == self._gc_mark_begin
+        if sweepterm:
             self._sweepterm_pause = pause
             self._limiter_transition_end()
         elif self.stw_then == self._gc_mark_end:
@@ -1700,12 +1725,17 @@ class GoRuntime(RuntimeReports):
                 coord.seg = PARK
                 if coord is not cur:
                     self.idle_ms.append(coord)
+        # the goroutine whose allocation started the GC returns from gcStart and runs on (no
+        # Gosched in the background mode); the Ps the stop preempted pass through schedule
+        trig, cur.trig = cur.trig, None
+        if not sweepterm:
+            trig = None
         ret = None
         for m in sorted(self.holders, key=lambda m: m.p):
             m.stopped = False
             if m.seg not in (ACK, STWK):
                 continue
-            w = self._schedule(m)
+            w = self._schedule(m, cont=m is cur and trig is not None and self._continues(m, trig))
             if m is cur:
                 ret = w
             elif w:

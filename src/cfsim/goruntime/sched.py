@@ -135,6 +135,38 @@ class Sysmon:
     def _sleep_ns(self) -> int:
         return self.delay_us * 1000 + self.slack_ns
 
+    def next_poll_ns(self, t_ns: int) -> int | None:
+        """When the first poll at or after ``t_ns`` runs, with some P busy until then (None while
+        sysmon sleeps on ``sysmonnote``); the state is left as it is."""
+        if self.deep:
+            return None
+        if self.next_ns >= t_ns:
+            return self.next_ns
+        probe = Sysmon.__new__(Sysmon)
+        for k in Sysmon.__slots__:
+            setattr(probe, k, getattr(self, k))
+        probe.advance(t_ns - 1, busy=True)
+        return probe.next_ns
+
+    def preempt_at(self, t_sched_ns: int) -> int | None:
+        """When ``retake`` preempts a goroutine that a P scheduled at ``t_sched_ns`` and that runs
+        on: the first poll after it sees the P's new ``schedtick`` and records that poll's time
+        (``schedwhen``); the first poll at least ``forcePreemptNS`` later preempts. With polls
+        every 10 ms a CPU-bound goroutine therefore runs 10-20 ms, not 10.
+
+        >>> sm = Sysmon(slack_ns=50_000)
+        >>> sm.wake(0)
+        >>> sm.advance(100_000_000, busy=True) > 0
+        True
+        >>> t = sm.next_ns + 1_000          # scheduled just after a 10 ms poll
+        >>> round((sm.preempt_at(t) - t) / 1e6, 2)
+        20.1
+        """
+        seen = self.next_poll_ns(t_sched_ns + 1)
+        if seen is None:
+            return None
+        return self.next_poll_ns(seen + FORCE_PREEMPT_NS)
+
     def advance(self, now_ns: int, busy: bool) -> int:
         """Run the polls due by ``now_ns`` with the Ps ``busy`` (some P held) or all idle since
         the last call; returns how many polls ran. A poll that finds every P idle puts sysmon
