@@ -1727,9 +1727,8 @@ class GoRuntime(RuntimeReports):
                     self.idle_ms.append(coord)
         # the goroutine whose allocation started the GC returns from gcStart and runs on (no
         # Gosched in the background mode); the Ps the stop preempted pass through schedule
-        trig, cur.trig = cur.trig, None
-        if not sweepterm:
-            trig = None
+        trig = cur.trig if sweepterm else None
+        cur.trig = None
         ret = None
         for m in sorted(self.holders, key=lambda m: m.p):
             m.stopped = False

@@ -39,6 +39,7 @@ context switches per request (``/proc/<pid>/task/*/status``) count the futex sle
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -142,9 +143,7 @@ class Sysmon:
             return None
         if self.next_ns >= t_ns:
             return self.next_ns
-        probe = Sysmon.__new__(Sysmon)
-        for k in Sysmon.__slots__:
-            setattr(probe, k, getattr(self, k))
+        probe = copy.copy(self)
         probe.advance(t_ns - 1, busy=True)
         return probe.next_ns
 
