@@ -7,7 +7,8 @@
 #   sched-overhead 10, sched-overhead-fanout8 10 (the first collection, about 2.5 h together);
 #   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218, gc-trace 12, preempt-profile 14,
 #   kernel-switches 12, kernel-switches-stream 10, wakeups 15, tenant-ab 9, gc-memory-tenants 11,
-#   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14.
+#   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
+#   gc-near-limit-256 7.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -82,3 +83,6 @@ if [ -z "$ARGS" ] || want gc-vector-scan; then
 if [ -z "$ARGS" ] || want gc-near-limit; then
   # the stream near a 16 MiB heap's GOMEMLIMIT at GOMAXPROCS 1 and 2: per-cycle trace and pprof split
   grid $S/gc-memory.toml --design $S/gc-near-limit.designs.toml --out data/lab/gc-near-limit; fi
+if [ -z "$ARGS" ] || want gc-near-limit-256; then
+  # the stream near a 256 MiB heap's GOMEMLIMIT at GOMAXPROCS 1 and 2: per-cycle trace and pprof split
+  grid $S/gc-memory.toml --design $S/gc-near-limit-256.designs.toml --out data/lab/gc-near-limit-256; fi
