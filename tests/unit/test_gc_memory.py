@@ -404,3 +404,22 @@ def test_a_closed_loop_holds_one_connection_per_client_and_memory_limits_count_t
     mem.add_stacks(3 * MiB)
     assert mem.mapped_ready == before + 3 * MiB and mem.non_heap == gmem.non_heap_sys(mem.heap_mapped, mem.params) + 3 * MiB
     assert mem.peak_mapped >= mem.mapped_ready
+
+
+def test_page_faults_count_pages_taken_back_near_the_limit_and_few_at_gogc_100():
+    """A page the scavenger returned to the OS faults when the heap takes it back (and a new one
+    when the heap grows): with GOMEMLIMIT just above a 16 MiB live heap nearly every 64 KiB item
+    lands on returned pages (16 of 4 KiB each), at GOGC 100 the heap reuses the pages its sweep
+    freed and faults only while it grows. ``page_faults_per_s`` is the key the lab's
+    ``/proc/<pid>/stat`` minflt is compared with."""
+    def run(go):
+        raw = {"host": {"cpus": 2, "hz": 250}, "cgroup": {"cpu_limit": 1.0},
+               "go": {"gomaxprocs": 1, "live_heap_mb": 16, **go},
+               "workload": {"kind": "stream", "workers": 8, "rate_per_s": 100_000, "cpu_ms_per_item": 0.05,
+                            "alloc_kb_per_item": 64},
+               "run": {"duration_s": 2.5, "warmup_s": 0.5, "seed": 1}}
+        return simulate(load_scenario(raw)).summary
+
+    near, far = run({"gogc": -1, "gomemlimit_mb": 17.6}), run({"gogc": 100})
+    assert 12 < near["page_faults_per_s"] / near["throughput_per_s"] < 24
+    assert far["page_faults_per_s"] / far["throughput_per_s"] < 1.0

@@ -29,7 +29,7 @@ CPU_CLASSES = ("user", "sched", "gc_assist", "gc_dedicated", "gc_idle", "gc_paus
 # sample row columns (see the module docstring and GoRuntime._row)
 C_PTIME = slice(2, 8)
 C_CPU = slice(8, 8 + len(CPU_CLASSES))
-C_CYCLES, C_HEAP, C_GOAL, C_USAGE, C_USAGE_HWM, C_RSS, C_ALLOC, C_MARKED, C_MWAKES, C_MPARKS, C_TLB = range(14, 25)
+C_CYCLES, C_HEAP, C_GOAL, C_USAGE, C_USAGE_HWM, C_RSS, C_ALLOC, C_MARKED, C_MWAKES, C_MPARKS, C_TLB, C_FAULTS = range(14, 26)
 
 
 class RuntimeReports:
@@ -81,6 +81,7 @@ class RuntimeReports:
             # TLB flushes of other CPUs by the process's releases of memory (host-wide in the lab:
             # the "TLB" row of /proc/interrupts)
             "tlb_flushes_per_s": d[C_TLB] / span,
+            "page_faults_per_s": d[C_FAULTS] / span,
             # where the real CPU went (fractions of the process's CPU time)
             "go_cpu_seconds": real_total,
             "go_cpu_cores": real_total / span,

@@ -1809,7 +1809,7 @@ class GoRuntime(RuntimeReports):
         return (self.engine.now, self.nprocs, *self._acc(), *(cpu[k] for k in CPU_CLASSES),
                 self.gc_cycles, self.heap_live, self.goal, usage, max(usage, self.mem_hwm),
                 0 if self.dead else gmem.rss_bytes(mem), self.alloc_total, self.heap_marked,
-                self.m_wakes, self.m_parks, self.tlb_flushes)
+                self.m_wakes, self.m_parks, self.tlb_flushes, (mem.faulted_bytes + mem.grown_bytes) // gmem.PAGE)
 
     def _sample(self) -> None:
         if self.sysmon is not None:

@@ -235,7 +235,8 @@ def host_busy_s() -> tuple[float, float]:
 
 
 def read_process_memory(pid: int) -> dict[str, int]:
-    """VmRSS, VmHWM (peak RSS), RssAnon, RssFile of a process from ``/proc/<pid>/status`` [bytes]."""
+    """VmRSS, VmHWM (peak RSS), RssAnon, RssFile of a process from ``/proc/<pid>/status`` [bytes],
+    and its page faults so far, ``minflt`` and ``majflt`` from ``/proc/<pid>/stat`` [count]."""
     out: dict[str, int] = {}
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -244,7 +245,23 @@ def read_process_memory(pid: int) -> dict[str, int]:
                 out[key] = int(rest.split()[0]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    try:
+        out.update(parse_proc_stat_faults(Path(f"/proc/{pid}/stat").read_text()))
+    except (OSError, ValueError):
+        pass
     return out
+
+
+def parse_proc_stat_faults(text: str) -> dict[str, int]:
+    """``minflt`` and ``majflt`` (fields 10 and 12 of ``/proc/<pid>/stat``, proc(5)): the fields
+    are counted after the command name's closing parenthesis, since the name may hold spaces.
+
+    >>> parse_proc_stat_faults("42 (a b) S 1 42 42 0 -1 4194560 1200 0 3 0 5 6")
+    {'minflt': 1200, 'majflt': 3}
+    """
+    rest = text[text.rindex(")") + 2:].split()
+    # rest[0] is field 3 (state): field n is rest[n - 3]
+    return {"minflt": int(rest[7]), "majflt": int(rest[9])}
 
 
 @dataclass

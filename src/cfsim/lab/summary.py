@@ -125,7 +125,7 @@ class Snapshot:
     workload: Samples = field(default_factory=dict)
     loadgen: Samples = field(default_factory=dict)
     memory: MemoryStat | None = None  # the run's memory cgroup
-    process: Mapping[str, int] = field(default_factory=dict)  # workload /proc/<pid>/status: VmRSS, VmHWM [bytes]
+    process: Mapping[str, int] = field(default_factory=dict)  # workload /proc/<pid>: VmRSS, VmHWM [bytes], minflt, majflt
     threads: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # per-thread schedstat, switches (lab.threads)
     tlb_flushes: int | None = None  # the host's TLB flushes of other CPUs so far (/proc/interrupts "TLB")
 
@@ -337,6 +337,9 @@ def gc_memory(s0: Snapshot, s1: Snapshot, heap_goal_mean_bytes: float | None = N
     if s1.process:
         out["process_rss_bytes"] = s1.process.get("VmRSS")
         out["process_rss_peak_bytes"] = s1.process.get("VmHWM")
+    if "minflt" in s0.process and "minflt" in s1.process:
+        # the workload's minor faults: first touches of new or returned heap pages (and stacks)
+        out["page_faults_per_s"] = (s1.process["minflt"] - s0.process["minflt"]) / dt
     if s0.tlb_flushes is not None and s1.tlb_flushes is not None:
         # host-wide: the workload's releases of memory and any other process's (the harness's)
         out["tlb_flushes_per_s"] = (s1.tlb_flushes - s0.tlb_flushes) / dt

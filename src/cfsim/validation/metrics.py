@@ -85,6 +85,10 @@ GC_MEMORY_METRICS: tuple[Metric, ...] = (
     Metric("tlb_flushes_per_s", "relative", _key("tlb_flushes_per_s"), None,
            "TLB flushes of other CPUs when memory is returned (lab: the host's /proc/interrupts 'TLB', every "
            "process)"),
+    Metric("page_faults_per_s", "relative", _key("page_faults_per_s"), None,
+           "minor page faults of the workload process (lab: /proc/<pid>/stat minflt, runs since "
+           "2026-11-28; model: heap pages first touched, grown or taken back after the scavenger "
+           "returned them)"),
 )
 
 #: the GC cycle by cycle (runs with the runtime's per-cycle trace, ``lab.gctrace``): medians over
