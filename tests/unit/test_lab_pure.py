@@ -446,3 +446,13 @@ def test_host_facts_record_the_scan_path_the_workload_runs_with():
     with_scan = runner.host_facts()["go_vector_span_scan"]
     off = runner.host_facts("gctrace=1,cpu.avx512bw=off")["go_vector_span_scan"]
     assert off is (None if with_scan is None else False)
+
+
+def test_proc_stat_faults_are_counted_after_the_command_name():
+    """``/proc/<pid>/stat``'s command name may hold spaces and parentheses; minflt and majflt are
+    fields 10 and 12 counted from its closing parenthesis (proc(5)). A line cut short raises, and
+    the runner then records no fault counts rather than wrong ones."""
+    from cfsim.lab.runner import parse_proc_stat_faults
+    assert parse_proc_stat_faults("7 (work (x) y) R 1 7 7 0 -1 4194304 15 0 2 0") == {"minflt": 15, "majflt": 2}
+    with pytest.raises(IndexError):
+        parse_proc_stat_faults("7 (w) R 1 7")

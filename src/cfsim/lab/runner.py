@@ -247,8 +247,8 @@ def read_process_memory(pid: int) -> dict[str, int]:
         pass
     try:
         out.update(parse_proc_stat_faults(Path(f"/proc/{pid}/stat").read_text()))
-    except (OSError, ValueError):
-        pass
+    except (OSError, ValueError, IndexError):
+        pass      # (a process that exited, or a line cut short: no fault counts, as for the status)
     return out
 
 
