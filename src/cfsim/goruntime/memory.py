@@ -211,6 +211,12 @@ class HeapMemory:
         return self.inuse + self.free + self.released
 
     @property
+    def paged_in_bytes(self) -> int:
+        """Heap memory touched for the first time or again after a release: each page of it a
+        minor page fault."""
+        return self.faulted_bytes + self.grown_bytes
+
+    @property
     def retained(self) -> int:
         """``heapRetained``: heap memory backed by RAM."""
         return self.inuse + self.free

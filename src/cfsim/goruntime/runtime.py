@@ -941,7 +941,7 @@ class GoRuntime(RuntimeReports):
         ``madvise(MADV_DONTNEED)`` -> ``zap_page_range`` -> ``flush_tlb_mm_range``), paid by the
         releasing thread's wait and the interrupted thread (``host.tlb_shootdown_us``)."""
         mem = self.mem
-        faulted = mem.faulted_bytes + mem.grown_bytes
+        faulted = mem.paged_in_bytes
         released = mem.scavenged_bytes
         f0, r0 = self._mm_seen
         if faulted != f0 or released != r0:
@@ -1809,7 +1809,7 @@ class GoRuntime(RuntimeReports):
         return (self.engine.now, self.nprocs, *self._acc(), *(cpu[k] for k in CPU_CLASSES),
                 self.gc_cycles, self.heap_live, self.goal, usage, max(usage, self.mem_hwm),
                 0 if self.dead else gmem.rss_bytes(mem), self.alloc_total, self.heap_marked,
-                self.m_wakes, self.m_parks, self.tlb_flushes, (mem.faulted_bytes + mem.grown_bytes) // gmem.PAGE)
+                self.m_wakes, self.m_parks, self.tlb_flushes, mem.paged_in_bytes // gmem.PAGE)
 
     def _sample(self) -> None:
         if self.sysmon is not None:
