@@ -114,6 +114,31 @@ def test_periodic_gc_has_no_idle_workers_when_there_are_dedicated_ones():
     assert s["go_cpu_classes_gc_mark_dedicated_cpu_seconds_total"] > 0
 
 
+def test_a_fractional_worker_leaves_by_the_clock_not_by_its_cpu(monkeypatch):
+    """``pollFractionalWorkerExit`` (``src/runtime/mgc.go``) stops a fractional worker once its
+    P's time in fractional mode, read with ``nanotime``, passes 1.2 x the goal (GOMAXPROCS 2: 0.25
+    a P, ``mgcpacer.go`` ``startCycle``) over the mark's wall time so far. Two Ps on one CPU each
+    get half of it, so a segment planned as that share in CPU lasts twice as long on the clock:
+    the model let it run to its end, and at the mark's end a P had spent up to 0.41 of the mark in
+    its fractional worker, not 0.30 at most."""
+    from cfsim.goruntime import runtime as rt_mod
+
+    shares: list[float] = []
+    term = rt_mod.GoRuntime._mark_term_begin
+
+    def watched(self, m):
+        wall = self.engine.now - self.mark_start
+        if wall > 0:
+            shares.extend(ns / wall for ns in self.frac_ns.values())
+        return term(self, m)
+
+    monkeypatch.setattr(rt_mod.GoRuntime, "_mark_term_begin", watched)
+    s = run(cpus=1, P=2, dur=4.0, warm=1.0, rate_per_s=100_000, workers=8, cpu_ms_per_item=0.1,
+            alloc_kb_per_item=64, version="1.26", go={"gogc": 100, "live_heap_mb": 64}).summary
+    assert s["gc_cycles"] > 10 and len(shares) > 10
+    assert max(shares) <= 1.2 * gcpacer.GC_BACKGROUND_UTILIZATION + 0.005
+
+
 def test_stw_waits_for_throttled_ms():
     # 100m limit, 6 Ps busy: when a GC starts, Ms are throttled and the pause stretches toward
     # the period; without a limit pauses are tens of microseconds

@@ -383,7 +383,10 @@ def test_a_scan_the_calibration_runs_saw_miss_the_cache_pays_no_sharing_cost(tmp
     factor over a cost factor of 1; twins run with the lab host's sharing cost (go.gc_parallel_cost
     0.77) take it only on the share of the scan CPU their calibration runs still hit
     (cfsim.validation.normalise.cache_held_share: 3 % of it here) and recover the held-out run's
-    throughput; charged in full, they come out more than 3 % too slow."""
+    throughput; charged in full, they come out more than 3 % too slow. The held-out run has both
+    CPUs and no quota: under a 1-core quota the GC CPU limiter and the throttled spells make a 6 s
+    run's throughput move by +-5 % with the seed (the lab's repeats of such points differ by 1-11 %,
+    gc-memory-quiet), more than the 2-5 % this test tells apart."""
     from cfsim.validation.calibrate import apply_grid
     from cfsim.validation.normalise import grid_norm
     from cfsim.validation.report import to_markdown
@@ -396,7 +399,7 @@ def test_a_scan_the_calibration_runs_saw_miss_the_cache_pays_no_sharing_cost(tmp
             "run": {"duration_s": 6.0, "warmup_s": 1.0, "seed": 3}}
     root = tmp_path / "lab" / "grid"
     for name, over in (("calib-start", ["cgroup.cpu_limit=null"]), ("calib-end", ["cgroup.cpu_limit=null"]),
-                       ("p_gomaxprocs=2", ["cgroup.cpu_limit=1.0", "go.gomaxprocs=2"])):
+                       ("p_gomaxprocs=2", ["cgroup.cpu_limit=null", "go.gomaxprocs=2"])):
         sc = load_scenario(base, over)
         truth = sc.with_overrides([("host.llc_mb", 1.0), ("go.gc_parallel_cost", 0.77)])
         run = root / name

@@ -385,6 +385,11 @@ class CfsEngine:
         c = self._t_cpu[tid]
         return c >= 0 and self._throttled[c]
 
+    def ns_to_refresh(self) -> int:
+        """Wall time to the bandwidth's next period refill (0 when its timer is idle): the
+        earliest a throttled thread can run again but for slack handed back before it."""
+        return self._ns_to_refresh(self.env._now)
+
     def thread_cpu_ns(self, tid: int) -> int:
         c = self._t_cpu[tid]
         done = self._t_base[tid]

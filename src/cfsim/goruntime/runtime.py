@@ -31,8 +31,8 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
 * **GC.** Trigger when ``heapLive >= trigger`` (pacer) or every 2 minutes; STW sweep
   termination: every P-holding M is preempted and must burn ``gc_preempt`` CPU to reach a safe
   point, so a throttled M stretches the pause; concurrent mark: ``D`` dedicated Ps for the whole
-  phase, fractional workers at scheduling points by the exact ``1.2 x goal`` rule (a goroutine
-  that runs on is preempted by sysmon's ``retake`` 10-20 ms after its P scheduled it, on sysmon's
+  phase, fractional workers at scheduling points by the exact ``1.2 x goal`` rule, read on the
+  clock as ``pollFractionalWorkerExit`` reads ``nanotime`` (a goroutine that runs on is preempted by sysmon's ``retake`` 10-20 ms after its P scheduled it, on sysmon's
   own poll grid: :meth:`.sched.Sysmon.preempt_at`; the goroutine whose allocation started the GC
   runs on after the stop, the others pass through ``schedule``), idle mark
   workers on Ps that would go idle (cap ``P - D``, 0/1 for periodic cycles), yielding to new
@@ -42,7 +42,8 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
   mark at the pacer's ``assistWorkPerByte`` beyond the background credit; STW mark termination;
   the pacer's cons/mark, goal and trigger update; optional GC CPU limiter (assists off while
   full; its flag changes only at its updates: an assist's end, ``findRunnableGCWorker`` 10 ms
-  after the last update, the GC's phase changes). Sweeping is folded into ``go.alloc_ns_per_kb``.
+  after the last update, the GC's phase changes; a thread the quota froze makes none and keeps its
+  assist until it runs again). Sweeping is folded into ``go.alloc_ns_per_kb``.
 * **Allocation at its own granularity.** The runtime tests the trigger and charges assists at
   every span refill (a few KiB); a chunk of goroutine work therefore allocates at most a small
   quantum of the pacer's room (:meth:`GoRuntime._claim_cap`), and an allocation during the mark
@@ -118,6 +119,8 @@ ASSIST_CHUNK_NS = FORCE_PREEMPT_NS
 # at least this full: the bucket fills by at most GOMAXPROCS x wall time, so from half full it
 # takes half a second of wall time to fill, longer than a pass lasts
 LIMITER_WATCH_FILL = 0.5
+# how often an M frozen by the quota is looked at again (a host tick)
+FROZEN_POLL_NS = 1_000_000
 SAMPLE_NS_DEFAULT = 100_000_000
 SYSMON_BATCH_NS = 250_000   # sysmon's counted polls are burnt in chunks of at least this CPU
 
@@ -1154,9 +1157,19 @@ class GoRuntime(RuntimeReports):
         :meth:`_cut_assists` ends the pass."""
         if m.a_id != a_id or m.seg != ASSIST or m.owed is None or self.phase != MARK or self.dead:
             return
+        if self.engine.is_throttled(m.tid):
+            # a thread the quota froze allocates nothing, so it updates nothing: its next
+            # gcAssistAlloc1 ends, and updates the limiter, once it runs again
+            self.engine.call_later(self._throttled_wait(), self._assist_limiter_check, m, a_id)
+            return
         self._limiter_update()
         if not self.limiter.enabled:
             self.engine.call_later(gcpacer.LIMITER_UPDATE_PERIOD_NS, self._assist_limiter_check, m, a_id)
+
+    def _throttled_wait(self) -> int:
+        """When to look again at an M the quota froze: the next period's refill, and no later
+        than a host tick (a CPU can also get quota another CPU handed back)."""
+        return max(1, min(self.engine.ns_to_refresh() or FROZEN_POLL_NS, FROZEN_POLL_NS))
 
     def _cut_assists(self) -> None:
         """``gcDrainN`` polls ``gcCPULimiter.limiting()`` between objects (``src/runtime/mgcmark.go``),
@@ -1166,25 +1179,26 @@ class GoRuntime(RuntimeReports):
         for want of work (no debt on the M) is left as it is."""
         if self.dead or self.phase != MARK or not self.limiter.enabled:
             return
+        frozen = False
         for m in [m for m in self.holders if m.seg == ASSIST]:
             if m.seg != ASSIST or m.owed is None or not self.engine.is_runnable(m.tid):
                 continue      # (checked as each comes: ending one assist may move another M)
-            left = self.engine.stop(m.tid)
-            rest = self._scan_left(m, left)
+            if self.engine.is_throttled(m.tid):
+                # frozen by the quota, it polls the flag when it runs again: until then its P
+                # stays in the assist (P-time the limiter counts as the GC's)
+                frozen = True
+                continue
+            rest = self._stop_mark_seg(m)
             if rest > 0:
-                m.mark_bytes -= rest
-                self.mark_unclaimed += rest
                 self.assist_inflight -= rest
                 # the credit this pass gave ahead for scan work it will not do is taken back
                 back = min(rest, m.excess)
                 self.bg_credit = max(0.0, self.bg_credit - back)
                 c, t0, d = m.owed
                 m.owed = (c, t0, d + rest - back)
-            m.work -= left
-            m.pre = min(m.pre, m.work)
-            w = self._on_done(m.tid)
-            if w:
-                self.engine.run(m.tid, w, self._on_done)
+            self._go_on(m)
+        if frozen:
+            self.engine.call_later(self._throttled_wait(), self._cut_assists)
 
     def _assist_again(self, m: _M, c: Claim, t0: int, rest: float) -> int | None:
         """``gcAssistAlloc`` after a pass that left debt (``goto retry``): the limiter, updated as
@@ -1389,10 +1403,46 @@ class GoRuntime(RuntimeReports):
         if self.worker_counts.fractional_goal > 0:
             x = self._frac_run_ns(m)
             if x is not None:
-                w = self._mark_seg(m, FRAC, max(x, DRAIN_CHECK_NS), pre=extra)
+                x = max(x, DRAIN_CHECK_NS)
+                w = self._mark_seg(m, FRAC, x, pre=extra)
                 self._unspin(m)
+                # the worker's exit reads the clock, not its CPU: see _frac_exit
+                self.engine.call_later(int(x + extra), self._frac_exit, m, m.t_seg)
                 return w
         return None
+
+    def _frac_exit(self, m: _M, t_seg: int) -> None:
+        """``pollFractionalWorkerExit`` (``src/runtime/mgc.go``): a fractional worker stops once
+        its share of the mark's wall time (``nanotime``) passes 1.2 x its goal. Its segment is
+        planned as that much CPU, which a thread sharing its CPU or throttled by the quota burns
+        over more wall time, so the share is checked again when that wall time has passed; a
+        thread the quota froze polls when it runs again."""
+        if self.dead or self.stw or self.phase != MARK or m.seg != FRAC or m.t_seg != t_seg:
+            return
+        if not self.engine.is_runnable(m.tid):
+            return
+        if self.engine.is_throttled(m.tid):
+            self.engine.call_later(self._throttled_wait(), self._frac_exit, m, t_seg)
+            return
+        self._stop_mark_seg(m)
+        self._go_on(m)
+
+    def _stop_mark_seg(self, m: _M) -> float:
+        """Stop ``m``'s mark segment now, as if it had ended there: the scan work it has not done
+        goes back to the pool (returned)."""
+        left = self.engine.stop(m.tid)
+        rest = self._scan_left(m, left)
+        m.mark_bytes -= rest
+        self.mark_unclaimed += rest
+        m.work -= left
+        m.pre = min(m.pre, m.work)
+        return rest
+
+    def _go_on(self, m: _M) -> None:
+        """``m`` picks what it runs next after a segment stopped from outside its own end."""
+        w = self._on_done(m.tid)
+        if w:
+            self.engine.run(m.tid, w, self._on_done)
 
     def gc_worker_wanted(self) -> bool:
         """Whether the GC is in a phase where a P's next ``schedule`` matters to it: a stop, or a
