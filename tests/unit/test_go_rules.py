@@ -192,6 +192,11 @@ def test_assist_ratio():
     assert r == pytest.approx((20 - 12) * MiB / (ext - 30 * MiB))
     # never divides by zero; at least 1000 units remain
     assert gp.assist_work_per_byte(40 * MiB, 32 * MiB, 25 * MiB, 10 * MiB, 10 * MiB, 10 * MiB, 100) > 0
+    # GOGC off (a goal from the memory limit): revise takes GOGC as 100000 (mgcpacer.go), so the
+    # extrapolated goal is not capped at the goal itself
+    r = gp.assist_work_per_byte(30 * MiB, 32 * MiB, 25 * MiB, 12 * MiB, 10 * MiB, 20 * MiB, -1)
+    ext = int((32 - 25) * MiB / (10 * MiB) * 20 * MiB) + 25 * MiB
+    assert r == pytest.approx((20 - 12) * MiB / (ext - 30 * MiB))
 
 
 def test_cons_mark():

@@ -18,6 +18,7 @@ MAX_TRIGGER_RATIO_NUM = 61            # ~0.95
 DEFAULT_HEAP_MINIMUM = 4 << 20        # defaultHeapMinimum (x GOGC/100)
 GC_OVER_ASSIST_WORK = 64 << 10        # gcOverAssistWork: minimum scan work per assist
 MAX_OVERSHOOT = 1.1                   # revise: past the goal, extend it by 10 %
+REVISE_GOGC_OFF = 100_000             # revise: GOGC off (a forced or memory-limit cycle) acts as this
 MEMLIMIT_HEADROOM_PERCENT = 3         # memoryLimitHeapGoalHeadroomPercent
 MEMLIMIT_MIN_HEADROOM = 1 << 20       # memoryLimitMinHeapGoalHeadroom
 FORCEGC_PERIOD_NS = 120 * 10**9       # forcegcperiod (proc.go)
@@ -168,14 +169,15 @@ def assist_work_per_byte(heap_live: int, heap_goal_: int, triggered: int, scan_w
     """``revise``: scan work still owed per byte of allocation left before the goal.
 
     Extrapolates the goal when scan work exceeds expectations (capped at the hard goal
-    ``(1+GOGC/100) x goal``) and extends it by 10 % once the heap is past it.
+    ``(1+GOGC/100) x goal``; with GOGC off the runtime takes GOGC as 100000 here, so the goal a
+    memory limit set is not capped) and extends it by 10 % once the heap is past it.
     """
     goal = heap_goal_
     expected = scan_work_expected
     if scan_work_done > expected:
         ext = int((goal - triggered) / max(expected, 1) * max_scan_work) + triggered
         expected = max_scan_work
-        hard = int((1.0 + max(gogc, 0) / 100.0) * heap_goal_)
+        hard = int((1.0 + (gogc if gogc >= 0 else REVISE_GOGC_OFF) / 100.0) * heap_goal_)
         goal = min(ext, hard)
     if heap_live > goal:
         goal = int(goal * MAX_OVERSHOOT)
