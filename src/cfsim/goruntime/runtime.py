@@ -32,9 +32,10 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
   termination: every P-holding M is preempted and must burn ``gc_preempt`` CPU to reach a safe
   point, so a throttled M stretches the pause; concurrent mark: ``D`` dedicated Ps for the whole
   phase, fractional workers at scheduling points by the exact ``1.2 x goal`` rule, read on the
-  clock as ``pollFractionalWorkerExit`` reads ``nanotime`` (a goroutine that runs on is preempted by sysmon's ``retake`` 10-20 ms after its P scheduled it, on sysmon's
-  own poll grid: :meth:`.sched.Sysmon.preempt_at`; the goroutine whose allocation started the GC
-  runs on after the stop, the others pass through ``schedule``), idle mark
+  clock as ``pollFractionalWorkerExit`` reads ``nanotime`` (a goroutine that runs on is
+  preempted by sysmon's ``retake`` 10-20 ms after its P scheduled it, on sysmon's own poll grid:
+  :meth:`.sched.Sysmon.preempt_at`; the goroutine whose allocation started the GC runs on after
+  the stop, the others pass through ``schedule``), idle mark
   workers on Ps that would go idle (cap ``P - D``, 0/1 for periodic cycles), yielding to new
   goroutine work; mark work = (live heap + roots) / scan rate plus ``c0 + c1 P`` per cycle;
   the live heap is a workload constant and objects allocated during the mark count as marked
@@ -1417,9 +1418,8 @@ class GoRuntime(RuntimeReports):
         planned as that much CPU, which a thread sharing its CPU or throttled by the quota burns
         over more wall time, so the share is checked again when that wall time has passed; a
         thread the quota froze polls when it runs again."""
-        if self.dead or self.stw or self.phase != MARK or m.seg != FRAC or m.t_seg != t_seg:
-            return
-        if not self.engine.is_runnable(m.tid):
+        if (self.dead or self.stw or self.phase != MARK or m.seg != FRAC or m.t_seg != t_seg
+                or not self.engine.is_runnable(m.tid)):
             return
         if self.engine.is_throttled(m.tid):
             self.engine.call_later(self._throttled_wait(), self._frac_exit, m, t_seg)
