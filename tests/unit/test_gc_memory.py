@@ -334,12 +334,22 @@ def test_gc_regime_from_the_scenario_alone():
             {"role": "point", "gc_regime": "gogc", "observed": {"gc_cycles_per_s": 1.0, "oom_killed": 0.0},
              "simulated": {"oom_killed": 0.0}, "errors": {"gc_cycles_per_s": 0.1}},
             {"role": "point", "gc_regime": "gogc", "observed": {"throughput_per_s": 1.0}, "simulated": {},
-             "errors": {}}]                                                     # no GC metrics recorded
+             "errors": {}},                                                     # no GC metrics recorded
+            # killed in the lab, the twin survives at 95 % of its 100 MiB limit: near, not ok
+            {"role": "point", "gc_regime": "memory-limit", "scenario": {"cgroup.memory_limit_mb": 100.0},
+             "observed": {"oom_killed": 1.0}, "simulated": {"oom_killed": 0.0, "memory_max_usage_bytes": 95 << 20},
+             "errors": {}},
+            # the same peak under a 200 MiB limit is clear of it
+            {"role": "point", "gc_regime": "memory-limit", "scenario": {"cgroup.memory_limit_mb": 200.0},
+             "observed": {"oom_killed": 0.0, "memory_usage_mean_bytes": 90 << 20},
+             "simulated": {"oom_killed": 0.0, "memory_max_usage_bytes": 95 << 20},
+             "errors": {}}]
     g = gc_by_regime(runs)
     assert g["regimes"]["gogc"]["gc_cycles_per_s"] == pytest.approx({"median_abs": 0.15, "median": -0.05, "n": 2,
                                                                       "goal": 0.10})
     assert g["regimes"]["gogc"]["runs"] == 3
-    assert g["oom"] == {"lab oom, model oom": 0, "lab oom, model ok": 0, "lab ok, model oom": 1, "lab ok, model ok": 2}
+    assert g["oom"] == {"lab oom, model oom": 0, "lab oom, model near": 1, "lab oom, model ok": 0,
+                        "lab ok, model oom": 1, "lab ok, model near": 0, "lab ok, model ok": 3}
 
 
 def test_releases_flush_the_tlbs_of_other_cpus_running_the_process():

@@ -308,7 +308,8 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
                "regime": regime, "regime_inputs": regime_inputs, "path": str(run),
                "pre_run_tenants_cores": tenants, "host_state": host_state(tenants),
                "scenario": {k: scenario.get(k) for k in SCENARIO_COLUMNS} | {
-                   "cgroup.limit_schedule": scenario.get("cgroup.limit_schedule")},
+                   "cgroup.limit_schedule": scenario.get("cgroup.limit_schedule"),
+                   "cgroup.memory_limit_mb": scenario.get("cgroup.memory_limit_mb")},
                "twin": spec.as_dict(), "params": run_params,
                "observed": observed, "simulated": simulated, "errors": errors,
                "gc_regime": gc_regime(scenario)}
