@@ -27,8 +27,9 @@ SCENARIO = {
     "workload": {"kind": "stream", "rate_per_s": 1000, "workers": 4, "cpu_ms_per_item": 1.0,
                  "alloc_kb_per_item": 4},
     "run": {"duration_s": 8, "warmup_s": 1},
-    # another tenant of the host: one busy loop in its own cgroup, there before the pre-run measurement
-    "lab": {"tenant_threads": 1},
+    # another tenant of the host: one busy loop in its own cgroup, there before the pre-run measurement;
+    # a 4 s Go execution trace in the window, summarised per GC mark
+    "lab": {"tenant_threads": 1, "trace_s": 4.0},
 }
 
 
@@ -93,6 +94,22 @@ def test_cgroup_counters_consistent(lab_run):
     assert s["cpu_usage_cores"] * window_s <= LIMIT_CORES * window_s + slack_s
     assert s["cpu_usage_cores"] > 0.1  # it did run
     assert s["throttled_time_s"] > 0
+
+
+def test_an_execution_trace_becomes_one_row_per_gc_mark(lab_run):
+    import pandas as pd
+
+    from cfsim.io.gotrace import COLUMNS
+
+    _, out, _ = lab_run
+    info = json.loads((out / "manifest.json").read_text())["exectrace"]
+    assert info["error"] is None and info["seconds"] == 4.0
+    # the raw trace is decoded and dropped (its size and digest stay in the manifest)
+    assert info["raw_bytes"] > 0 and len(info["raw_sha256"]) == 64 and not (out / "trace.out").exists()
+    marks = pd.read_csv(out / info["marks_file"])
+    assert list(marks.columns) == list(COLUMNS) and len(marks) == info["marks"]
+    # 4 MB/s of allocation against an 8 MiB heap: a mark every few seconds at most
+    assert (marks["wall_ms"] > 0).all() and (marks["goal_bytes"] > 0).all()
 
 
 def test_gomaxprocs_follows_policy(lab_run):

@@ -249,6 +249,8 @@ def test_memory_policies_and_load_fraction(tmp_path):
         runner.check_scenario(load_scenario({"go": {"gomemlimit_policy": "automemlimit", "gomemlimit_mb": 64}}))
     with pytest.raises(ScenarioError, match="profile_s"):
         runner.check_scenario(load_scenario({"run": {"duration_s": 10, "warmup_s": 5}, "lab": {"profile_s": 6}}))
+    with pytest.raises(ScenarioError, match="trace_s"):
+        runner.check_scenario(load_scenario({"run": {"duration_s": 10, "warmup_s": 5}, "lab": {"trace_s": 6}}))
 
 
 def test_queries_cover_kind_histograms_only():

@@ -139,7 +139,8 @@ def read_designs(path: Path) -> list[Design]:
 
 def calibration_overrides() -> list[tuple[str, Any]]:
     return [("cgroup.cpu_limit", None), ("cgroup.limit_schedule", None), ("cgroup.burst_us", 0),
-            ("go.gomaxprocs", 1), ("lab.load_fraction", None), ("lab.profile_s", 0.0), ("lab.tenant_threads", 0)]
+            ("go.gomaxprocs", 1), ("lab.load_fraction", None), ("lab.profile_s", 0.0), ("lab.trace_s", 0.0),
+            ("lab.tenant_threads", 0)]
 
 
 def relative_change(a: float | None, b: float | None) -> float | None:

@@ -23,6 +23,7 @@ Run folder layout::
     prom/samples.jsonl.gz  /api/v1/query of ``<counter>[<range>]``: raw samples at their scrape times
     profile.pb.gz        pprof CPU profile (``lab.profile_s`` > 0)
     gc_cycles.csv.gz     the runtime's per-cycle GC trace (``lab.gctrace``; cfsim.io.gctrace)
+    gc_marks.csv.gz      one row per GC mark from an execution trace (``lab.trace_s``; cfsim.io.gotrace)
     logs/*.log           workload, load generator and Prometheus output (workload.log.gz with lab.gctrace)
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -48,6 +50,8 @@ from typing import Any, Callable
 
 from cfsim.goruntime.gomaxprocs import gomaxprocs_value
 from cfsim.kernel.hostinfo import kernel_hz
+from cfsim.io import gotrace
+from cfsim.io.errors import CfsimParseError
 from cfsim.io.gctrace import GODEBUG_GCTRACE, read_gctrace
 from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, preflight, prometheus, queries, summary
 from cfsim.lab import threads as lab_threads
@@ -216,7 +220,7 @@ def check_scenario(sc: Scenario) -> None:
     if sc["go.gomemlimit_policy"] == "automemlimit" and sc["go.gomemlimit_mb"] is not None:
         raise ScenarioError("go.gomemlimit_mb", "set together with go.gomemlimit_policy = 'automemlimit' "
                                                 "(the library leaves an explicit GOMEMLIMIT alone): drop one")
-    for key in ("lab.profile_s", "lab.perf_s"):
+    for key in ("lab.profile_s", "lab.perf_s", "lab.trace_s"):
         secs = sc[key]
         if secs and secs > sc["run.duration_s"] - sc["run.warmup_s"]:
             raise ScenarioError(key, f"{secs:g} s does not fit in the measured window "
@@ -445,6 +449,7 @@ class Window:
     oom: dict[str, Any] | None = None
     profile: dict[str, Any] | None = None
     perf: dict[str, Any] | None = None
+    exectrace: dict[str, Any] | None = None
 
 
 def start_workload(sc: Scenario, binary: Path, cgs: RunCgroups, procs: Processes, logs: Path) -> Workload:
@@ -505,23 +510,48 @@ def last_scrape_samples(prom: prometheus.Prometheus, job: str, before_s: float) 
 
 
 class Profiler(threading.Thread):
-    """GET /debug/pprof/profile?seconds=N in the background; the body is the gzipped protobuf."""
+    """GET /debug/pprof/<endpoint>?seconds=N in the background: ``profile`` (the gzipped CPU
+    profile protobuf) or ``trace`` (an execution trace)."""
 
-    def __init__(self, url: str, seconds: float, out: Path):
-        super().__init__(daemon=True, name="cfsim-lab-profile")
-        self.url, self.seconds, self.out = url, seconds, out
+    def __init__(self, url: str, seconds: float, out: Path, endpoint: str = "profile"):
+        super().__init__(daemon=True, name=f"cfsim-lab-{endpoint}")
+        self.url, self.seconds, self.out, self.endpoint = url, seconds, out, endpoint
         self.error: str | None = None
         self.t0 = self.t1 = 0.0
 
     def run(self) -> None:
         self.t0 = time.time()
         try:
-            req = urllib.request.Request(f"{self.url}/debug/pprof/profile?seconds={self.seconds:g}")
+            req = urllib.request.Request(f"{self.url}/debug/pprof/{self.endpoint}?seconds={self.seconds:g}")
             with urllib.request.urlopen(req, timeout=self.seconds + 60) as r:
                 self.out.write_bytes(r.read())
         except OSError as exc:
             self.error = f"{type(exc).__name__}: {exc}"
         self.t1 = time.time()
+
+
+TRACE_FILE = "trace.out"
+GC_MARKS_FILE = "gc_marks.csv.gz"
+
+
+def write_gc_marks(out_dir: Path) -> dict[str, Any]:
+    """The execution trace's GC marks (:func:`cfsim.io.gotrace.read_go_trace`) into
+    ``gc_marks.csv.gz``; the raw trace (megabytes a second) is then removed, its size and sha256
+    kept in the manifest. A trace that is missing or cannot be decoded leaves an error instead."""
+    raw = out_dir / TRACE_FILE
+    if not raw.exists():
+        return {"marks_file": None, "trace_error": "no trace was written"}
+    data = raw.read_bytes()
+    info: dict[str, Any] = {"raw_bytes": len(data), "raw_sha256": hashlib.sha256(data).hexdigest(), "raw_kept": False}
+    try:
+        marks, meta = gotrace.read_go_trace(raw)
+    except (CfsimParseError, FileNotFoundError) as exc:
+        return info | {"marks_file": None, "trace_error": str(exc), "raw_kept": True}
+    marks.to_csv(out_dir / GC_MARKS_FILE, index=False, compression={"method": "gzip", "mtime": 0})
+    raw.unlink()
+    return info | {"marks_file": GC_MARKS_FILE, "marks": len(marks), "decoder": meta["decoder"],
+                   "note": "one row per GC mark inside the trace, t_s from the trace's first event; "
+                           "read with pandas.read_csv; columns: cfsim.io.gotrace.COLUMNS"}
 
 
 def profile_split(binary: Path, profile: Path) -> dict[str, Any]:
@@ -559,6 +589,9 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
     perf_s = sc["lab.perf_s"] or 0.0
     if perf_s > 0:
         marks.append((warmup + (duration - warmup - perf_s) / 2, "perf", None))
+    trace_s = sc["lab.trace_s"] or 0.0
+    if trace_s > 0:
+        marks.append((warmup + (duration - warmup - trace_s) / 2, "trace", None))
     quota_changes: list[dict[str, Any]] = []
     lab_vpa = None
     if sc["lab.vpa_in_the_loop"]:
@@ -571,6 +604,7 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
     snap0, cpu0 = snap_t0, cpu_t0
     peak_since_start = None
     profiler: Profiler | None = None
+    tracer: Profiler | None = None
     probe: perf.PerfProbe | None = None
     died = lambda: watch.died  # noqa: E731
     # a quota change at the same instant as the warm-up end comes after the snapshot
@@ -587,6 +621,10 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
         if what == "profile":
             profiler = Profiler(workload.url, prof_s, out_dir / "profile.pb.gz")
             profiler.start()
+            continue
+        if what == "trace":
+            tracer = Profiler(workload.url, trace_s, out_dir / TRACE_FILE, endpoint="trace")
+            tracer.start()
             continue
         if what == "perf":
             probe = perf.PerfProbe(pid, perf_s)
@@ -630,13 +668,19 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
         profiler.join(timeout=prof_s + 90)
         prof = {"seconds": prof_s, "file": "profile.pb.gz", "start_t_s": round(profiler.t0 - t_start, 3),
                 "end_t_s": round(profiler.t1 - t_start, 3), "error": profiler.error}
+    exectrace = None
+    if tracer is not None:
+        tracer.join(timeout=trace_s + 90)
+        exectrace = {"seconds": trace_s, "start_t_s": round(tracer.t0 - t_start, 3),
+                     "end_t_s": round(tracer.t1 - t_start, 3), "error": tracer.error,
+                     **write_gc_marks(out_dir)}
     perf_block = None
     if probe is not None:
         probe.join(timeout=perf_s + 180)
         perf_block = {"seconds": perf_s, "start_t_s": round(probe.t0 - t_start, 3),
                       "end_t_s": round(probe.t1 - t_start, 3), "error": probe.error, **(probe.result or {})}
     return Window(t_start, t_end, snap0, snap1, cpu0, cpu1, quota_changes,
-                  {"start": load0, "end": os.getloadavg()}, peak_since_start, oom, prof, perf_block)
+                  {"start": load0, "end": os.getloadavg()}, peak_since_start, oom, prof, perf_block, exectrace)
 
 
 def _after_death(sc: Scenario, cgs: RunCgroups, watch: Watch, prom: prometheus.Prometheus, t_start: float,
@@ -950,6 +994,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
             "oom": window.oom,
             "profile": profile,
             "perf": window.perf,
+            "exectrace": window.exectrace,
             "window_samples": {"note": "the /metrics samples the summary reads, at the window's start and end",
                                "workload": summary.window_samples(s0.workload, s1.workload),
                                "loadgen": summary.window_samples(s0.loadgen, s1.loadgen)},

@@ -386,6 +386,9 @@ register_section("lab", {
     "profile_s": Key(0.0, "float", "pprof CPU profile of this many seconds inside the measured window "
                                     "(net/http/pprof), split into user / scheduler / GC CPU in the manifest; 0 = none",
                       _ge(0)),
+    "trace_s": Key(0.0, "float", "Go execution trace (runtime/trace, net/http/pprof) of this many seconds in the "
+                                  "measured window, summarised one row per GC mark in gc_marks.csv.gz "
+                                  "(cfsim.io.gotrace; the raw trace is not kept); 0 = none", _ge(0)),
     "perf_s": Key(0.0, "float", "perf stat counters (context switches, migrations, page faults, signals) and a "
                                 "perf record split by DSO (kernel share) of this many seconds in the measured "
                                 "window, in the manifest (cfsim.lab.perf); 0 = none", _ge(0)),

@@ -1,0 +1,206 @@
+"""Go execution traces (``runtime/trace``), summarised one row per GC mark phase.
+
+A trace shows what the runtime's counters average away: when, within a mark, the background
+workers ran, which goroutines assisted, and how far the heap grew between assists. The lab records
+one with ``lab.trace_s`` (``GET /debug/pprof/trace?seconds=N`` from ``net/http/pprof``). The trace
+is decoded by the Go toolchain's own reader (``go tool trace -d=parsed``, the ``internal/trace``
+package of ``src/cmd/trace``), whose text form has one event a line::
+
+    M=31868 P=0 G=38 RangeBegin Time=32853340323648 Name="GC concurrent mark phase" Scope=None
+    M=31868 P=0 G=31 Metric Time=... Name="/memory/classes/heap/objects:bytes" Value=Value{Uint64(45540000)}
+    M=31868 P=0 G=31 RangeBegin Time=... Name="GC mark assist" Scope=Goroutine(31)
+    M=31868 P=0 G=22 Label Time=... Label="GC (fractional)" Resource=Goroutine(22)
+    M=31868 P=0 G=22 StateTransition Time=... GoID=22 Running->Waiting Reason="system goroutine wait"
+
+Per mark (:func:`mark_table`): its wall time, the heap goal it ran against (the last
+``/gc/heap/goal:bytes`` before it), the heap (``/memory/classes/heap/objects:bytes``) at its start,
+end (as mark termination stops the world) and peak, the assists (``GC mark assist`` ranges), the background workers' running time by
+mode (the ``GC (dedicated|fractional|idle)`` labels the runtime puts on a worker each time it starts
+one, ``gcBgMarkWorker`` in ``src/runtime/mgc.go``), and the largest heap growth between two
+consecutive assists: what a goroutine allocated on credit, without scanning.
+"""
+from __future__ import annotations
+
+import gzip
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from cfsim.io.errors import CfsimParseError
+
+_LINE = re.compile(r"^M=-?\d+ P=-?\d+ G=(-?\d+) (\w+) Time=(\d+)(.*)$")
+_NAME = re.compile(r'Name="([^"]*)"')
+_UINT = re.compile(r"Uint64\((\d+)\)")
+_GOROUTINE = re.compile(r"Goroutine\((\d+)\)")
+_LABEL = re.compile(r'Label="GC \((dedicated|fractional|idle)\)"')
+_TRANSITION = re.compile(r"GoID=(\d+) (\w+)->(\w+)")
+
+MARK_RANGE = "GC concurrent mark phase"
+ASSIST_RANGE = "GC mark assist"
+MARK_TERMINATION = "stop-the-world (GC mark termination)"
+HEAP_GOAL = "/gc/heap/goal:bytes"
+HEAP_OBJECTS = "/memory/classes/heap/objects:bytes"
+WORKER_MODES = ("dedicated", "fractional", "idle")
+COLUMNS = ("mark", "t_s", "wall_ms", "goal_bytes", "heap_start_bytes", "heap_end_bytes", "heap_max_bytes",
+           "end_over_goal", "assists", "assist_ms", "assist_goroutines",
+           *(f"{m}_worker_ms" for m in WORKER_MODES), *(f"{m}_worker_runs" for m in WORKER_MODES),
+           "first_worker_ms", "unassisted_growth_bytes")
+
+
+class _Mark:
+    def __init__(self, t0: int, goal: int | None, heap: int):
+        self.t0, self.goal, self.heap0, self.heap_max, self.heap = t0, goal, heap, heap, heap
+        self.heap_end: int | None = None     # at the mark termination's stop-the-world
+        self.assists, self.assist_ns, self.assist_gs = 0, 0, set()
+        self.open_assists: dict[int, int] = {}
+        self.worker_ns = dict.fromkeys(WORKER_MODES, 0)
+        self.worker_runs = dict.fromkeys(WORKER_MODES, 0)
+        self.first_worker: int | None = None
+        # heap growth since the last assist ended (or the mark began): allocation on credit
+        self.since_assist_base = heap
+        self.unassisted = 0
+
+    def heap_at(self, v: int) -> None:
+        self.heap = v
+        self.heap_max = max(self.heap_max, v)
+        self.unassisted = max(self.unassisted, v - self.since_assist_base)
+
+    def row(self, index: int, t1: int, origin: int) -> dict[str, Any]:
+        wall = t1 - self.t0
+        return {"mark": index, "t_s": (self.t0 - origin) / 1e9, "wall_ms": wall / 1e6, "goal_bytes": self.goal,
+                "heap_start_bytes": self.heap0,
+                "heap_end_bytes": self.heap if self.heap_end is None else self.heap_end, "heap_max_bytes": self.heap_max,
+                "end_over_goal": (self.heap_max / self.goal - 1.0) if self.goal else None,
+                "assists": self.assists, "assist_ms": self.assist_ns / 1e6, "assist_goroutines": len(self.assist_gs),
+                **{f"{m}_worker_ms": self.worker_ns[m] / 1e6 for m in WORKER_MODES},
+                **{f"{m}_worker_runs": self.worker_runs[m] for m in WORKER_MODES},
+                "first_worker_ms": None if self.first_worker is None else (self.first_worker - self.t0) / 1e6,
+                "unassisted_growth_bytes": self.unassisted}
+
+
+def mark_table(lines: Iterable[str], source: str = "<buffer>") -> pd.DataFrame:
+    """One row per GC mark phase that begins and ends inside the trace (columns :data:`COLUMNS`;
+    times in ms from the mark's start, ``t_s`` from the trace's first event).
+
+    ``lines``: the text of ``go tool trace -d=parsed`` (other lines, such as stack frames, are
+    skipped). A mark still open when the trace ends, or one whose start the trace missed, is left
+    out. Raises :class:`~cfsim.io.errors.CfsimParseError` (naming ``source`` and the line) for an
+    event whose time runs backwards by more than a second.
+    """
+    rows: list[dict[str, Any]] = []
+    origin: int | None = None
+    goal: int | None = None
+    heap = 0
+    mark: _Mark | None = None
+    workers: dict[int, tuple[str, int]] = {}    # goroutine -> (mode, running since)
+    last_t = 0
+    for lineno, line in enumerate(lines, 1):
+        m = _LINE.match(line)
+        if m is None:
+            continue
+        g, kind, t, rest = int(m[1]), m[2], int(m[3]), m[4]
+        if origin is None:
+            origin = t
+        if t < last_t - 1_000_000_000:
+            raise CfsimParseError(source, f"event time {t} runs backwards from {last_t}", line=lineno)
+        last_t = max(last_t, t)
+        if kind == "Metric":
+            name = _NAME.search(rest)
+            val = _UINT.search(rest)
+            if name is None or val is None:
+                continue
+            if name[1] == HEAP_GOAL:
+                goal = int(val[1])
+            elif name[1] == HEAP_OBJECTS:
+                heap = int(val[1])
+                if mark is not None:
+                    mark.heap_at(heap)
+            continue
+        if kind in ("RangeBegin", "RangeEnd"):
+            name = _NAME.search(rest)
+            if name is None:
+                continue
+            if name[1] == MARK_RANGE:
+                if kind == "RangeBegin":
+                    mark = _Mark(t, goal, heap)
+                elif mark is not None:
+                    # a worker still running when the mark ends (it found the last work and
+                    # ended the mark itself) counts up to the end
+                    for gid, (mode, t0) in list(workers.items()):
+                        mark.worker_ns[mode] += t - max(t0, mark.t0)
+                        workers[gid] = (mode, t)
+                    rows.append(mark.row(len(rows), t, origin))
+                    mark = None
+            elif name[1] == MARK_TERMINATION and kind == "RangeBegin" and mark is not None:
+                mark.heap_end = mark.heap
+            elif name[1] == ASSIST_RANGE and mark is not None:
+                gid = _GOROUTINE.search(rest)
+                gid = int(gid[1]) if gid else g
+                if kind == "RangeBegin":
+                    mark.open_assists[gid] = t
+                else:
+                    t0 = mark.open_assists.pop(gid, None)
+                    if t0 is not None:
+                        mark.assists += 1
+                        mark.assist_ns += t - t0
+                        mark.assist_gs.add(gid)
+                    mark.since_assist_base = mark.heap
+            continue
+        if kind == "Label":
+            lab = _LABEL.search(rest)
+            gid = _GOROUTINE.search(rest)
+            if lab and gid:
+                workers[int(gid[1])] = (lab[1], t)
+                if mark is not None:
+                    mark.worker_runs[lab[1]] += 1
+                    if mark.first_worker is None:
+                        mark.first_worker = t
+            continue
+        if kind == "StateTransition":
+            tr = _TRANSITION.search(rest)
+            if tr and tr[2] == "Running" and int(tr[1]) in workers:
+                mode, t0 = workers.pop(int(tr[1]))
+                if mark is not None:
+                    mark.worker_ns[mode] += t - max(t0, mark.t0)
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def go_binary() -> str:
+    """The ``go`` command that decodes traces (``PATH``, else ``/usr/local/go/bin/go``)."""
+    found = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    if found is None:
+        raise FileNotFoundError("the Go toolchain ('go') is needed to decode an execution trace")
+    return found
+
+
+def read_go_trace(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``(marks, meta)`` from an execution trace file (``.gz`` read through gzip): the
+    `mark_table` of ``go tool trace -d=parsed``. Raises CfsimParseError naming the file
+    if the toolchain cannot decode it."""
+    path = Path(path)
+    raw = path
+    tmp: Path | None = None
+    if path.suffix == ".gz":
+        tmp = path.with_suffix(".decoded.tmp")
+        with gzip.open(path, "rb") as src, tmp.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+        raw = tmp
+    try:
+        proc = subprocess.Popen([go_binary(), "tool", "trace", "-d=parsed", str(raw)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        marks = mark_table(proc.stdout, source=str(path))
+        err = proc.stderr.read() if proc.stderr else ""
+        if proc.wait() != 0:
+            raise CfsimParseError(str(path), f"go tool trace could not decode it: {err.strip()[:300]}")
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    meta = {"source": str(path), "marks": len(marks),
+            "decoder": "go tool trace -d=parsed (src/cmd/trace, internal/trace)",
+            "note": "one row per GC mark phase inside the trace; cfsim.io.gotrace.mark_table"}
+    return marks, meta

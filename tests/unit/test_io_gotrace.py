@@ -1,0 +1,89 @@
+"""cfsim.io.gotrace: GC marks from the text of ``go tool trace -d=parsed``."""
+from __future__ import annotations
+
+import pytest
+
+from cfsim.io.errors import CfsimParseError
+from cfsim.io.gotrace import COLUMNS, mark_table
+
+MS = 1_000_000
+
+
+def ev(t_ms: float, kind: str, rest: str, g: int = 31) -> str:
+    return f"M=7 P=0 G={g} {kind} Time={int(1_000 * MS + t_ms * MS)} {rest}"
+
+
+def metric(t_ms: float, name: str, v: int) -> str:
+    return ev(t_ms, "Metric", f'Name="{name}" Value=Value{{Uint64({v})}}')
+
+
+HEAP = "/memory/classes/heap/objects:bytes"
+GOAL = "/gc/heap/goal:bytes"
+
+
+def trace_text() -> list[str]:
+    """A mark missed at its start, then one full mark: goroutine 31 assists twice, a fractional
+    worker (goroutine 22) runs 2 ms, then goroutine 31 allocates 6 MB with no assist and the heap
+    ends 10 % past its 50 MB goal; a third mark is still open when the trace ends."""
+    lines = [ev(0.0, "Sync", ""),
+             ev(0.5, "RangeEnd", 'Name="GC concurrent mark phase" Scope=None Attributes=[]'),   # start missed
+             metric(1.0, GOAL, 50_000_000),
+             metric(1.5, HEAP, 42_000_000),
+             ev(2.0, "RangeBegin", 'Name="GC concurrent mark phase" Scope=None'),
+             ev(2.1, "RangeBegin", 'Name="GC mark assist" Scope=Goroutine(31)'),
+             ev(2.3, "RangeEnd", 'Name="GC mark assist" Scope=Goroutine(31) Attributes=[]'),
+             metric(2.5, HEAP, 43_000_000),
+             ev(2.6, "RangeBegin", 'Name="GC mark assist" Scope=Goroutine(31)'),
+             ev(2.9, "RangeEnd", 'Name="GC mark assist" Scope=Goroutine(31) Attributes=[]'),
+             "Stack=",                                                     # stack lines are skipped
+             "\truntime.gcBgMarkWorker @ 0x4242",
+             ev(3.0, "StateTransition", 'GoID=22 Runnable->Running Reason=""', g=-1),
+             ev(3.0, "Label", 'Label="GC (fractional)" Resource=Goroutine(22)', g=22),
+             ev(5.0, "StateTransition", 'GoID=22 Running->Waiting Reason="system goroutine wait"', g=22),
+             metric(6.0, HEAP, 46_000_000),
+             metric(9.0, HEAP, 49_000_000),
+             metric(12.0, HEAP, 55_000_000),
+             ev(12.5, "RangeBegin", 'Name="stop-the-world (GC mark termination)" Scope=Goroutine(31)'),
+             metric(12.6, HEAP, 30_000_000),                              # after termination
+             ev(12.7, "RangeEnd", 'Name="GC concurrent mark phase" Scope=None Attributes=[]'),
+             metric(20.0, GOAL, 60_000_000),
+             ev(21.0, "RangeBegin", 'Name="GC concurrent mark phase" Scope=None')]   # never ends
+    return lines
+
+
+def test_a_mark_the_trace_holds_whole_is_one_row():
+    t = mark_table(trace_text())
+    assert list(t.columns) == list(COLUMNS)
+    assert len(t) == 1
+    r = t.iloc[0]
+    assert r["t_s"] == pytest.approx(0.002)
+    assert r["wall_ms"] == pytest.approx(10.7)
+    assert r["goal_bytes"] == 50_000_000
+    assert r["heap_start_bytes"] == 42_000_000
+    # the heap when mark termination stopped the world, not after it
+    assert r["heap_end_bytes"] == 55_000_000 and r["heap_max_bytes"] == 55_000_000
+    assert r["end_over_goal"] == pytest.approx(0.10)
+    assert (r["assists"], r["assist_goroutines"]) == (2, 1)
+    assert r["assist_ms"] == pytest.approx(0.5)
+    assert (r["fractional_worker_runs"], r["dedicated_worker_runs"]) == (1, 0)
+    assert r["fractional_worker_ms"] == pytest.approx(2.0)
+    assert r["first_worker_ms"] == pytest.approx(1.0)
+    # 43 MB when the last assist ended, 55 MB at the peak: 12 MB allocated on credit
+    assert r["unassisted_growth_bytes"] == 12_000_000
+
+
+def test_a_worker_that_ends_the_mark_counts_up_to_its_end():
+    lines = [metric(0.0, GOAL, 10_000_000), metric(0.1, HEAP, 8_000_000),
+             ev(1.0, "RangeBegin", 'Name="GC concurrent mark phase" Scope=None'),
+             ev(4.0, "Label", 'Label="GC (dedicated)" Resource=Goroutine(9)', g=9),
+             ev(7.0, "RangeEnd", 'Name="GC concurrent mark phase" Scope=None Attributes=[]'),
+             ev(7.2, "StateTransition", 'GoID=9 Running->Waiting Reason=""', g=9)]
+    r = mark_table(lines).iloc[0]
+    assert r["dedicated_worker_ms"] == pytest.approx(3.0)
+    assert r["end_over_goal"] == pytest.approx(-0.2)
+
+
+def test_time_that_runs_backwards_names_the_line():
+    lines = [ev(5_000.0, "Sync", ""), ev(1.0, "Sync", "")]
+    with pytest.raises(CfsimParseError, match=r"<buffer>:2: .*runs backwards"):
+        mark_table(lines)
