@@ -106,6 +106,10 @@ GC_CYCLE_METRICS: tuple[Metric, ...] = (
            "wall time of the concurrent mark, median (gctrace: the second clock time)"),
     Metric("gc_cycle_assist_share", "absolute", _key("gc_cycle_assist_share"), None,
            "assists' share of the mark P-time over the window's cycles (assist / (assist + background + idle))"),
+    Metric("gc_cycle_past_goal_share", "absolute", _key("gc_cycle_past_goal_share"), None,
+           "share of the window's cycles whose heap ended 2 % or more past the goal"),
+    Metric("gc_cycle_end_over_goal_max", "absolute", _key("gc_cycle_end_over_goal_max"), None,
+           "heap when the mark ended over the goal, largest of the window's cycles"),
 )
 
 METRICS: tuple[Metric, ...] = (
