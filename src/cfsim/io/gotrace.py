@@ -25,6 +25,7 @@ import gzip
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -169,18 +170,14 @@ def mark_table(lines: Iterable[str], source: str = "<buffer>") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def go_binary() -> str:
-    """The ``go`` command that decodes traces (``PATH``, else ``/usr/local/go/bin/go``)."""
-    found = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
-    if found is None:
-        raise FileNotFoundError("the Go toolchain ('go') is needed to decode an execution trace")
-    return found
-
-
-def read_go_trace(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+def read_go_trace(path: str | Path, go: str | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``(marks, meta)`` from an execution trace file (``.gz`` read through gzip): the
-    `mark_table` of ``go tool trace -d=parsed``. Raises CfsimParseError naming the file
-    if the toolchain cannot decode it."""
+    `mark_table` of ``go tool trace -d=parsed``, run with the ``go`` command ``go`` (default: the
+    one on ``PATH``). Raises CfsimParseError naming the file if the toolchain cannot decode it,
+    FileNotFoundError without a toolchain."""
+    go = go or shutil.which("go")
+    if go is None:
+        raise FileNotFoundError("the Go toolchain ('go') is needed to decode an execution trace")
     path = Path(path)
     raw = path
     tmp: Path | None = None
@@ -190,13 +187,14 @@ def read_go_trace(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
             shutil.copyfileobj(src, dst)
         raw = tmp
     try:
-        proc = subprocess.Popen([go_binary(), "tool", "trace", "-d=parsed", str(raw)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        assert proc.stdout is not None
-        marks = mark_table(proc.stdout, source=str(path))
-        err = proc.stderr.read() if proc.stderr else ""
-        if proc.wait() != 0:
-            raise CfsimParseError(str(path), f"go tool trace could not decode it: {err.strip()[:300]}")
+        # stderr to a file: a pipe nobody reads while stdout streams could fill and stall the decoder
+        with tempfile.TemporaryFile("w+") as err, subprocess.Popen(
+                [go, "tool", "trace", "-d=parsed", str(raw)], stdout=subprocess.PIPE, stderr=err, text=True) as proc:
+            assert proc.stdout is not None
+            marks = mark_table(proc.stdout, source=str(path))
+            if proc.wait() != 0:
+                err.seek(0)
+                raise CfsimParseError(str(path), f"go tool trace could not decode it: {err.read().strip()[:300]}")
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)

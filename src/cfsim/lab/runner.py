@@ -544,7 +544,7 @@ def write_gc_marks(out_dir: Path) -> dict[str, Any]:
     data = raw.read_bytes()
     info: dict[str, Any] = {"raw_bytes": len(data), "raw_sha256": hashlib.sha256(data).hexdigest(), "raw_kept": False}
     try:
-        marks, meta = gotrace.read_go_trace(raw)
+        marks, meta = gotrace.read_go_trace(raw, go=build.go_binary())
     except (CfsimParseError, FileNotFoundError) as exc:
         return info | {"marks_file": None, "trace_error": str(exc), "raw_kept": True}
     marks.to_csv(out_dir / GC_MARKS_FILE, index=False, compression={"method": "gzip", "mtime": 0})

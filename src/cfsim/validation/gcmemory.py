@@ -18,10 +18,9 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping
 
-from cfsim.advice.memory import NEAR_OOM_FRACTION
+from cfsim.advice.memory import NEAR_OOM_FRACTION, MiB
 from cfsim.validation import metrics as vm
 
-MiB = 1 << 20
 #: a GOMEMLIMIT at most this multiple of the live heap is in the death-spiral band
 NEAR_LIVE = 1.5
 #: a container memory limit below this multiple of the GOGC goal may bind (OOM or automemlimit)
