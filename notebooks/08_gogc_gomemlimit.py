@@ -304,7 +304,7 @@ if not lab.empty:
 # The model's outcome has three values: killed, survived with its peak within 10 % of the limit
 # (what `cfsim audit` flags as near an OOM kill), and survived clear of it. Inside that band the kill
 # turns on how far one cycle's heap overshoots its goal, which varies from cycle to cycle on the real
-# runtime (the `gc-trace` grid below: 2 % or more past the goal in 2-60 % of a run's cycles); the lab's own
+# runtime (the `gc-trace` grid below: 2 % or more past the goal in 2-63 % of a run's cycles); the lab's own
 # two runs of one such point (automemlimit at a 56 MiB limit, 16 MiB live heap) disagree.
 
 # %%

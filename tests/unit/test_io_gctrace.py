@@ -90,8 +90,11 @@ def test_cycle_keys_are_the_same_for_the_lab_table_and_the_model_table():
     lab = parse_gctrace([PACER, GC])
     lab.insert(2, "run_t_s", [2.0])
     k = cycle_keys(cycle_table(lab), 1.0, 3.0)
-    assert k["gc_cycle_count"] == 1 and k["gc_cycle_marked_median_bytes"] == 56 * 2**20
+    # the gctrace MiB are floors: the marked heap is read as the middle of its MiB, the goal to the
+    # byte from the pacer line (the heap at the end minus ∆goal)
+    assert k["gc_cycle_count"] == 1 and k["gc_cycle_marked_median_bytes"] == 56.5 * 2**20
+    assert k["gc_cycle_goal_median_bytes"] == 192061200 - 5237820
     assert k["gc_cycle_alloc_during_mark_median_bytes"] == 192061200 - 149821712
-    assert k["gc_cycle_end_over_goal_median"] == pytest.approx(192061200 / (178 * 2**20))
+    assert k["gc_cycle_end_over_goal_median"] == pytest.approx(192061200 / (192061200 - 5237820))
     assert k["gc_cycle_assist_share"] == pytest.approx(129 / (129 + 144))
     assert cycle_keys(cycle_table(lab), 2.0, 3.0)["gc_cycle_marked_median_bytes"] is None   # no cycle in the window

@@ -135,11 +135,28 @@ def read_gctrace(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
 
 def cycle_table(cycles: pd.DataFrame) -> pd.DataFrame:
     """A lab run's cycles (``gc_cycles.csv.gz``, with ``run_t_s``) in the columns of the model's
-    table (:mod:`cfsim.goruntime.gc_cycles`): marked heap and goal from the gctrace line (whole
-    MiB), the heap at the mark's start and end from the pacer line (bytes; NaN without it)."""
+    table (:mod:`cfsim.goruntime.gc_cycles`).
+
+    The gctrace line prints the goal and the marked heap as ``x >> 20`` (``gcMarkTermination``),
+    whole MiB rounded *down*: a 47.9 MiB goal reads 47, 1.9 % under the heap a pacer that landed
+    on it ends at. So the goal comes from the pacer line where there is one: it prints the heap at
+    the cycle's end and ``∆goal`` = that heap minus ``lastHeapGoal`` (``endCycle``), the goal to
+    the byte. The marked heap (gctrace only) is the middle of its MiB, the unbiased reading of a
+    floor; so is the goal of a cycle without a pacer line. The heap at the mark's start and end
+    are the pacer line's bytes (NaN without it).
+
+    >>> t = cycle_table(pd.DataFrame({"run_t_s": [1.0, 2.0], "mark_ms": [5.0, 6.0],
+    ...     "triggered_bytes": [40e6, float("nan")], "heap_end_bytes": [50_300_000, float("nan")],
+    ...     "goal_delta_bytes": [100_000, float("nan")], "marked_mib": [23, 23], "goal_mib": [47, 47],
+    ...     "assist_cpu_ms": [1, 1], "background_cpu_ms": [2, 2], "idle_cpu_ms": [0, 0]}))
+    >>> t["goal_bytes"].tolist(), t["marked_bytes"].tolist()
+    ([50200000.0, 49807360.0], [24641536, 24641536])
+    """
+    floor_mid = cycles["goal_mib"] * _MiB + _MiB // 2
     return pd.DataFrame({
         "run_t_s": cycles["run_t_s"], "mark_ms": cycles["mark_ms"],
         "triggered_bytes": cycles["triggered_bytes"], "heap_end_bytes": cycles["heap_end_bytes"],
-        "marked_bytes": cycles["marked_mib"] * _MiB, "goal_bytes": cycles["goal_mib"] * _MiB,
+        "marked_bytes": cycles["marked_mib"] * _MiB + _MiB // 2,
+        "goal_bytes": (cycles["heap_end_bytes"] - cycles["goal_delta_bytes"]).fillna(floor_mid),
         "assist_cpu_ms": cycles["assist_cpu_ms"], "background_cpu_ms": cycles["background_cpu_ms"],
         "idle_cpu_ms": cycles["idle_cpu_ms"]})
