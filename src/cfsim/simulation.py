@@ -18,6 +18,7 @@ import pandas as pd
 from cfsim.engine.cfs import Bandwidth, CfsEngine, CpuStat
 from cfsim.engine.slices import SlicedCfsEngine
 from cfsim.kernel import limits
+from cfsim.kernel.cpu_windows import window_keys_from_periods
 from cfsim.kernel.wakeup import WakeupCost
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.workloads import get_builder
@@ -156,7 +157,9 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
         summary["vpa_resizes"] = len(quota_changes)
     rt = getattr(workload, "rt", None)
     gc_cycles = rt.gc_cycle_table() if rt is not None else pd.DataFrame()
-    return SimulationResult(scenario, summary, engine.periods_frame(), series,
+    periods = engine.periods_frame()
+    summary.update(window_keys_from_periods(periods["end_s"], periods["usage_s"], t0 / 1e9, t1 / 1e9))
+    return SimulationResult(scenario, summary, periods, series,
                             workload.series(SCRAPE_INTERVAL_NS), wall, quota_changes, gc_cycles)
 
 

@@ -112,6 +112,28 @@ def test_an_execution_trace_becomes_one_row_per_gc_mark(lab_run):
     assert (marks["wall_ms"] > 0).all() and (marks["goal_bytes"] > 0).all()
 
 
+def test_the_watcher_keeps_the_window_s_cpu_counters_and_they_add_up(lab_run):
+    import pandas as pd
+
+    from cfsim.kernel.cpu_windows import window_keys
+    from cfsim.validation.twin import observed_summary
+
+    sc, out, s = lab_run
+    info = json.loads((out / "manifest.json").read_text())["cpu_watch"]
+    w = pd.read_csv(out / info["file"])
+    window_s = sc["run.duration_s"] - sc["run.warmup_s"]
+    # ~0.1 s samples across the window, counters never going back
+    assert info["samples"] == len(w) >= 0.8 * window_s / info["interval_s"]
+    assert (w[["usage_ns", "nr_periods", "nr_throttled"]].diff().dropna() >= 0).all().all()
+    # the samples' CPU over their span is the window's (the same counters, read at nearly the same times)
+    span = w["t_s"].iloc[-1] - w["t_s"].iloc[0]
+    assert (w["usage_ns"].iloc[-1] - w["usage_ns"].iloc[0]) / 1e9 / span == pytest.approx(s["cpu_usage_cores"], rel=0.1)
+    k = window_keys(w["t_s"], w["usage_ns"] / 1e9)
+    # demand twice the quota: every 0.1 s near the limit, never above it by more than a period's slack
+    assert 0.3 < k["cpu_window_p10_cores"] <= k["cpu_window_p90_cores"] < LIMIT_CORES * 1.6
+    assert observed_summary(out)["cpu_window_spread_cores"] == k["cpu_window_spread_cores"]
+
+
 def test_gomaxprocs_follows_policy(lab_run):
     _, out, s = lab_run
     ncpu = len(os.sched_getaffinity(0))

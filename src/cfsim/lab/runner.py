@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cfsim.goruntime.gomaxprocs import gomaxprocs_value
+from cfsim.kernel.cpu_windows import CPU_WATCH_FILE
 from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.io import gotrace
 from cfsim.io.errors import CfsimParseError
@@ -61,6 +62,8 @@ from cfsim.lab.lock import machine_lock
 from cfsim.scenario import Scenario, ScenarioError
 
 READY_POLL_S = 0.05
+#: the watcher's CPU counters over the window (one row a sample, in ``CPU_WATCH_FILE``)
+CPU_WATCH_COLUMNS = ("t_s", "usage_ns", "nr_periods", "nr_throttled", "throttled_ns")
 WATCH_INTERVAL_S = 0.1  # memory / liveness sampling of the workload (OOM time, mean memory)
 PRE_RUN_S = 3.0  # neighbours' CPU measured over this long before t=0
 
@@ -336,6 +339,21 @@ class Watch(threading.Thread):
             alive = [r for r in self.readings if self.last_alive_t_s is not None and r[0] <= self.last_alive_t_s
                      and (r[2] is None or r[2].oom_kills == (self.readings[0][2].oom_kills if self.readings[0][2] else 0))]
         return alive[-1] if alive else None
+
+    def write_cpu_windows(self, out_dir: Path, t0: float, t1: float) -> dict[str, Any]:
+        """The group's CPU counters as sampled over the window [t0, t1] (unix s) into
+        ``cpu_watch.csv.gz`` (``t_s`` from the window's start): the CPU of each ~0.1 s between
+        samples, whose spread from period to period decides throttling below the limit
+        (:mod:`cfsim.kernel.cpu_windows`). A few kB a run; the watcher reads them anyway."""
+        with self.lock:
+            rows = [(round(t - t0, 4), c.usage_ns, c.nr_periods, c.nr_throttled, c.throttled_ns)
+                    for t, c, _ in self.readings if t0 <= t <= t1]
+        with gzip.open(out_dir / CPU_WATCH_FILE, "wt", encoding="utf-8") as f:
+            f.write(",".join(CPU_WATCH_COLUMNS) + "\n")
+            f.writelines(",".join(str(v) for v in r) + "\n" for r in rows)
+        return {"file": CPU_WATCH_FILE, "samples": len(rows), "interval_s": self.interval_s,
+                "note": "the workload cgroup's cumulative counters at the watcher's samples inside the window; "
+                        "t_s from the window's start; cfsim.kernel.cpu_windows.window_keys(t_s, usage_ns / 1e9)"}
 
     def memory_mean(self, t0: float, t1: float) -> dict[str, Any]:
         """Time-mean memory usage and working set over [t0, t1] (trapezoids between samples)."""
@@ -945,6 +963,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                 cpu_s = (profile["split"] or {}).get("cpu_s")
                 profile["coverage"] = round(cpu_s / cg_s, 4) if cpu_s and cg_s > 0 else None
         watch_mean = watch.memory_mean(s0.t_s, s1.t_s)
+        cpu_watch = watch.write_cpu_windows(out_dir, s0.t_s, s1.t_s)
         status = "ok" if window.oom is None else window.oom["status"]
         manifest = {
             "run_id": run_id,
@@ -1031,6 +1050,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                                        "(a saturated process): its counters are that much late"))
         if warnings:
             manifest["warnings"] = warnings
+        manifest["cpu_watch"] = cpu_watch
         if sc["lab.gctrace"]:
             manifest["gctrace"] = write_gc_cycles(out_dir, workload.launch_unix_s, window.start_unix_s)
         summ = derive.summarize_manifest(manifest, raw_bodies)

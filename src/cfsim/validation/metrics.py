@@ -97,7 +97,7 @@ GC_CYCLE_METRICS: tuple[Metric, ...] = (
     Metric("gc_cycle_marked_median_bytes", "relative", _key("gc_cycle_marked_median_bytes"), None,
            "heap marked per cycle, median (gctrace: the third heap size)"),
     Metric("gc_cycle_goal_median_bytes", "relative", _key("gc_cycle_goal_median_bytes"), None,
-           "heap goal per cycle, median (gctrace 'MB goal')"),
+           "heap goal per cycle, median (the pacer line: heap at the cycle's end minus ∆goal)"),
     Metric("gc_cycle_alloc_during_mark_median_bytes", "relative", _key("gc_cycle_alloc_during_mark_median_bytes"),
            None, "allocated while the mark ran, median (gcpacertrace: heap at the mark's end - at its start)"),
     Metric("gc_cycle_end_over_goal_median", "absolute", _key("gc_cycle_end_over_goal_median"), None,
@@ -110,6 +110,16 @@ GC_CYCLE_METRICS: tuple[Metric, ...] = (
            "share of the window's cycles whose heap ended 2 % or more past the goal"),
     Metric("gc_cycle_end_over_goal_max", "absolute", _key("gc_cycle_end_over_goal_max"), None,
            "heap when the mark ended over the goal, largest of the window's cycles"),
+)
+
+#: the CPU from one ~0.1 s to the next (runs with the watcher's samples, ``cpu_watch.csv.gz``;
+#: model: its periods); no issue sets goals for them yet
+CPU_WINDOW_METRICS: tuple[Metric, ...] = (
+    Metric("cpu_window_spread_cores", "relative", _key("cpu_window_spread_cores"), None,
+           "90th minus 10th percentile of the CPU in ~0.1 s windows [cores] (lab: watcher samples; model: "
+           "its periods): the spread that throttles a group below its limit"),
+    Metric("cpu_window_autocorr", "absolute", _key("cpu_window_autocorr"), None,
+           "correlation of neighbouring ~0.1 s windows' CPU (a spread that drifts throttles in runs of periods)"),
 )
 
 METRICS: tuple[Metric, ...] = (
@@ -126,11 +136,13 @@ METRICS: tuple[Metric, ...] = (
     Metric("lag_final_s", "relative", _key("lag_final_s"), None, "age of the oldest waiting record [s]"),
     *GC_MEMORY_METRICS,
     *GC_CYCLE_METRICS,
+    *CPU_WINDOW_METRICS,
 )
 
 #: below this the observed value is too small for a relative error to mean anything
 _RELATIVE_FLOOR = {"throttled_s_per_s": 0.01, "backlog_final": 10.0, "lag_final_s": 0.05,
-                   "latency_p50_s": 1e-4, "latency_p99_s": 1e-4, "gc_pause_s_per_s": 1e-5}
+                   "latency_p50_s": 1e-4, "latency_p99_s": 1e-4, "gc_pause_s_per_s": 1e-5,
+                   "cpu_window_spread_cores": 1e-3}
 
 
 def error(metric: Metric, observed: float | None, simulated: float | None) -> float | None:

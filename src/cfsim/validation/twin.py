@@ -59,6 +59,7 @@ import pandas as pd
 
 from cfsim.goruntime.gc_cycles import cycle_keys
 from cfsim.io.gctrace import cycle_table
+from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, window_keys
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.scenario.schema import SCHEMA
 from cfsim.simulation import SimulationResult, simulate
@@ -134,8 +135,14 @@ def run_scenario(run_dir: Path) -> Scenario:
 def observed_summary(run_dir: Path) -> dict[str, Any]:
     """What the run measured (``summary.json``): compared with the twin, never given to it. A
     run that recorded the runtime's per-cycle GC trace (``gc_cycles.csv.gz``, ``lab.gctrace``)
-    adds its per-cycle keys over the measured window (:func:`cfsim.goruntime.gc_cycles.cycle_keys`)."""
+    adds its per-cycle keys over the measured window (:func:`cfsim.goruntime.gc_cycles.cycle_keys`);
+    one with the watcher's CPU samples (``cpu_watch.csv.gz``, runs since 2026-11-28) the spread of
+    its CPU from one ~0.1 s to the next (:mod:`cfsim.kernel.cpu_windows`)."""
     out = json.loads((run_dir / "summary.json").read_text())
+    watch = run_dir / CPU_WATCH_FILE
+    if watch.is_file():
+        w = pd.read_csv(watch)
+        out.update(window_keys(w["t_s"], w["usage_ns"] / 1e9))
     trace = run_dir / "gc_cycles.csv.gz"
     if trace.is_file() and not out.get("oom_kills"):
         sc = run_scenario(run_dir)

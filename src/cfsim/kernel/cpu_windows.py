@@ -1,0 +1,86 @@
+"""How a group's CPU use spreads from one CFS period to the next.
+
+A group whose mean use is below its quota is throttled in the periods that use more than the
+quota (``sched/fair.c``: each period's runtime is refilled by the period timer,
+``sched_cfs_period_timer`` -> ``do_sched_cfs_period_timer``), so how often it is throttled depends
+on the spread of its use per period as much as on the mean. These keys summarise that spread over
+a run's window, the same way for the lab (the group's ``cpuacct.usage`` sampled every 0.1 s by the
+lab's watcher, ``cpu_watch.csv.gz``) and for the model (its per-period usage,
+:meth:`cfsim.engine.cfs.CfsEngine.periods_frame`): the 10th and 90th percentiles of the CPU
+[cores] in the ~0.1 s windows, their difference, and the correlation of neighbouring windows (a
+spread that drifts over several periods throttles in runs of periods).
+
+The lab's windows are the watcher's sampling intervals, not aligned to the periods: a throttled
+period's CPU can fall into two windows, which narrows the spread a little against the model's
+per-period figure.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["CPU_WINDOW_KEYS", "CPU_WATCH_FILE", "window_keys", "window_keys_from_periods"]
+
+#: a lab run's watcher samples of the group's CPU counters over the window (``t_s`` from the
+#: window's start, ``usage_ns``, ``nr_periods``, ``nr_throttled``, ``throttled_ns``)
+CPU_WATCH_FILE = "cpu_watch.csv.gz"
+
+#: summary keys (None with fewer than :data:`MIN_WINDOWS` windows)
+CPU_WINDOW_KEYS = ("cpu_window_p10_cores", "cpu_window_p90_cores", "cpu_window_spread_cores",
+                   "cpu_window_autocorr")
+#: fewer windows give no spread worth comparing
+MIN_WINDOWS = 20
+
+
+def window_keys(t_s: Sequence[float], usage_s: Sequence[float]) -> dict[str, Any]:
+    """The keys from cumulative CPU ``usage_s`` [s] read at times ``t_s`` [s] (increasing).
+
+    >>> t = [i * 0.1 for i in range(41)]
+    >>> u = np.cumsum([0.0] + [0.04 if i % 2 else 0.05 for i in range(40)])
+    >>> k = window_keys(t, u)
+    >>> round(k["cpu_window_p10_cores"], 3), round(k["cpu_window_p90_cores"], 3), round(k["cpu_window_autocorr"], 2)
+    (0.4, 0.5, -0.98)
+    """
+    out: dict[str, Any] = dict.fromkeys(CPU_WINDOW_KEYS)
+    t = np.asarray(t_s, dtype=float)
+    u = np.asarray(usage_s, dtype=float)
+    if t.shape != u.shape:
+        raise ValueError(f"t_s and usage_s differ in length ({t.size} and {u.size})")
+    dt = np.diff(t)
+    ok = dt > 0
+    cores = (np.diff(u)[ok] / dt[ok]) if t.size > 1 else np.empty(0)
+    return _keys(cores, out)
+
+
+def window_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float], t0_s: float,
+                             t1_s: float) -> dict[str, Any]:
+    """The keys from a model's periods (each period's end [s] and CPU [s]) that ended inside
+    ``(t0_s, t1_s]``, each period's CPU over its length (the gap between period ends).
+
+    >>> k = window_keys_from_periods([0.1 * i for i in range(1, 31)], [0.045] * 30, 0.0, 3.0)
+    >>> round(k["cpu_window_spread_cores"], 6), k["cpu_window_autocorr"]
+    (0.0, None)
+    """
+    out: dict[str, Any] = dict.fromkeys(CPU_WINDOW_KEYS)
+    e = np.asarray(end_s, dtype=float)
+    u = np.asarray(usage_s, dtype=float)
+    if e.size < 2:
+        return out
+    length = np.diff(e)
+    sel = (e[1:] > t0_s) & (e[1:] <= t1_s) & (length > 0)
+    return _keys(u[1:][sel] / length[sel], out)
+
+
+def _keys(cores: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
+    if cores.size < MIN_WINDOWS:
+        return out
+    p10, p90 = np.percentile(cores, [10, 90])
+    out["cpu_window_p10_cores"] = float(p10)
+    out["cpu_window_p90_cores"] = float(p90)
+    out["cpu_window_spread_cores"] = float(p90 - p10)
+    x = cores - cores.mean()
+    den = float((x * x).sum())
+    # a constant series has no correlation to speak of
+    out["cpu_window_autocorr"] = float((x[1:] * x[:-1]).sum() / den) if den > 1e-18 else None
+    return out
