@@ -8,7 +8,7 @@
 #   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218, gc-trace 12, preempt-profile 14,
 #   kernel-switches 12, kernel-switches-stream 10, wakeups 15, tenant-ab 9, gc-memory-tenants 11,
 #   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
-#   gc-near-limit-256 7, gc-faults 8, gc-exectrace 9.
+#   gc-near-limit-256 7, gc-faults 8, gc-exectrace 9, open-spread 26.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -42,6 +42,8 @@ if [ -z "$ARGS" ] || want gc-trace; then
 if [ -z "$ARGS" ] || want gc-exectrace; then
   grid $S/gc-trace.toml --design $S/gc-exectrace.designs.toml --out data/lab/gc-exectrace; fi
 # issue 14: the runtime's overheads under a quota
+if [ -z "$ARGS" ] || want open-spread; then
+  grid $S/open-latency.toml --design $S/open-spread.designs.toml --out data/lab/open-spread; fi
 if [ -z "$ARGS" ] || want overprovisioned; then
   grid $S/overprovisioned.toml --design $S/overprovisioned.designs.toml --out data/lab/overprovisioned; fi
 if [ -z "$ARGS" ] || want profiles; then
