@@ -482,6 +482,11 @@ register_section("workload", {
                                          "MaxConnsPerHost 0); the lab's load generator: 1024", _between(0, 10_000_000)),
     "cpu_cv": Key(0.0, "float", "coefficient of variation of the CPU of one request or record (gamma "
                                 "distribution; 0 = every one costs the same)", _between(0, 10)),
+    "cpu_drift_cv": Key(0.0, "float", "coefficient of variation of a factor common to every request's CPU that "
+                                      "drifts with time (an Ornstein-Uhlenbeck process, cpu_drift_tau_s): the "
+                                      "whole process running slower or faster for a while, as the lab's requests "
+                                      "do (kind=closed, open; 0 = off)", _between(0, 1)),
+    "cpu_drift_tau_s": Key(0.1, "float", "correlation time of that factor [s]", _between(0.001, 3600)),
     "scrape_interval_s": Key(0.0, "float", "interval of a Prometheus scrape of the process's /metrics (a goroutine "
                                            "woken by the netpoller); 0 = not scraped [s]", _between(0, 86400)),
     "scrape_cpu_ms": Key(2.5, "float", "CPU of serving one /metrics scrape [ms] (client_golang with every "

@@ -41,6 +41,8 @@ the last goroutine's end, like the lab's ``cfsim_request_duration_seconds``).
 """
 from __future__ import annotations
 
+import math
+
 from array import array
 from collections import deque
 from typing import Any, Callable
@@ -78,14 +80,44 @@ class _Chunk(list):
     __slots__ = ()
 
 
+class CpuDrift:
+    """A factor common to every request's CPU that drifts with time: ``1 + cv x X(t)`` with ``X``
+    a unit Ornstein-Uhlenbeck process of correlation time ``tau_s``, advanced exactly between the
+    times it is read (``X(t+dt) = X(t) e^(-dt/tau) + sqrt(1 - e^(-2 dt/tau)) N(0, 1)``), floored at
+    0.05. The lab's requests run slower or faster together for a tenth of a second or more: their
+    count per 0.1 s is steady while the CPU they take varies by several per cent (docs/model-notes.md,
+    "CPU a period"). Draws come from a stream of its own, so the other draws stay the same.
+
+    >>> d = CpuDrift(0.05, 0.1, np.random.default_rng(1))
+    >>> f = np.array([d.at(t) for t in range(0, 200_000_000_000, 1_000_000)])
+    >>> round(float(f.mean()), 2), round(float(f.std()), 3)
+    (1.0, 0.05)
+    """
+
+    def __init__(self, cv: float, tau_s: float, rng: np.random.Generator):
+        self.cv, self.tau_ns, self.rng = float(cv), float(tau_s) * 1e9, rng
+        self.x = float(rng.standard_normal())
+        self.t_ns: int | None = None
+
+    def at(self, t_ns: int) -> float:
+        if self.t_ns is not None and t_ns > self.t_ns:
+            a = math.exp(-(t_ns - self.t_ns) / self.tau_ns)
+            self.x = self.x * a + math.sqrt(1.0 - a * a) * float(self.rng.standard_normal())
+        if self.t_ns is None or t_ns > self.t_ns:
+            self.t_ns = t_ns
+        return max(0.05, 1.0 + self.cv * self.x)
+
+
 class RequestSource:
     def __init__(self, rt: GoRuntime, cpu_ns: float, alloc_bytes: float, fanout: int,
                  on_response: Callable[[_Req, int], None] | None = None, server_cpu_ns: float = 0.0,
                  server_alloc_bytes: float = 0.0, cpu_cv: float = 0.0, client_rtt_ns: int = 0,
                  rng: np.random.Generator | None = None, client_rtt_p99_ns: int = 0,
                  rtt_rng: np.random.Generator | None = None, conn_heap_bytes: int = 0,
-                 conn_stack_bytes: int = 0, max_conns: int = 0, batch: bool = True):
+                 conn_stack_bytes: int = 0, max_conns: int = 0, batch: bool = True,
+                 drift: "CpuDrift | None" = None):
         self.rt = rt
+        self.drift = drift
         self.batch = bool(batch)
         self.per_g = max(1, int(round(cpu_ns / fanout)))
         self.alloc_per_ns = alloc_bytes / (self.per_g * fanout)
@@ -123,14 +155,15 @@ class RequestSource:
         self.handler_end = array("q")
         self.handler_ns = array("q")
 
-    def _per_g(self) -> int:
+    def _per_g(self, t_ns: int) -> int:
+        per_g = self.per_g if self.drift is None else self.per_g * self.drift.at(t_ns)
         if self.cv <= 0:
-            return self.per_g
+            return max(1, int(round(per_g)))
         k = 1.0 / (self.cv * self.cv)
-        return max(1, int(round(self.per_g * self.rng.gamma(k, 1.0 / k))))
+        return max(1, int(round(per_g * self.rng.gamma(k, 1.0 / k))))
 
     def arrive(self, t_ns: int, client: int = -1) -> None:
-        req = _Req(t_ns, self.fanout, client, self._per_g())
+        req = _Req(t_ns, self.fanout, client, self._per_g(t_ns))
         self.arrived += 1
         self.in_flight[id(req)] = req
         need = client + 1 if client >= 0 else len(self.in_flight)

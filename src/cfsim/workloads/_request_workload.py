@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from cfsim.workloads._go import make_runtime, merge_series, sample_interval_ns, with_scrapes
-from cfsim.workloads._request_source import RequestSource
+from cfsim.workloads._request_source import CpuDrift, RequestSource
 
 
 #: the kinds that serve requests through this plumbing
@@ -15,8 +15,8 @@ REQUEST_KINDS = ("closed", "open")
 #: the [workload] keys every request-serving kind reads (closed and open add their own)
 REQUEST_KEYS = ("fanout", "cpu_ms_per_request", "alloc_kb_per_request", "server_cpu_us_per_request",
                 "server_alloc_kb_per_request", "client_rtt_ms", "client_rtt_p99_ms", "client_cpu_us_per_request",
-                "conn_heap_kb", "conn_stack_kb", "client_max_conns", "cpu_cv", "scrape_interval_s", "scrape_cpu_ms",
-                "scrape_alloc_kb")
+                "conn_heap_kb", "conn_stack_kb", "client_max_conns", "cpu_cv", "cpu_drift_cv", "cpu_drift_tau_s",
+                "scrape_interval_s", "scrape_cpu_ms", "scrape_alloc_kb")
 
 
 def request_batching(scenario) -> bool:
@@ -45,7 +45,10 @@ class RequestWorkload:
                                  rtt_rng=np.random.default_rng([scenario["run.seed"], 0x277]),
                                  conn_heap_bytes=int(w["conn_heap_kb"] * 1024),
                                  conn_stack_bytes=int(w["conn_stack_kb"] * 1024), max_conns=w["client_max_conns"],
-                                 batch=request_batching(scenario))
+                                 batch=request_batching(scenario),
+                                 drift=CpuDrift(w["cpu_drift_cv"], w["cpu_drift_tau_s"],
+                                                np.random.default_rng([scenario["run.seed"], 0xD1F7]))
+                                 if w["cpu_drift_cv"] > 0 else None)
         self.scrapes = with_scrapes(engine, self.rt, self.src, scenario)
         self.sample_ns = sample_interval_ns(scenario)
         self.samples: list[tuple] = []
