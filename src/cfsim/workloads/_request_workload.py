@@ -29,6 +29,11 @@ def request_batching(scenario) -> bool:
                 and scenario["workload.client_cpu_us_per_request"] <= 0)
 
 
+def _drift(w, seed: int) -> CpuDrift | None:
+    cv, tau_s = w["cpu_drift_cv"], w["cpu_drift_tau_s"]
+    return CpuDrift(cv, tau_s, np.random.default_rng([seed, 0xD1F7])) if cv > 0 else None
+
+
 class RequestWorkload:
     def __init__(self, engine, scenario, rng: np.random.Generator):
         self.engine = engine
@@ -46,9 +51,7 @@ class RequestWorkload:
                                  conn_heap_bytes=int(w["conn_heap_kb"] * 1024),
                                  conn_stack_bytes=int(w["conn_stack_kb"] * 1024), max_conns=w["client_max_conns"],
                                  batch=request_batching(scenario),
-                                 drift=CpuDrift(w["cpu_drift_cv"], w["cpu_drift_tau_s"],
-                                                np.random.default_rng([scenario["run.seed"], 0xD1F7]))
-                                 if w["cpu_drift_cv"] > 0 else None)
+                                 drift=_drift(w, scenario["run.seed"]))
         self.scrapes = with_scrapes(engine, self.rt, self.src, scenario)
         self.sample_ns = sample_interval_ns(scenario)
         self.samples: list[tuple] = []
