@@ -65,9 +65,9 @@ def cycle_keys(cycles: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, Any]
     out["gc_cycle_marked_median_bytes"] = med(c["marked_bytes"])
     out["gc_cycle_goal_median_bytes"] = med(c["goal_bytes"])
     out["gc_cycle_alloc_during_mark_median_bytes"] = med(c["heap_end_bytes"] - c["triggered_bytes"])
-    out["gc_cycle_end_over_goal_median"] = med(c["heap_end_bytes"] / c["goal_bytes"])
-    out["gc_cycle_mark_median_s"] = med(c["mark_ms"] / 1e3)
     end_over = (c["heap_end_bytes"] / c["goal_bytes"]).dropna()
+    out["gc_cycle_end_over_goal_median"] = med(end_over)
+    out["gc_cycle_mark_median_s"] = med(c["mark_ms"] / 1e3)
     if len(end_over):
         out["gc_cycle_past_goal_share"] = float((end_over >= 1.0 + PAST_GOAL).mean())
         out["gc_cycle_end_over_goal_max"] = float(end_over.max())

@@ -20,11 +20,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["CPU_WINDOW_KEYS", "CPU_WATCH_FILE", "window_keys", "window_keys_from_periods"]
+__all__ = ["CPU_WINDOW_KEYS", "CPU_WATCH_FILE", "CPU_WATCH_COLUMNS", "window_keys", "window_keys_from_periods"]
 
-#: a lab run's watcher samples of the group's CPU counters over the window (``t_s`` from the
-#: window's start, ``usage_ns``, ``nr_periods``, ``nr_throttled``, ``throttled_ns``)
+#: a lab run's watcher samples of the group's CPU counters over the window, one row a sample
+#: (``t_s`` from the window's start)
 CPU_WATCH_FILE = "cpu_watch.csv.gz"
+CPU_WATCH_COLUMNS = ("t_s", "usage_ns", "nr_periods", "nr_throttled", "throttled_ns")
 
 #: summary keys (None with fewer than :data:`MIN_WINDOWS` windows)
 CPU_WINDOW_KEYS = ("cpu_window_p10_cores", "cpu_window_p90_cores", "cpu_window_spread_cores",

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cfsim.goruntime.gomaxprocs import gomaxprocs_value
-from cfsim.kernel.cpu_windows import CPU_WATCH_FILE
+from cfsim.kernel.cpu_windows import CPU_WATCH_COLUMNS, CPU_WATCH_FILE
 from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.io import gotrace
 from cfsim.io.errors import CfsimParseError
@@ -62,8 +62,6 @@ from cfsim.lab.lock import machine_lock
 from cfsim.scenario import Scenario, ScenarioError
 
 READY_POLL_S = 0.05
-#: the watcher's CPU counters over the window (one row a sample, in ``CPU_WATCH_FILE``)
-CPU_WATCH_COLUMNS = ("t_s", "usage_ns", "nr_periods", "nr_throttled", "throttled_ns")
 WATCH_INTERVAL_S = 0.1  # memory / liveness sampling of the workload (OOM time, mean memory)
 PRE_RUN_S = 3.0  # neighbours' CPU measured over this long before t=0
 
@@ -601,15 +599,12 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
     events = sorted((float(t), lim) for t, lim in (sc["cgroup.limit_schedule"] or []) if 0 < t < duration)
     marks: list[tuple[float, str, Any]] = [(warmup, "snapshot", None)] + [(t, "quota", lim) for t, lim in events]
     prof_s = sc["lab.profile_s"] or 0.0
-    if prof_s > 0:
-        # centred in the measured window
-        marks.append((warmup + (duration - warmup - prof_s) / 2, "profile", None))
     perf_s = sc["lab.perf_s"] or 0.0
-    if perf_s > 0:
-        marks.append((warmup + (duration - warmup - perf_s) / 2, "perf", None))
     trace_s = sc["lab.trace_s"] or 0.0
-    if trace_s > 0:
-        marks.append((warmup + (duration - warmup - trace_s) / 2, "trace", None))
+    # each probe centred in the measured window
+    for probe_s, what in ((prof_s, "profile"), (perf_s, "perf"), (trace_s, "trace")):
+        if probe_s > 0:
+            marks.append((warmup + (duration - warmup - probe_s) / 2, what, None))
     quota_changes: list[dict[str, Any]] = []
     lab_vpa = None
     if sc["lab.vpa_in_the_loop"]:

@@ -42,7 +42,6 @@ the last goroutine's end, like the lab's ``cfsim_request_duration_seconds``).
 from __future__ import annotations
 
 import math
-
 from array import array
 from collections import deque
 from typing import Any, Callable
@@ -115,7 +114,7 @@ class RequestSource:
                  rng: np.random.Generator | None = None, client_rtt_p99_ns: int = 0,
                  rtt_rng: np.random.Generator | None = None, conn_heap_bytes: int = 0,
                  conn_stack_bytes: int = 0, max_conns: int = 0, batch: bool = True,
-                 drift: "CpuDrift | None" = None):
+                 drift: CpuDrift | None = None):
         self.rt = rt
         self.drift = drift
         self.batch = bool(batch)
