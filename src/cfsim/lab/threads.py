@@ -135,3 +135,29 @@ def thread_window(start: Mapping[Any, ThreadStat], end: Mapping[Any, ThreadStat]
             out["per_item"]["sleeps"] = round(totals["sleeps"] / completed, 4)
             out["per_item"]["preempted"] = round(totals["preempted"] / completed, 4)
     return out
+
+
+def m_sleeps_per_item(window: Mapping[str, Any]) -> float | None:
+    """The Ms' sleeps per item of a run's ``threads`` window (:func:`thread_window`): every thread's
+    voluntary switches but sysmon's, over the items the window completed. sysmon is the thread that
+    sleeps most (it polls every 20 us to 10 ms and runs a few us each time: 4-5 sleeps a request
+    at 560-1,500 requests/s on the lab host, where each M sleeps at most ~1); the model's
+    ``os_thread_wakes_per_s`` likewise counts the Ms only. None without sleeps, or with fewer than
+    two threads.
+
+    >>> w = {"threads": [{"cpu_s": 2.0, "sleeps": 3000}, {"cpu_s": 0.5, "sleeps": 40000},
+    ...                  {"cpu_s": 1.0, "sleeps": 1000}, {"cpu_s": 0.0, "sleeps": 0}],
+    ...      "totals": {"sleeps": 44000}, "per_item": {"sleeps": 44.0}}
+    >>> m_sleeps_per_item(w)
+    4.0
+    >>> m_sleeps_per_item({"threads": [{"cpu_s": 1.0, "switch_ins": 5}], "per_item": {"switch_ins": 1}}) is None
+    True
+    """
+    rows = window.get("threads") or []
+    per_item = (window.get("per_item") or {}).get("sleeps")
+    total = (window.get("totals") or {}).get("sleeps")
+    if len(rows) < 2 or not per_item or not total or any("sleeps" not in r for r in rows):
+        return None
+    items = total / per_item
+    sysmon = max(rows, key=lambda r: r["sleeps"])
+    return sum(r["sleeps"] for r in rows if r is not sysmon) / items

@@ -487,6 +487,13 @@ register_section("workload", {
                                       "whole process running slower or faster for a while, as the lab's requests "
                                       "do (kind=closed, open; 0 = off)", _between(0, 1)),
     "cpu_drift_tau_s": Key(0.1, "float", "correlation time of that factor [s]", _between(0.001, 3600)),
+    "http_background_read": Key(False, "bool", "each request also takes net/http's background-read path "
+                                               "(server.go: startBackgroundRead before the handler, "
+                                               "abortPendingRead after the response): one more goroutine "
+                                               "created and three more readied a request, each a wakep "
+                                               "that may wake an M while Ps are idle; its few us of CPU come "
+                                               "out of server_cpu_us_per_request (kind=closed, open; the lab's "
+                                               "server is net/http)"),
     "scrape_interval_s": Key(0.0, "float", "interval of a Prometheus scrape of the process's /metrics (a goroutine "
                                            "woken by the netpoller); 0 = not scraped [s]", _between(0, 86400)),
     "scrape_cpu_ms": Key(2.5, "float", "CPU of serving one /metrics scrape [ms] (client_golang with every "

@@ -131,11 +131,12 @@ class Calibration:
 
 
 def read_params(path: str | Path) -> dict[str, float]:
-    """The ``[params]`` table of a file written by :func:`calibrate`."""
+    """The ``[params]`` table of a file written by :func:`calibrate` (numbers as floats; a switch
+    such as ``workload.http_background_read`` stays a bool)."""
     data = tomllib.loads(Path(path).read_text())
     if "params" not in data:
         raise ValueError(f"{path}: no [params] table (write it with `cfsim calibrate --out`)")
-    return {k: float(v) for k, v in data["params"].items()}
+    return {k: v if isinstance(v, bool) else float(v) for k, v in data["params"].items()}
 
 
 def read_params_files(paths: Sequence[str | Path]) -> tuple[dict[str, float], list[str]]:
@@ -149,6 +150,9 @@ def read_params_files(paths: Sequence[str | Path]) -> tuple[dict[str, float], li
     >>> _ = (d / "b.toml").write_text('[params]\n"host.context_switch_us" = 17.9\n"host.wakeup_us" = 21.0\n')
     >>> read_params_files([d / "a.toml"])
     ({'host.wakeup_us': 20.0}, [])
+    >>> _ = (d / "c.toml").write_text('[params]\n"workload.http_background_read" = true\n')
+    >>> read_params_files([d / "c.toml"])
+    ({'workload.http_background_read': True}, [])
     >>> read_params_files([d / "a.toml", d / "b.toml"])
     Traceback (most recent call last):
     ...

@@ -122,6 +122,24 @@ CPU_WINDOW_METRICS: tuple[Metric, ...] = (
            "correlation of neighbouring ~0.1 s windows' CPU (a spread that drifts throttles in runs of periods)"),
 )
 
+def _m_sleeps_per_item(summary: Mapping[str, Any]) -> float | None:
+    """The Ms' sleeps per item: the lab's from its threads' voluntary switches (sysmon apart,
+    :func:`cfsim.lab.threads.m_sleeps_per_item`), the model's Ms woken per completed item."""
+    v = summary.get("os_thread_sleeps_per_item")
+    if v is not None:
+        return float(v)
+    wakes, items = summary.get("os_thread_wakes_per_s"), summary.get("throughput_per_s")
+    return float(wakes) / float(items) if wakes is not None and items else None
+
+
+#: the runtime's threads (runs whose manifest keeps each thread's voluntary switches, since
+#: 2026-11-26); no issue sets goals for them yet
+THREAD_METRICS: tuple[Metric, ...] = (
+    Metric("os_thread_sleeps_per_item", "relative", _m_sleeps_per_item, None,
+           "times the Ms (every thread but sysmon) slept and were woken, per request or record (lab: "
+           "voluntary context switches; model: Ms woken): the wake-ups the scheduler pays for"),
+)
+
 METRICS: tuple[Metric, ...] = (
     Metric("throughput_per_s", "relative", _key("throughput_per_s"), 0.05, "records or requests per second"),
     Metric("cpu_usage_cores", "relative", _key("cpu_usage_cores"), 0.05, "container CPU usage [cores]"),
@@ -137,6 +155,7 @@ METRICS: tuple[Metric, ...] = (
     *GC_MEMORY_METRICS,
     *GC_CYCLE_METRICS,
     *CPU_WINDOW_METRICS,
+    *THREAD_METRICS,
 )
 
 #: below this the observed value is too small for a relative error to mean anything

@@ -60,6 +60,7 @@ import pandas as pd
 from cfsim.goruntime.gc_cycles import cycle_keys
 from cfsim.io.gctrace import cycle_table
 from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, window_keys
+from cfsim.lab.threads import m_sleeps_per_item
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.scenario.schema import SCHEMA
 from cfsim.simulation import SimulationResult, simulate
@@ -137,8 +138,13 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     run that recorded the runtime's per-cycle GC trace (``gc_cycles.csv.gz``, ``lab.gctrace``)
     adds its per-cycle keys over the measured window (:func:`cfsim.goruntime.gc_cycles.cycle_keys`);
     one with the watcher's CPU samples (``cpu_watch.csv.gz``, runs since 2026-11-28) the spread of
-    its CPU from one ~0.1 s to the next (:mod:`cfsim.kernel.cpu_windows`)."""
+    its CPU from one ~0.1 s to the next (:mod:`cfsim.kernel.cpu_windows`); one whose manifest
+    keeps its threads' voluntary switches (runs since 2026-11-26) its Ms' sleeps per item
+    (:func:`cfsim.lab.threads.m_sleeps_per_item`)."""
     out = json.loads((run_dir / "summary.json").read_text())
+    sleeps = m_sleeps_per_item(run_manifest(run_dir).get("threads") or {})
+    if sleeps is not None:
+        out["os_thread_sleeps_per_item"] = sleeps
     watch = run_dir / CPU_WATCH_FILE
     if watch.is_file():
         w = pd.read_csv(watch)

@@ -15,6 +15,25 @@ goroutines and gathers the results (the lab's ``lab/cmd/workload/server.go``):
    ``runqput(next=true)``, so it runs next on that P, + ``wakep``), which writes the response: the
    other half of the server CPU and garbage.
 
+With ``background_read`` (``workload.http_background_read``) the request also takes the path of
+net/http's background read (``src/net/http/server.go``: ``(*conn).serve`` calls
+``connReader.startBackgroundRead`` before the handler and ``(*response).finishRequest`` calls
+``abortPendingRead`` after the response is written): before the handler's goroutines the
+connection goroutine starts a reader goroutine (``go cr.backgroundRead()``: ``newproc`` ->
+``wakep``; the handler's own ``go`` statements then take the P's ``runnext``, so the reader waits
+in the queue where a spinning M can take it, and that M's ``resetspinning`` wakes the next one
+while Ps are idle), which reads, finds nothing and parks in the netpoller. After the response, the
+connection goroutine moves the read deadline into the past, which readies the reader
+(``netpollunblock`` -> ``ready``: ``runnext`` + ``wakep``), and waits on a ``sync.Cond`` until the
+reader has returned; the reader's ``Broadcast`` readies the connection goroutine once more
+(``runnext`` + ``wakep``), which resets the deadline and parks reading the next request. Per
+request that is two goroutines created and four readied besides the netpoller's, as an execution
+trace of the lab's server shows (net/http ``backgroundRead`` and ``SetReadDeadline`` unblocks, one
+each a request; ``handleWork``'s goroutine and the ``sync.Cond`` wait, one each). Their CPU
+(``BG_START_NS``, ``BG_END_NS``, ``TAIL_NS``) comes out of ``server_cpu_us_per_request``, so the
+server's CPU stays what the key says; what changes is how many Ms wake to run or to look for them.
+The response is written before the reader's path, so the latency does not wait for it.
+
 ``cpu_cv`` draws each request's handler CPU from a gamma distribution (mean ``cpu_ms_per_request``,
 that coefficient of variation). Goroutines wait in one FIFO run queue; a P runs one for at most
 10 ms (``forcePreemptNS``), after which it goes back to the tail.
@@ -52,7 +71,16 @@ from cfsim.goruntime.runtime import Claim, GoRuntime
 from cfsim.workloads._go import latency_keys
 from cfsim.workloads.arrivals import lognormal_sigma
 
-PRE, CHILD, POST = range(3)
+PRE, CHILD, POST, BG_START, BG_END, TAIL = range(6)
+#: the background reader of a request: queued to start, parked in its read, told to end before it ran
+BG_QUEUED, BG_READING, BG_ABORTED = range(3)
+#: CPU of net/http's background reader goroutine when it starts (a read that finds nothing, the
+#: netpoller park) and when it ends (the deadline error, ``cond.Broadcast``, exit), and of the
+#: connection goroutine's tail after it (deadline reset, the read that parks): an execution trace of
+#: the lab's server at 750 requests/s and GOMAXPROCS 2 ran the reader 1.1 us a run, 2.7 runs a request
+BG_START_NS = 1_500
+BG_END_NS = 1_500
+TAIL_NS = 3_000
 #: time-outside-the-process draws per block
 RTT_BLOCK = 1024
 #: the most CPU a chunk of several goroutines takes: what its goroutines ready joins the queue at
@@ -63,7 +91,7 @@ CHUNK_MAX_NS = 500_000
 
 
 class _Req:
-    __slots__ = ("t_arr", "left", "client", "t_handler", "per_g")
+    __slots__ = ("t_arr", "left", "client", "t_handler", "per_g", "bg")
 
     def __init__(self, t_arr: int, left: int, client: int, per_g: int):
         self.t_arr = t_arr
@@ -71,6 +99,8 @@ class _Req:
         self.client = client
         self.t_handler = t_arr
         self.per_g = per_g
+        self.bg = BG_QUEUED
+
 
 
 class _Chunk(list):
@@ -114,13 +144,21 @@ class RequestSource:
                  rng: np.random.Generator | None = None, client_rtt_p99_ns: int = 0,
                  rtt_rng: np.random.Generator | None = None, conn_heap_bytes: int = 0,
                  conn_stack_bytes: int = 0, max_conns: int = 0, batch: bool = True,
-                 drift: CpuDrift | None = None):
+                 drift: CpuDrift | None = None, background_read: bool = False):
         self.rt = rt
         self.drift = drift
         self.batch = bool(batch)
         self.per_g = max(1, int(round(cpu_ns / fanout)))
         self.alloc_per_ns = alloc_bytes / (self.per_g * fanout)
         self.fanout = fanout
+        # net/http's background reader and the connection goroutine's tail take their CPU out of
+        # the server's, at most half of it
+        self.bg_ns = (0, 0, 0)
+        if background_read and server_cpu_ns > 0:
+            f = min(1.0, server_cpu_ns / 2 / (BG_START_NS + BG_END_NS + TAIL_NS))
+            self.bg_ns = tuple(max(1, int(round(x * f))) for x in (BG_START_NS, BG_END_NS, TAIL_NS))
+            server_cpu_ns -= sum(self.bg_ns)
+        self.background_read = bool(background_read) and server_cpu_ns > 0
         # the connection goroutine's two halves: read + parse, then write
         self.half_ns = int(round(server_cpu_ns / 2))
         self.half_alloc = int(server_alloc_bytes / 2)
@@ -190,6 +228,10 @@ class RequestSource:
     def _spawn(self, req: _Req, netpoll: bool = False) -> None:
         for _ in range(self.fanout):
             self.runq.append([req, req.per_g, CHILD])
+        if self.background_read:
+            # started first, but the handler's goroutines take runnext from it: it waits behind them
+            self.runq.append([req, self.bg_ns[0], BG_START])
+            self.rt.ready(1, netpoll=False)
         # the handler's go statements: newproc -> wakep (the spinning chain spreads the rest)
         self.rt.ready(1, netpoll=netpoll, spawns=netpoll)
 
@@ -200,6 +242,8 @@ class RequestSource:
     def _alloc(self, g: list, work: int) -> int:
         if g[2] == CHILD:
             return int(work * self.alloc_per_ns * self.per_g / g[0].per_g)
+        if g[2] > POST:
+            return 0
         return int(self.half_alloc * work / self.half_ns) if self.half_ns else 0
 
     def claim(self, max_ns: int) -> Claim | None:
@@ -258,6 +302,9 @@ class RequestSource:
             self.rt.ready(1, netpoll=False)
             return
         req, stage = g[0], g[2]
+        if stage > POST:
+            self._background_read(req, stage)
+            return
         if stage == PRE:
             req.t_handler = t1
             self._spawn(req)
@@ -275,6 +322,25 @@ class RequestSource:
                 self.rt.ready(1, netpoll=False)
                 return
         self._complete(req, t1)
+        if self.background_read:
+            # abortPendingRead: the deadline readies the parked reader into runnext; one that has
+            # not run yet returns at once when it does
+            if req.bg == BG_READING:
+                self.runq.appendleft([req, self.bg_ns[1], BG_END])
+                self.rt.ready(1, netpoll=False)
+            else:
+                req.bg = BG_ABORTED
+
+    def _background_read(self, req: _Req, stage: int) -> None:
+        """A run of net/http's background reader, or the connection goroutine's tail after it."""
+        if stage == BG_START and req.bg == BG_QUEUED:
+            req.bg = BG_READING      # parked in the netpoller until the deadline
+            return
+        if stage == TAIL:
+            return
+        # the reader ends: cond.Broadcast readies the waiting connection goroutine into runnext
+        self.runq.appendleft([req, self.bg_ns[2], TAIL])
+        self.rt.ready(1, netpoll=False)
 
     def _complete(self, req: _Req, t1: int) -> None:
         self.completed += 1

@@ -16,6 +16,7 @@ REQUEST_KINDS = ("closed", "open")
 REQUEST_KEYS = ("fanout", "cpu_ms_per_request", "alloc_kb_per_request", "server_cpu_us_per_request",
                 "server_alloc_kb_per_request", "client_rtt_ms", "client_rtt_p99_ms", "client_cpu_us_per_request",
                 "conn_heap_kb", "conn_stack_kb", "client_max_conns", "cpu_cv", "cpu_drift_cv", "cpu_drift_tau_s",
+                "http_background_read",
                 "scrape_interval_s", "scrape_cpu_ms", "scrape_alloc_kb")
 
 
@@ -51,7 +52,8 @@ class RequestWorkload:
                                  conn_heap_bytes=int(w["conn_heap_kb"] * 1024),
                                  conn_stack_bytes=int(w["conn_stack_kb"] * 1024), max_conns=w["client_max_conns"],
                                  batch=request_batching(scenario),
-                                 drift=_drift(w, scenario["run.seed"]))
+                                 drift=_drift(w, scenario["run.seed"]),
+                                 background_read=w["http_background_read"])
         self.scrapes = with_scrapes(engine, self.rt, self.src, scenario)
         self.sample_ns = sample_interval_ns(scenario)
         self.samples: list[tuple] = []
