@@ -1,5 +1,5 @@
 """net/http's background read (workload.http_background_read): per request one goroutine more is
-created and three more are readied, each with a wakep; the Ms it wakes grow with the idle Ps (a
+created and two more are readied, each with a wakep; the Ms it wakes grow with the idle Ps (a
 spinning M that finds the reader wakes the next one), while the server's CPU and the response's
 latency stay as they were (src/net/http/server.go: startBackgroundRead, abortPendingRead)."""
 from __future__ import annotations

@@ -490,7 +490,7 @@ register_section("workload", {
     "http_background_read": Key(False, "bool", "each request also takes net/http's background-read path "
                                                "(server.go: startBackgroundRead before the handler, "
                                                "abortPendingRead after the response): one more goroutine "
-                                               "created and three more readied a request, each a wakep "
+                                               "created and two more readied a request, each a wakep "
                                                "that may wake an M while Ps are idle; its few us of CPU come "
                                                "out of server_cpu_us_per_request (kind=closed, open; the lab's "
                                                "server is net/http)"),

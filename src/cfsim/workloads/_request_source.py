@@ -27,9 +27,9 @@ connection goroutine moves the read deadline into the past, which readies the re
 (``netpollunblock`` -> ``ready``: ``runnext`` + ``wakep``), and waits on a ``sync.Cond`` until the
 reader has returned; the reader's ``Broadcast`` readies the connection goroutine once more
 (``runnext`` + ``wakep``), which resets the deadline and parks reading the next request. Per
-request that is two goroutines created and four readied besides the netpoller's, as an execution
-trace of the lab's server shows (net/http ``backgroundRead`` and ``SetReadDeadline`` unblocks, one
-each a request; ``handleWork``'s goroutine and the ``sync.Cond`` wait, one each). Their CPU
+request that is two goroutines created and three readied besides the netpoller's, as an execution
+trace of the lab's server shows (unblocks by ``SetReadDeadline``, by the handler's goroutine and by
+``backgroundRead``'s ``Broadcast``, about one each a request). Their CPU
 (``BG_START_NS``, ``BG_END_NS``, ``TAIL_NS``) comes out of ``server_cpu_us_per_request``, so the
 server's CPU stays what the key says; what changes is how many Ms wake to run or to look for them.
 The response is written before the reader's path, so the latency does not wait for it.
@@ -102,7 +102,6 @@ class _Req:
         self.bg = BG_QUEUED
 
 
-
 class _Chunk(list):
     """The goroutines (run-queue entries) of a chunk, in the order it runs them."""
 
@@ -153,12 +152,12 @@ class RequestSource:
         self.fanout = fanout
         # net/http's background reader and the connection goroutine's tail take their CPU out of
         # the server's, at most half of it
+        self.background_read = bool(background_read) and server_cpu_ns >= 6
         self.bg_ns = (0, 0, 0)
-        if background_read and server_cpu_ns > 0:
+        if self.background_read:
             f = min(1.0, server_cpu_ns / 2 / (BG_START_NS + BG_END_NS + TAIL_NS))
             self.bg_ns = tuple(max(1, int(round(x * f))) for x in (BG_START_NS, BG_END_NS, TAIL_NS))
             server_cpu_ns -= sum(self.bg_ns)
-        self.background_read = bool(background_read) and server_cpu_ns > 0
         # the connection goroutine's two halves: read + parse, then write
         self.half_ns = int(round(server_cpu_ns / 2))
         self.half_alloc = int(server_alloc_bytes / 2)
