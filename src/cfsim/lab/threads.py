@@ -140,8 +140,9 @@ def thread_window(start: Mapping[Any, ThreadStat], end: Mapping[Any, ThreadStat]
 def m_sleeps_per_item(window: Mapping[str, Any]) -> float | None:
     """The Ms' sleeps per item of a run's ``threads`` window (:func:`thread_window`): every thread's
     voluntary switches but sysmon's, over the items the window completed. sysmon is the thread that
-    sleeps most (it polls every 20 us to 10 ms and runs a few us each time: 4-5 sleeps a request
-    at 560-1,500 requests/s on the lab host, where each M sleeps at most ~1); the model's
+    sleeps most for its CPU (it polls every 20 us to 10 ms and runs a few us each time: on the lab
+    host 50,000-80,000 sleeps per CPU second, an M's 500-7,000; not simply the most sleeps: in a
+    saturated stream sysmon sleeps 10 ms at a time and a busy M more often); the model's
     ``os_thread_wakes_per_s`` likewise counts the Ms only. None without sleeps, or with fewer than
     two threads.
 
@@ -150,6 +151,13 @@ def m_sleeps_per_item(window: Mapping[str, Any]) -> float | None:
     ...      "totals": {"sleeps": 44000}, "per_item": {"sleeps": 44.0}}
     >>> m_sleeps_per_item(w)
     4.0
+
+    A saturated stream (gc-memory-quiet p002): sysmon is the 1,732 sleeps of 0.03 s, not the 4,560 of 6.7 s
+
+    >>> rows = [{"cpu_s": 6.69, "sleeps": 4560}, {"cpu_s": 6.22, "sleeps": 4016}, {"cpu_s": 5.67, "sleeps": 3492},
+    ...         {"cpu_s": 0.03, "sleeps": 1732}, {"cpu_s": 1.33, "sleeps": 1199}, {"cpu_s": 0.0, "sleeps": 0}]
+    >>> round(m_sleeps_per_item({"threads": rows, "totals": {"sleeps": 14999}, "per_item": {"sleeps": 0.0816}}), 4)
+    0.0722
     >>> m_sleeps_per_item({"threads": [{"cpu_s": 1.0, "switch_ins": 5}], "per_item": {"switch_ins": 1}}) is None
     True
     """
@@ -159,5 +167,6 @@ def m_sleeps_per_item(window: Mapping[str, Any]) -> float | None:
     if len(rows) < 2 or not per_item or not total or any("sleeps" not in r for r in rows):
         return None
     items = total / per_item
-    sysmon = max(rows, key=lambda r: r["sleeps"])
+    # (a thread with sleeps and no CPU worth measuring counts as having run 1 ms)
+    sysmon = max(rows, key=lambda r: r["sleeps"] / max(r["cpu_s"], 1e-3))
     return sum(r["sleeps"] for r in rows if r is not sysmon) / items
