@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cfsim.engine.longrun import nominal_demand_cores
@@ -69,6 +69,8 @@ diurnal = st.builds(lambda parts: "diurnal:" + ":".join(parts),
 
 @settings(max_examples=150, deadline=None)
 @given(st.one_of(numbers, steps, diurnal))
+@example("diurnal:0:0:2.22507e-309")   # a subnormal period: 2 pi t / period overflowed (CI 2026-11-28)
+@example("diurnal:10:5:0.0009")
 def test_values_accepted_and_read_alike(value):
     _check_agree(value)
 

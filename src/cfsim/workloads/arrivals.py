@@ -9,7 +9,7 @@ the load generator's steps (:meth:`RateSpec.as_steps`). A value is one of:
 * ``[[t_s, rate], ...]``: steps, each rate holding from its ``t_s`` (before the first step the rate
   is 0 unless a step starts at 0); times >= 0 and distinct, rates >= 0, in any order;
 * ``'diurnal:<mean>:<amplitude>:<period_s>'``: ``mean + amplitude * sin(2 pi t / period)``
-  clipped at 0, with mean >= 0 and period > 0;
+  clipped at 0, with mean >= 0 and period >= :data:`MIN_DIURNAL_PERIOD_S` (1 ms);
 * any other string: the path of a CSV file of steps, one ``t_s,rate_per_s`` row a line. A first
   row naming the columns (``t_s`` and ``rate_per_s``, in either order) is a header; blank lines
   and lines starting with ``#`` are skipped; errors name the file and the line.
@@ -141,6 +141,11 @@ def _checked_steps(steps: list[tuple[float, float]], key: str, source: str) -> t
     return tuple(steps)
 
 
+#: the shortest diurnal period: a millisecond (below it the rate swings faster than the engine's
+#: arrival tables resolve, and a subnormal period overflows 2 pi t / period to infinity)
+MIN_DIURNAL_PERIOD_S = 1e-3
+
+
 def _diurnal(value: str, key: str) -> tuple[float, float, float]:
     parts = value.split(":")
     try:
@@ -150,8 +155,9 @@ def _diurnal(value: str, key: str) -> tuple[float, float, float]:
     except ValueError:
         raise ScenarioError(key, f"expected 'diurnal:<mean>:<amplitude>:<period_s>' of finite numbers "
                                  f"(got {value!r})") from None
-    if mean < 0 or period <= 0:
-        raise ScenarioError(key, f"diurnal needs mean >= 0 and period_s > 0 (got {value!r})")
+    if mean < 0 or period < MIN_DIURNAL_PERIOD_S:
+        raise ScenarioError(key, f"diurnal needs mean >= 0 and period_s >= {MIN_DIURNAL_PERIOD_S:g} "
+                                 f"(got {value!r})")
     _bounded(key, "diurnal: mean + |amplitude| ", mean + abs(amp))
     return mean, amp, period
 
