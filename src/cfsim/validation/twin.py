@@ -103,9 +103,9 @@ MODEL_PRIOR_KEYS = (
     *(f"host.{k}" for k in ("context_switch_us", "wakeup_us", "wakeup_cold_us", "wakeup_cold_ms",
                             "wakeup_latency_us", "timer_latency_us", "tlb_shootdown_us", "smt_slowdown")),
     *(f"workload.{k}" for k in ("server_cpu_us_per_request", "server_alloc_kb_per_request", "conn_heap_kb",
-                                "conn_stack_kb", "cpu_cv", "cpu_drift_cv", "cpu_drift_tau_s", "scrape_cpu_ms", "scrape_alloc_kb", "client_rtt_ms",
-                                "client_rtt_p99_ms", "client_send_late_ms", "client_send_late_p99_ms",
-                                "client_cpu_us_per_request")),
+                                "conn_stack_kb", "cpu_cv", "cpu_drift_cv", "cpu_drift_tau_s", "scrape_cpu_ms",
+                                "scrape_alloc_kb", "client_rtt_ms", "client_rtt_p99_ms", "client_send_late_ms",
+                                "client_send_late_p99_ms", "client_cpu_us_per_request")),
 )
 
 
