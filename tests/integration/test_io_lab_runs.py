@@ -6,6 +6,7 @@ to check every run (about half a second each).
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -35,3 +36,22 @@ def test_lab_run_parses_and_rates_agree(run):
     exact = checked[checked["input"] == "samples"]
     assert (exact["max_rel_err"] <= 1e-9).all(), exact
     assert (exact[["only_prometheus", "only_ours"]] == 0).all().all(), exact
+
+
+def test_every_grid_is_in_the_lab_index():
+    """data/lab/manifest.json (the index a user reads first) names every grid folder with the
+    counts its runs give (``python -m cfsim.lab.report --manifest data/lab GRID`` writes it);
+    an entry without a grid folder is a folder of single runs (``cfsim lab run``)."""
+    if not (LAB / "manifest.json").is_file():
+        pytest.skip(f"no lab index under {LAB} yet")
+    from cfsim.lab.report import manifest_entry
+
+    index = json.loads((LAB / "manifest.json").read_text())["grids"]
+    grids = sorted(p.parent for p in LAB.glob("*/grid.json"))
+    assert not {g.name for g in grids} - set(index), "grids missing from data/lab/manifest.json"
+    for name in set(index) - {g.name for g in grids}:
+        assert list((LAB / name).glob("*/manifest.json")), name
+    for g in grids:
+        entry = manifest_entry(g)
+        assert {k: index[g.name][k] for k in ("runs", "failed", "oom")} == \
+            {k: entry[k] for k in ("runs", "failed", "oom")}, g.name

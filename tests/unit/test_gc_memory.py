@@ -352,6 +352,24 @@ def test_gc_regime_from_the_scenario_alone():
                         "lab ok, model oom": 1, "lab ok, model near": 0, "lab ok, model ok": 3}
 
 
+def test_oom_outcomes_are_counted_per_point_over_its_repeats():
+    """A point run three times whose lab runs disagree (killed once) is one row with a kill rate,
+    beside its twins' outcomes; a point nobody came near killing, and a point run once, are not."""
+    from cfsim.validation.gcmemory import oom_by_point
+
+    def row(name, role, lab, model, peak_mib=0, limit_mib=56.0):
+        return {"run": f"lab/g/{name}", "grid": "g", "role": role, "scenario": {"cgroup.memory_limit_mb": limit_mib},
+                "observed": {"oom_killed": lab},
+                "simulated": {"oom_killed": model, "memory_max_usage_bytes": peak_mib << 20}}
+
+    runs = [row("p005_a", "point", 1.0, 0.0, 54), row("repeat2-p005_a", "repeat", 0.0, 0.0, 54),
+            row("repeat3-p005_a", "repeat", 0.0, 1.0),
+            row("p006_b", "point", 0.0, 0.0, 20), row("repeat2-p006_b", "repeat", 0.0, 0.0, 21),
+            row("p007_c", "point", 1.0, 1.0)]
+    assert oom_by_point(runs) == [{"point": "g/p005_a", "runs": 3, "lab_killed": 1,
+                                   "model": {"oom": 1, "near": 2, "ok": 0}}]
+
+
 def test_releases_flush_the_tlbs_of_other_cpus_running_the_process():
     """Returning memory to the OS while another CPU runs a thread of the process costs that CPU's
     TLB flush (an inter-processor interrupt per 64 KiB released: ``host.tlb_shootdown_us``); at

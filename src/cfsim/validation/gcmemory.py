@@ -87,6 +87,38 @@ def oom_confusion(runs: list[Mapping[str, Any]]) -> dict[str, int]:
     return out
 
 
+def _point(run: Mapping[str, Any]) -> str | None:
+    """The grid point a run measures: a repeat's point (``repeat<k>-<point>``), else the run itself
+    (None for a row without a run id)."""
+    if not run.get("run"):
+        return None
+    grid, name = run.get("grid") or "", str(run["run"]).rsplit("/", 1)[-1]
+    if run.get("role") == "repeat" and "-" in name:
+        name = name.split("-", 1)[1]
+    return f"{grid}/{name}" if grid else name
+
+
+def oom_by_point(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The OOM outcome per grid point run more than once: the lab's kills of its runs (a rate, since
+    the runs of one point can disagree) beside the twins' outcomes (:func:`model_oom_outcome`; each
+    twin has its run's seed, so they can disagree as well). Points where neither side ever came
+    near a kill are left out."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for r in runs:
+        point = _point(r)
+        if point and r["observed"].get("oom_killed") is not None and model_oom_outcome(r) is not None:
+            groups.setdefault(point, []).append(r)
+    out = []
+    for point, rs in groups.items():
+        model = [model_oom_outcome(r) for r in rs]
+        lab_kills = sum(1 for r in rs if r["observed"]["oom_killed"])
+        if len(rs) < 2 or (not lab_kills and all(m == "ok" for m in model)):
+            continue
+        out.append({"point": point, "runs": len(rs), "lab_killed": lab_kills,
+                    "model": {k: model.count(k) for k in ("oom", "near", "ok")}})
+    return out
+
+
 def _summary(runs: list[Mapping[str, Any]], names: tuple[str, ...]) -> dict[str, Any]:
     out = {}
     for name in names:
@@ -99,7 +131,8 @@ def _summary(runs: list[Mapping[str, Any]], names: tuple[str, ...]) -> dict[str,
 
 
 def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point", "repeat")) -> dict[str, Any]:
-    """``{"regimes": {regime: {metric: {median_abs, median, n, goal}}}, "oom": confusion}`` over the
+    """``{"regimes": {regime: {metric: {median_abs, median, n, goal}}}, "oom": confusion,
+    "oom_points": per repeated point}`` over the
     held-out runs (no fit used them) that record GC metrics (runs without any are left out).
     OOM-killed runs count in the confusion table and, for the other metrics, nowhere (their
     errors are None: no comparable window)."""
@@ -114,4 +147,4 @@ def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point
     out = {name: _summary(rs, GC_REGIME_METRICS) | {"runs": len(rs)} for name, rs in sorted(regimes.items())}
     if sel:
         out["all"] = _summary(sel, GC_REGIME_METRICS) | {"runs": len(sel)}
-    return {"regimes": out, "oom": oom_confusion(sel)}
+    return {"regimes": out, "oom": oom_confusion(sel), "oom_points": oom_by_point(sel)}

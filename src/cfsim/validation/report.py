@@ -375,6 +375,13 @@ def _gc_markdown(report: ValidationReport) -> list[str]:
     oom = report.gc.get("oom") or {}
     if any(oom.values()):
         lines += ["", "OOM kills (lab, model): " + ", ".join(f"{k}: {v}" for k, v in oom.items())]
+    points = report.gc.get("oom_points") or []
+    if points:
+        lines += ["", "OOM kills of the points run more than once (lab: killed of runs; model: the twins' "
+                  "outcomes, 'near' = peak within 10 % of the limit)", "",
+                  "| point | runs | lab killed | model oom / near / ok |", "|---|---|---|---|"]
+        lines += [f"| {p['point']} | {p['runs']} | {p['lab_killed']} | "
+                  f"{p['model']['oom']} / {p['model']['near']} / {p['model']['ok']} |" for p in points]
     return lines
 
 
