@@ -29,6 +29,9 @@ def add_parser(sub) -> None:
                    help="do not scale per-item CPU by the grid's calibration runs")
     add_format_argument(p, "the validation (json/yaml: {headline, by_regime, regime_counts, errors, grids, runs}; "
                            "csv/markdown/html: one row per run and metric, with its regime)")
+    p.add_argument("--against", metavar="REPORT.json",
+                   help="an earlier validation (--format json, or --report's report.json): per grid and "
+                        "metric, which median errors got worse or better")
     p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                    help="processes simulating the twins (default: every CPU; 1 = no pool)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -47,10 +50,26 @@ def run(args) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: --params: {exc}", file=sys.stderr)
         return 2
+    baseline = None
+    if args.against:
+        from cfsim.validation.against import read_validation_runs
+
+        try:
+            baseline, _ = read_validation_runs(args.against)
+        except (OSError, ValueError) as exc:
+            print(f"error: --against: {exc}", file=sys.stderr)
+            return 2
     with Progress(len(find_runs(args.path)), "validate", "run", enabled=not args.no_progress) as bar:
         report = validate(args.path, params=params or None, normalise=not args.no_normalise,
                           progress=lambda run_id: bar.advance(1, run_id), train_runs=train or None,
                           workers=args.workers)
+    if baseline is not None:
+        from cfsim.validation.against import compare
+
+        report.against = {"baseline": str(args.against), **compare(baseline, report.runs)}
+        c = report.against["counts"]
+        print(f"against {args.against}: {c['worse']} grid-metric figures worse, {c['better']} better, "
+              f"{c['same']} the same (the report's 'against' section lists them)", file=sys.stderr)
     if args.report:
         write_report(report, args.report)
     rows = report.table().to_dict("records")

@@ -54,6 +54,8 @@ class ValidationReport:
     regime_counts: dict[str, int] = field(default_factory=dict)          # held-out runs per regime
     gc: dict[str, Any] = field(default_factory=dict)  # GC/memory errors per GC regime, OOM confusion
     params: dict[str, Any] = field(default_factory=dict)  # model parameters every twin took (--params)
+    #: this validation against an earlier one (cfsim.validation.against.compare), with its file
+    against: dict[str, Any] = field(default_factory=dict)
 
     @property
     def headline(self) -> dict[str, Any]:
@@ -98,7 +100,7 @@ class ValidationReport:
         return {"headline": self.headline, "by_regime": self.by_regime, "regime_counts": self.regime_counts,
                 "by_host_state": self.by_host_state(),
                 "errors": self.errors, "grids": self.grids, "gc": self.gc, "tails": self.tails(),
-                "params": self.params,
+                "params": self.params, **({"against": self.against} if self.against else {}),
                 "runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs]}
 
 
@@ -501,6 +503,10 @@ def to_markdown(report: ValidationReport) -> str:
     lines += _host_state_markdown(report)
     lines += _gc_markdown(report)
     lines += _tails_markdown(report)
+    if report.against:
+        from cfsim.validation.against import to_markdown as against_markdown
+
+        lines += against_markdown(report.against, f"`{report.against.get('baseline', 'the earlier validation')}`")
     loops = [r for r in report.runs if r.get("trajectory")]
     if loops:
         lines += ["", "## Hardware in the loop: VPA resize trajectory (lab vs twin's own VPA)", "",
