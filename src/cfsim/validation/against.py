@@ -96,7 +96,8 @@ def change(name: str, before: float, after: float, rel_tol: float = REL_TOL) -> 
 def compare(before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]],
             rel_tol: float = REL_TOL) -> dict[str, Any]:
     """Per grid and metric both validations report: the two medians, their run counts and the
-    change; and the counts of each change. Grids or metrics only one side has are listed apart."""
+    change; and the counts of each change. Grids only one side has are listed apart; a metric only
+    one side reports for a grid is left out."""
     a, b = grid_errors(before), grid_errors(after)
     rows = []
     for g in sorted(set(a) & set(b)):
