@@ -19,6 +19,7 @@ import statistics
 from typing import Any, Mapping
 
 from cfsim.advice.memory import NEAR_OOM_FRACTION, MiB
+from cfsim.lab.grid import point_of_repeat
 from cfsim.validation import metrics as vm
 
 #: a GOMEMLIMIT at most this multiple of the live heap is in the death-spiral band
@@ -94,7 +95,7 @@ def _point(run: Mapping[str, Any]) -> str | None:
         return None
     grid, name = run.get("grid") or "", str(run["run"]).rsplit("/", 1)[-1]
     if run.get("role") == "repeat" and "-" in name:
-        name = name.split("-", 1)[1]
+        name = point_of_repeat(name)
     return f"{grid}/{name}" if grid else name
 
 
