@@ -1,6 +1,7 @@
 """A validation against an earlier one (cfsim.validation.against, `cfsim validate --against`)."""
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -49,7 +50,7 @@ def test_a_file_that_is_no_validation_is_named_with_the_place(tmp_path):
     with pytest.raises(ValueError, match=r"runs\[1\] has no 'grid'"):
         read_validation_runs(other)
     gz = tmp_path / "ok.json.gz"
-    gz.write_bytes(__import__("gzip").compress(json.dumps({"runs": [_row("a", {"throughput_per_s": 0.1})]}).encode()))
+    gz.write_bytes(gzip.compress(json.dumps({"runs": [_row("a", {"throughput_per_s": 0.1})]}).encode()))
     assert read_validation_runs(gz)[1] == {"path": str(gz), "runs": 1}
     gz.write_bytes(b"\x1f\x8b broken")
     with pytest.raises(ValueError, match="broken gzip"):
