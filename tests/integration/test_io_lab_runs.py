@@ -55,3 +55,27 @@ def test_every_grid_is_in_the_lab_index():
         entry = manifest_entry(g)
         assert {k: index[g.name][k] for k in ("runs", "failed", "oom")} == \
             {k: entry[k] for k in ("runs", "failed", "oom")}, g.name
+
+
+def test_every_latency_histogram_fits_a_lab_bucket_layout():
+    """The twins report their latency quantiles through the lab's own buckets
+    (cfsim.validation.twin.recorded_latency_buckets_s): every run's kept bucket bounds belong to one
+    of the layouts the lab's binaries have used (cfsim.lab.buckets.LAYOUTS), and both layouts
+    occur (3 per doubling before 2026-11-23, 6 after), so neither table is dead."""
+    if not ALL_RUNS:
+        pytest.skip(f"no lab run folders under {LAB} yet")
+    from cfsim.lab.buckets import LAYOUTS
+    from cfsim.validation.twin import LATENCY_HISTOGRAMS, recorded_latency_buckets_s
+
+    seen = set()
+    for run in ALL_RUNS:
+        manifest = json.loads((run / "manifest.json").read_text())
+        samples = manifest.get("window_samples") or {}
+        kept = [k for src, name in LATENCY_HISTOGRAMS for k in ((samples.get(src) or {}).get("end") or {})
+                if k.startswith(f"{name}_bucket") and "+Inf" not in k]
+        if not kept:
+            continue
+        layout = recorded_latency_buckets_s(manifest)
+        assert layout is not None, (run, kept[:3])
+        seen.add(next(n for n, b in LAYOUTS.items() if b == layout))
+    assert seen == set(LAYOUTS), seen

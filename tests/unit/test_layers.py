@@ -1,4 +1,4 @@
-"""Dependencies point down: the rules (kernel, goruntime, autoscalers) import no engine, reader,
+"""Dependencies point down: the rules (kernel, goruntime, autoscalers, monitoring) import no engine, reader,
 command or study code, and neither do the readers (io) and the engines (engine) import what sits
 above them. Checked on the source (every import statement, including those inside functions)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "cfsim"
 
-RULES = {"kernel", "goruntime", "autoscalers"}
+RULES = {"kernel", "goruntime", "autoscalers", "monitoring"}
 ABOVE_RULES = {"engine", "io", "commands", "simulation", "sweep", "validation", "lab", "advice", "cli",
                "workloads", "scenario"}
 #: package -> the cfsim packages and modules it must not import

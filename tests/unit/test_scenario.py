@@ -22,6 +22,9 @@ def test_builtin_loads_with_defaults():
     ("run.warmup_s=20", "run.warmup_s", "< run.duration_s"),
     ("host.hz=123", "host.hz", "one of"),
     ("workload.threads=1.5", "workload.threads", "integer"),
+    ("run.latency_buckets_s=[0.01, 0.005]", "run.latency_buckets_s", "strictly ascending"),
+    ("run.latency_buckets_s=[0, 0.005]", "run.latency_buckets_s", "finite and > 0"),
+    ("run.latency_buckets_s=0.01", "run.latency_buckets_s", "list of bounds"),
 ])
 def test_invalid_values_name_the_key_and_range(override, key, fragment):
     with pytest.raises(ScenarioError) as exc:

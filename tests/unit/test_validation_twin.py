@@ -18,9 +18,11 @@ from cfsim.validation.twin import (find_runs, neighbour_background_cores, record
 LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
 
 #: what a twin input may come from (a prefix of TwinInput.source); model: is how the twin runs
-#: the model (one goroutine per chunk), nothing about the run
+#: the model (one goroutine per chunk), nothing about the run; lab:latency-bucket-layout is the lab
+#: binary's histogram layout, the instrument the run's quantiles were read with (named by its
+#: bucket bounds, whatever their counts)
 ALLOWED_SOURCES = ("params", "manifest:host.hz", "manifest:host.affinity_cpus", "manifest:host.host_cpus",
-                   "evidence:host.hz", "neighbours:", "model:reference-path",
+                   "evidence:host.hz", "neighbours:", "model:reference-path", "lab:latency-bucket-layout",
                    "manifest:processes.prometheus.targets.workload,scenario:lab.scrape_interval_s")
 #: what a neighbours: source may list
 ALLOWED_NEIGHBOUR_FIELDS = ("manifest:host_cpu.harness_cores", "manifest:host_cpu.pre_run.harness_cores",
@@ -292,3 +294,28 @@ def test_a_twin_runs_todays_model_priors_not_the_ones_its_run_file_recorded(tmp_
     for key in MODEL_PRIOR_KEYS:
         section, name = key.split(".")
         assert name in SCHEMA[section] and f'"{name}"' not in src and f"'{name}'" not in src, key
+
+
+def test_twin_reads_its_latency_quantiles_through_the_labs_buckets(tmp_path):
+    """A run that exported some buckets of the lab's 6-per-doubling layout gets the whole layout
+    (the manifest keeps only the buckets its window's quantiles reach), and its twin's p99 is the
+    histogram's: on a stream whose lag grows through the window the interpolation in the last,
+    wide bucket reports more than the exact p99, as the lab's summary does."""
+    from cfsim.lab.buckets import LAYOUTS
+    from cfsim.simulation import simulate
+
+    layout = LAYOUTS["6-per-doubling"]
+    kept = {f'cfsim_item_latency_seconds_bucket{{le="{b}"}}': 1.0 for b in layout[40:44]}
+    kept['cfsim_item_latency_seconds_bucket{le="+Inf"}'] = 1.0
+    over = SCENARIO.replace("rate_per_s = 1000", "rate_per_s = 3000")  # 3 cores of demand on 2
+    run = _run(tmp_path, "p000", {"host": HOST, "window_samples": {"workload": {"start": {}, "end": kept}}}, over)
+    spec = twin_spec(run)
+    assert spec.scenario["run.latency_buckets_s"] == layout
+    assert [i.source for i in spec.inputs if i.key == "run.latency_buckets_s"] == ["lab:latency-bucket-layout"]
+    bucketed = simulate(spec.scenario).summary
+    exact = simulate(spec.scenario.with_overrides([("run.latency_buckets_s", None)])).summary
+    assert bucketed["latency_mean_s"] == exact["latency_mean_s"]
+    assert exact["latency_p99_s"] < bucketed["latency_p99_s"] < exact["latency_p99_s"] * 2 ** (1 / 6)
+    # a run without latency buckets (or in no known layout) keeps exact quantiles
+    bare = _run(tmp_path, "p001", {"host": HOST}, over)
+    assert twin_spec(bare).scenario["run.latency_buckets_s"] is None

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from cfsim.monitoring.histogram import histogram_quantile  # noqa: F401  (re-exported: the summaries' quantile rule)
 from cfsim.lab.cgroup import CpuStat, MemoryStat
 from cfsim.lab.kinds import lab_kind
 
@@ -128,25 +129,6 @@ class Snapshot:
     process: Mapping[str, int] = field(default_factory=dict)  # workload /proc/<pid>: VmRSS, VmHWM [bytes], minflt, majflt
     threads: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # per-thread schedstat, switches (lab.threads)
     tlb_flushes: int | None = None  # the host's TLB flushes of other CPUs so far (/proc/interrupts "TLB")
-
-
-def histogram_quantile(q: float, buckets: Iterable[tuple[float, float]]) -> float | None:
-    """Prometheus' ``histogram_quantile`` on cumulative (le, count) pairs: linear interpolation
-    inside the bucket holding rank q*total; the +Inf bucket returns the largest finite bound."""
-    b = sorted(buckets)
-    if not b or b[-1][1] <= 0:
-        return None
-    rank = q * b[-1][1]
-    prev_le, prev_count = 0.0, 0.0
-    for le, count in b:
-        if count >= rank:
-            if math.isinf(le):
-                return prev_le
-            if count == prev_count:
-                return le
-            return prev_le + (le - prev_le) * (rank - prev_count) / (count - prev_count)
-        prev_le, prev_count = le, count
-    return b[-1][0]
 
 
 def bucket_deltas(name: str, s0: Samples, s1: Samples) -> list[tuple[float, float]]:

@@ -62,6 +62,12 @@ def _godebug(v: Any) -> str | None:
     return None
 
 
+def _bucket_bounds(v: Any) -> str | None:
+    from cfsim.monitoring.histogram import check_bucket_bounds
+
+    return check_bucket_bounds(v) if isinstance(v, (list, tuple)) else f"must be a list of bounds [s] (got {v!r})"
+
+
 def _gomaxprocs(v: Any) -> str | None:
     if isinstance(v, bool):
         return "must be 'host', 'automaxprocs', 'go1.25' or an integer >= 1"
@@ -284,6 +290,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "duration_s": Key(10.0, "float", "simulated time [s]", _between(0.001, 30 * 86400)),
         "warmup_s": Key(0.0, "float", "time excluded from summaries [s]", _ge(0)),
         "seed": Key(0, "int", "random seed", _ge(0)),
+        "latency_buckets_s": Key(None, "list", "upper bounds [s] of a latency histogram (+Inf implied): when set, "
+                                 "the summaries' latency p50/p99/p999 are read from it by PromQL's "
+                                 "histogram_quantile, as a Prometheus dashboard (or the lab) reports them; "
+                                 "unset: the exact quantiles of the simulated requests or records",
+                                 _bucket_bounds, optional=True),
         "request_batching": Key(True, "bool", "while every P is busy, a P runs its share of the waiting "
                                 "goroutines of a request workload as one chunk (its local run queue): the "
                                 "same results, statistically, several times faster; only with "

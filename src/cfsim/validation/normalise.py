@@ -30,6 +30,7 @@ from cfsim.scenario import Scenario
 from cfsim.validation.twin import (is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
                                    run_scenario, twin)
 from cfsim.workloads import kind_names, workload_kind
+from cfsim.workloads.arrivals import lognormal_median_from_mean
 
 #: the scenario key of each workload kind's CPU per item (as the kind declares it)
 COST_KEYS = {name: f"workload.{workload_kind(name).cpu_key}" for name in kind_names()}
@@ -52,11 +53,16 @@ class GridNorm:
     #: the calibration runs (None unless every one recorded it): the factors above are at this
     #: many rounds per millisecond of the workload's CPU (:func:`startup_rounds`)
     rounds_per_cpu_ms: float | None = None
-    #: time a request spends outside the server process [ms] (network, the load generator's own
-    #: client), measured on the calibration runs: their client median latency minus their twin's
+    #: the median time a request spends outside the server process [ms] (network, the load
+    #: generator's own client), measured on the calibration runs: their client mean latency minus
+    #: their twin's (exact on both sides), as the median of a log-normal with that mean and the p99
+    #: below (:func:`cfsim.workloads.arrivals.lognormal_median_from_mean`). Not identified where a
+    #: calibration run is a saturated closed loop: its mean latency is clients / throughput whatever
+    #: the round trip
     rtt_ms: float | None = None
-    #: the 99th percentile of that time [ms], from the same runs: client p99 minus their twin's
-    #: (a load generator that shares the host's CPUs with the server is itself scheduled late)
+    #: the 99th percentile of that time [ms], from the same runs: client p99 minus their twin's,
+    #: both read through the lab's histogram buckets (a load generator that shares the host's CPUs
+    #: with the server is itself scheduled late)
     rtt_p99_ms: float | None = None
     #: ``(pre-run tenants [cores], rtt_ms, rtt_p99_ms)`` of each calibration run that measured
     #: its neighbours before it started: the load generator waits longer on a busier host, so a
@@ -310,12 +316,16 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
             if c is not None:
                 client_cpu.append(c)
         has_rtt = "client_rtt_ms" in workload_kind(run_scenario(run)["workload.kind"]).keys
-        if has_rtt and obs.get("latency_p50_s") and sim.get("latency_p50_s") is not None:
-            rtts.append(max(0.0, obs["latency_p50_s"] - sim["latency_p50_s"]) * 1e3)
+        if has_rtt and obs.get("latency_mean_s") and sim.get("latency_mean_s") is not None:
+            # the time outside the server: its spread from the p99s (both read through the lab's
+            # buckets), its median from the means (exact on both sides, _sum / _count), as the
+            # log-normal the twin draws it from (workload.client_rtt_ms, client_rtt_p99_ms)
             p99 = None
             if obs.get("latency_p99_s") and sim.get("latency_p99_s") is not None:
                 p99 = max(0.0, obs["latency_p99_s"] - sim["latency_p99_s"]) * 1e3
                 rtt_p99s.append(p99)
+            mean = max(0.0, obs["latency_mean_s"] - sim["latency_mean_s"]) * 1e3
+            rtts.append(lognormal_median_from_mean(mean, p99))
             tenants = pre_run_tenants_cores(run_manifest(run))
             if tenants is not None:
                 norm.rtt_by_tenants.append((tenants, rtts[-1], p99))

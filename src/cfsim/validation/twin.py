@@ -27,6 +27,11 @@ twin's scenario - reads only:
 * what the lab set up before the run and recorded in ``manifest.json``: the Prometheus targets
   (``processes.prometheus.targets``: a scraped workload serves ``/metrics`` every
   ``lab.scrape_interval_s``, :func:`recorded_scrape_interval_s`);
+* the bucket layout of the lab binary's latency histograms (:data:`cfsim.lab.buckets.LAYOUTS`,
+  told apart by the names of the buckets the run exported, never their counts): the lab's
+  latency quantiles are PromQL ``histogram_quantile`` interpolations inside those buckets, not
+  exact quantiles, so the twin reports its own through the same ones (``run.latency_buckets_s``,
+  :func:`recorded_latency_buckets_s`);
 * independent measurements of *other* processes, never derived from the workload's own usage:
   ``host_cpu.pre_run`` (measured before the workload started), ``host_cpu.harness_cores`` (the
   harness cgroup's own ``cpuacct``), and the CPU weights ``host_cpu.weights`` /
@@ -60,6 +65,7 @@ import pandas as pd
 from cfsim.goruntime.gc_cycles import cycle_keys
 from cfsim.io.gctrace import cycle_table
 from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, window_keys
+from cfsim.lab.buckets import full_layout
 from cfsim.lab.threads import m_sleeps_per_item
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.scenario.schema import SCHEMA
@@ -372,6 +378,27 @@ def recorded_scrape_interval_s(manifest: Mapping[str, Any], scenario: Scenario) 
 # ------------------------------------------------------------------ the twin's scenario
 
 
+#: the latency histograms the lab summary reads its p50/p99/p999 from, by ``window_samples`` source
+LATENCY_HISTOGRAMS = (("loadgen", "cfsim_loadgen_request_duration_seconds"),
+                      ("workload", "cfsim_item_latency_seconds"),
+                      ("workload", "cfsim_request_duration_seconds"))
+
+
+def recorded_latency_buckets_s(manifest: Mapping[str, Any]) -> list[float] | None:
+    """The upper bounds [s] of the run's latency histogram (+Inf left out): the lab layout
+    (:data:`cfsim.lab.buckets.LAYOUTS`) that the bucket names of its window samples belong to, for
+    the first of :data:`LATENCY_HISTOGRAMS` the run exported (the manifest keeps only the buckets
+    its window's quantiles reach); None if it kept none or they fit no known layout."""
+    samples = manifest.get("window_samples") or {}
+    for source, name in LATENCY_HISTOGRAMS:
+        end = (samples.get(source) or {}).get("end") or {}
+        prefix = f'{name}_bucket{{le="'
+        kept = sorted(float(k[len(prefix):-2]) for k in end if k.startswith(prefix) and "+Inf" not in k)
+        if kept:
+            return full_layout(kept)
+    return None
+
+
 @dataclass(frozen=True)
 class TwinInput:
     """One value the twin was given beyond its scenario file, and where it came from."""
@@ -440,6 +467,10 @@ def twin_spec(run_dir: Path, params: Mapping[str, Any] | None = None) -> TwinSpe
     if scrape is not None:
         put("workload.scrape_interval_s", scrape,
             "manifest:processes.prometheus.targets.workload,scenario:lab.scrape_interval_s")
+
+    buckets = recorded_latency_buckets_s(manifest)
+    if buckets is not None:
+        put("run.latency_buckets_s", buckets, "lab:latency-bucket-layout")
 
     contention = "unknown"
     if "host.background_cores" not in given:

@@ -3,12 +3,13 @@ and merging the runtime's summary and series with the workload's."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from cfsim.goruntime.runtime import Claim, GoParams, GoRuntime
+from cfsim.monitoring.histogram import quantiles_through_buckets
 
 SAMPLE_NS = GoRuntime.SAMPLE_NS
 MAX_SAMPLES = 200_000
@@ -38,11 +39,17 @@ def count_at(samples: list[tuple], t_ns: int, col: int, now_ns: int, now_value: 
     return float(np.interp(t_ns, np.append(arr[:, 0], now_ns), np.append(arr[:, 1], now_value)))
 
 
-def latency_keys(lat_s: np.ndarray) -> dict[str, Any]:
+def latency_keys(lat_s: np.ndarray, buckets_s: Sequence[float] | None = None) -> dict[str, Any]:
+    """Quantiles, mean and maximum of latencies [s]. With ``buckets_s`` (``run.latency_buckets_s``)
+    the quantiles are the ones a Prometheus histogram with those bounds reports
+    (:func:`cfsim.monitoring.histogram.quantiles_through_buckets`); the mean stays exact, as ``_sum / _count``."""
     if lat_s.size == 0:
         return {"latency_p50_s": None, "latency_p99_s": None, "latency_p999_s": None, "latency_max_s": None,
                 "latency_mean_s": None}
-    p50, p99, p999 = np.percentile(lat_s, [50, 99, 99.9])
+    if buckets_s:
+        p50, p99, p999 = quantiles_through_buckets(lat_s, buckets_s, (0.5, 0.99, 0.999))
+    else:
+        p50, p99, p999 = np.percentile(lat_s, [50, 99, 99.9])
     return {"latency_p50_s": float(p50), "latency_p99_s": float(p99), "latency_p999_s": float(p999),
             "latency_max_s": float(lat_s.max()), "latency_mean_s": float(lat_s.mean())}
 

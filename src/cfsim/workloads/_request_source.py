@@ -63,7 +63,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import deque
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -373,7 +373,9 @@ class RequestSource:
         self.runq.appendleft(g)
 
     # reporting --------------------------------------------------------------------------
-    def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
+    def summary(self, t0_ns: int, t1_ns: int, buckets_s: Sequence[float] | None = None) -> dict[str, Any]:
+        """Throughput, backlog and the client's and the handler's latency over (t0, t1];
+        ``buckets_s``: quantiles read through a histogram's buckets (``run.latency_buckets_s``)."""
         t = np.asarray(self.t_done, dtype=np.int64)
         lat = np.asarray(self.lat_ns, dtype=np.int64)
         handler = np.asarray(self.handler_ns, dtype=np.int64)
@@ -388,9 +390,9 @@ class RequestSource:
             "lag_final_s": 0.0 if oldest is None else (t1_ns - oldest) / 1e9,
             "connections_open": int(self.conns),
         }
-        out.update(latency_keys(lat[sel] / 1e9))
+        out.update(latency_keys(lat[sel] / 1e9, buckets_s))
         h_end = np.asarray(self.handler_end, dtype=np.int64)
-        srv = latency_keys(handler[(h_end > t0_ns) & (h_end <= t1_ns)] / 1e9)
+        srv = latency_keys(handler[(h_end > t0_ns) & (h_end <= t1_ns)] / 1e9, buckets_s)
         out.update({"server_" + k: srv[k] for k in ("latency_p50_s", "latency_p99_s", "latency_p999_s")})
         return out
 

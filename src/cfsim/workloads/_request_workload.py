@@ -80,7 +80,7 @@ class RequestWorkload:
         self.engine.call_later(self.sample_ns, self._sample)
 
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
-        out = self.src.summary(t0_ns, t1_ns)
+        out = self.src.summary(t0_ns, t1_ns, self.sc["run.latency_buckets_s"])
         out.update(self.rt.summary(t0_ns, t1_ns))
         return out
 

@@ -203,6 +203,30 @@ def lognormal_sigma(median: float, p99: float) -> float:
     return math.log(p99 / median) / Z_99 if median > 0 and p99 > median else 0.0
 
 
+def lognormal_median_from_mean(mean: float, p99: float | None) -> float:
+    """The median of a log-normal with this mean and 99th percentile: with ``y = ln(p99 / median)
+    = z_0.99 sigma``, ``ln mean = ln median + sigma^2 / 2`` is a quadratic in ``y``; its smaller
+    root (``sigma <= z_0.99``). The mean alone (no spread) if the p99 is missing or not above
+    the mean; if no log-normal has both (a mean too small for that p99), the one with that mean
+    and ``sigma = z_0.99``, the widest the root allows.
+
+    >>> m = 0.2 * math.exp(0.5 ** 2 / 2)
+    >>> round(lognormal_median_from_mean(m, 0.2 * math.exp(0.5 * Z_99)), 12)
+    0.2
+    >>> lognormal_median_from_mean(0.3, None), lognormal_median_from_mean(0.3, 0.2)
+    (0.3, 0.3)
+    >>> round(lognormal_median_from_mean(1e-3, 5.0) / 1e-3, 4)   # no fit: sigma = z_0.99
+    0.0668
+    """
+    if mean <= 0 or not p99 or p99 <= mean:
+        return max(0.0, mean)
+    z2 = Z_99 * Z_99
+    disc = 1.0 - 2.0 * (math.log(p99) - math.log(mean)) / z2
+    if disc < 0:
+        return mean * math.exp(-z2 / 2)
+    return p99 * math.exp(-z2 * (1.0 - math.sqrt(disc)))
+
+
 def late_sender(due_s: np.ndarray, late_s: float, late_p99_s: float, rng: np.random.Generator) -> np.ndarray:
     """When requests due at ``due_s`` (sorted) leave a client whose one sending loop sleeps until
     the next due time and wakes late (log-normal, median ``late_s``, 99th percentile

@@ -36,6 +36,7 @@ RUN_NS = 10_000_000
 class SingleThreadWorkload:
     def __init__(self, engine, scenario, rng: np.random.Generator):
         self.engine = engine
+        self.buckets_s = scenario["run.latency_buckets_s"]
         w = scenario.section("workload")
         rate = RateFn(w["rate_per_s"], scenario["run.duration_s"] + 1.0)
         self.stream = RecordStream(rate, w["cpu_ms_per_item"] * 1e6, 0.0, 1, w["initial_backlog"])
@@ -77,7 +78,7 @@ class SingleThreadWorkload:
         self.engine.call_later(self.sample_ns, self._sample)
 
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
-        out = record_summary(self.stream, self.samples, t0_ns, t1_ns, self.engine.now)
+        out = record_summary(self.stream, self.samples, t0_ns, t1_ns, self.engine.now, self.buckets_s)
         out.update({
             "gomaxprocs": 1,
             "gc_cycles": 0, "gc_cpu_fraction": 0.0, "sched_cpu_fraction": 0.0,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -235,7 +235,7 @@ class StreamWorkload:
         s = self.stream
         span = (t1_ns - t0_ns) / 1e9
         arrived_in = (s.initial if t0_ns <= 0 else 0) + float(s.rate.cum(t1_ns / 1e9) - s.rate.cum(t0_ns / 1e9))
-        out = record_summary(s, self.samples, t0_ns, t1_ns, self.engine.now)
+        out = record_summary(s, self.samples, t0_ns, t1_ns, self.engine.now, self.sc["run.latency_buckets_s"])
         out["arrival_rate_per_s"] = arrived_in / span
         out.update(self.rt.summary(t0_ns, t1_ns))
         return out
@@ -250,8 +250,10 @@ def sample_row(s: RecordStream, now: int) -> tuple:
     return (now, s.arrived, s.completed, s.arrived - s.completed, s.lag_s(now))
 
 
-def record_summary(s: RecordStream, samples: list[tuple], t0_ns: int, t1_ns: int, now: int) -> dict[str, Any]:
-    """Throughput, backlog, lag and record latencies (FIFO arrival/departure curves) over (t0, t1]."""
+def record_summary(s: RecordStream, samples: list[tuple], t0_ns: int, t1_ns: int, now: int,
+                   buckets_s: Sequence[float] | None = None) -> dict[str, Any]:
+    """Throughput, backlog, lag and record latencies (FIFO arrival/departure curves) over (t0, t1];
+    ``buckets_s``: quantiles read through a histogram's buckets (``run.latency_buckets_s``)."""
     span = (t1_ns - t0_ns) / 1e9
     idx, t_done = s.completion_table()
     win = (t_done > t0_ns / 1e9) & (t_done <= t1_ns / 1e9)
@@ -263,7 +265,7 @@ def record_summary(s: RecordStream, samples: list[tuple], t0_ns: int, t1_ns: int
         "backlog_final": int(s.arrived - s.completed),
         "lag_final_s": s.lag_s(t1_ns),
     }
-    out.update(latency_keys(lat))
+    out.update(latency_keys(lat, buckets_s))
     return out
 
 
