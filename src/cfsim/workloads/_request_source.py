@@ -56,7 +56,8 @@ Latency: ``latency_*`` is what the client sees, arrival at the process to the re
 plus the time outside the process: ``client_rtt_ms``, or with ``client_rtt_p99_ms`` a log-normal
 draw per request with that median and 99th percentile (``last_rtt_ns``, which a closed loop's
 client also waits); ``server_latency_*`` is the handler's own span (from the handler's start to
-the last goroutine's end, like the lab's ``cfsim_request_duration_seconds``).
+the last goroutine's end, like the lab's ``cfsim_request_duration_seconds``). Their quantiles are
+exact, or read through a histogram's buckets as a dashboard reads them (``run.latency_buckets_s``).
 """
 from __future__ import annotations
 
