@@ -16,7 +16,9 @@ True
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Mapping, Sequence
+
+from cfsim.lab.summary import bucket_deltas
 
 
 def _layout(start_s: float, step: float, below_s: float, decimals: int) -> list[float]:
@@ -43,4 +45,17 @@ def full_layout(kept_s: Sequence[float]) -> list[float] | None:
     for bounds in LAYOUTS.values():
         if all(any(math.isclose(k, b, rel_tol=1e-6) for b in bounds) for k in kept_s):
             return list(bounds)
+    return None
+
+
+def recorded_layout(window_samples: Mapping[str, Any], names: Sequence[str]) -> list[float] | None:
+    """The layout of a run's latency histograms: the first of ``names`` whose buckets the run's
+    window samples (``manifest["window_samples"]``, the load generator's or the workload's at the
+    window's end) kept, by their bounds alone; None if none was kept or they fit no layout."""
+    for name in names:
+        for source in ("loadgen", "workload"):
+            end = (window_samples.get(source) or {}).get("end") or {}
+            kept = sorted(le for le, _ in bucket_deltas(name, {}, end) if not math.isinf(le))
+            if kept:
+                return full_layout(kept)
     return None

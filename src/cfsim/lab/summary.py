@@ -13,7 +13,7 @@ from typing import Mapping
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from cfsim.monitoring.histogram import histogram_quantile  # noqa: F401  (re-exported: the summaries' quantile rule)
+from cfsim.monitoring.histogram import histogram_quantile
 from cfsim.lab.cgroup import CpuStat, MemoryStat
 from cfsim.lab.kinds import lab_kind
 

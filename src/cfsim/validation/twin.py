@@ -65,7 +65,8 @@ import pandas as pd
 from cfsim.goruntime.gc_cycles import cycle_keys
 from cfsim.io.gctrace import cycle_table
 from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, window_keys
-from cfsim.lab.buckets import full_layout
+from cfsim.lab.buckets import recorded_layout
+from cfsim.lab.kinds import LAB_KINDS
 from cfsim.lab.threads import m_sleeps_per_item
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.scenario.schema import SCHEMA
@@ -378,25 +379,17 @@ def recorded_scrape_interval_s(manifest: Mapping[str, Any], scenario: Scenario) 
 # ------------------------------------------------------------------ the twin's scenario
 
 
-#: the latency histograms the lab summary reads its p50/p99/p999 from, by ``window_samples`` source
-LATENCY_HISTOGRAMS = (("loadgen", "cfsim_loadgen_request_duration_seconds"),
-                      ("workload", "cfsim_item_latency_seconds"),
-                      ("workload", "cfsim_request_duration_seconds"))
+#: the latency histograms the lab summary reads its p50/p99/p999 from (the item and request kinds')
+LATENCY_HISTOGRAMS = tuple(dict.fromkeys(h for k in LAB_KINDS.values() if k.family in ("items", "requests")
+                                         for h in k.latency_histograms))
 
 
 def recorded_latency_buckets_s(manifest: Mapping[str, Any]) -> list[float] | None:
     """The upper bounds [s] of the run's latency histogram (+Inf left out): the lab layout
-    (:data:`cfsim.lab.buckets.LAYOUTS`) that the bucket names of its window samples belong to, for
-    the first of :data:`LATENCY_HISTOGRAMS` the run exported (the manifest keeps only the buckets
-    its window's quantiles reach); None if it kept none or they fit no known layout."""
-    samples = manifest.get("window_samples") or {}
-    for source, name in LATENCY_HISTOGRAMS:
-        end = (samples.get(source) or {}).get("end") or {}
-        prefix = f'{name}_bucket{{le="'
-        kept = sorted(float(k[len(prefix):-2]) for k in end if k.startswith(prefix) and "+Inf" not in k)
-        if kept:
-            return full_layout(kept)
-    return None
+    (:data:`cfsim.lab.buckets.LAYOUTS`) that the bucket names of its window samples belong to
+    (the manifest keeps only the buckets its window's quantiles reach); None if it kept none or
+    they fit no known layout."""
+    return recorded_layout(manifest.get("window_samples") or {}, LATENCY_HISTOGRAMS)
 
 
 @dataclass(frozen=True)
