@@ -42,6 +42,14 @@ bookkeeping (arrival, three goroutines' ends, ``ready`` 5.8 times, the response)
 GOMAXPROCS 2 takes one goroutine a chunk while its fractional mark worker may want the P
 (about half the run); at 24 and 64 Ps the runtime's own batch is small (1 + queue / P: 2-4
 goroutines) and the per-chunk runtime and engine path (~50 calls) dominates.
+
+Each P's own run queue (2026-11-29, session 28; docs/model-notes.md): a P's local queue cannot be
+run as a chunk (a P that runs dry steals its head), so a chunk is now a request's goroutines that
+ready each other into runnext (read, handler, response), and not during a GC cycle: one CPU event
+a request. Same hour, 0.3 s simulated, 2 repeats, CPU time, one queue -> per-P: GOMAXPROCS 2
+5.51 -> 2.63x, 8 5.98 -> 2.47x, 24 3.74 -> 2.06x, 64 2.09 -> 1.94x, open 100k 0.33 -> 0.26x.
+Profile at GOMAXPROCS 8 (0.3 s, 5,921 requests): 139 Python calls a request; claim, the chunk's
+ends and _finish are its largest own shares, the engine's event path most of the rest.
 """
 from __future__ import annotations
 

@@ -129,22 +129,24 @@ SYSMON_BATCH_NS = 250_000   # sysmon's counted polls are burnt in chunks of at l
 class Claim:
     """A chunk of goroutine work handed to a P: CPU, allocation, and the source's token.
     ``goroutines``: how many goroutines the chunk runs one after another (each start is a pass
-    through ``schedule``); ``tid``: the thread of the M that runs it (set by the runtime)."""
+    through ``schedule``); ``tid``: the thread of the M that runs it (set by the runtime); ``p``:
+    the P it was claimed for (a source with per-P run queues books its goroutines' ends there)."""
 
-    __slots__ = ("work", "alloc", "token", "goroutines", "tid")
+    __slots__ = ("work", "alloc", "token", "goroutines", "tid", "p")
 
-    def __init__(self, work: int, alloc: int, token: Any, goroutines: int = 1):
+    def __init__(self, work: int, alloc: int, token: Any, goroutines: int = 1, p: int = -1):
         self.work = int(work)
         self.alloc = int(alloc)
         self.token = token
         self.goroutines = goroutines
         self.tid = -1
+        self.p = p
 
 
 class WorkSource(Protocol):
     def has_work(self) -> bool: ...
 
-    def claim(self, max_ns: int) -> Claim | None: ...
+    def claim(self, max_ns: int, p: int = -1) -> Claim | None: ...   # p: the claiming M's P
 
     def done(self, claim: Claim, t0: int, t1: int) -> None: ...
 
@@ -804,7 +806,7 @@ class GoRuntime(RuntimeReports):
         released its P and blocks. ``cont``: no scheduling point, the running goroutine goes on
         with the source's next chunk (:meth:`_continues`): no GC worker, no goroutine switch."""
         if cont:
-            c = self.source.claim(self.claim_ns)
+            c = self.source.claim(self.claim_ns, m.p)
             if c is not None:
                 self.inflight_alloc += c.alloc
                 m.claim = c
@@ -816,7 +818,7 @@ class GoRuntime(RuntimeReports):
                 return w
         src = self.source
         if src is not None and src.has_work():
-            c = src.claim(self.claim_ns)
+            c = src.claim(self.claim_ns, m.p)
             if c is not None:
                 self.inflight_alloc += c.alloc
                 c.tid = m.tid
@@ -1444,17 +1446,11 @@ class GoRuntime(RuntimeReports):
         if w:
             self.engine.run(m.tid, w, self._on_done)
 
-    def gc_worker_wanted(self) -> bool:
-        """Whether the GC is in a phase where a P's next ``schedule`` matters to it: a stop, or a
-        mark with work left that still wants a dedicated worker or has fractional ones
-        (``findRunnableGCWorker`` runs at every ``schedule``). A source that runs several
-        goroutines as one chunk keeps to one while this holds."""
-        if self.phase == OFF:
-            return False
-        if self.phase != MARK:
-            return True
-        wc = self.worker_counts
-        return self.mark_unclaimed > 0 and (wc.fractional_goal > 0 or self.ded_running < wc.dedicated)
+    def gc_cycle_running(self) -> bool:
+        """Whether a GC cycle is under way (from the sweep termination to the mark termination):
+        every ``schedule`` may hand the P to a mark worker and every allocation may owe an assist,
+        so a source runs one goroutine a chunk meanwhile."""
+        return self.phase != OFF
 
     def _unspin(self, m: _M) -> None:
         if m.spinning:

@@ -295,11 +295,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                  "histogram_quantile, as a Prometheus dashboard (or the lab) reports them; "
                                  "unset: the exact quantiles of the simulated requests or records",
                                  _bucket_bounds, optional=True),
-        "request_batching": Key(True, "bool", "while every P is busy, a P runs its share of the waiting "
-                                "goroutines of a request workload as one chunk (its local run queue): the "
-                                "same results, statistically, several times faster; only with "
-                                "host.cpu_sharing = 'fluid' and no client on the host; false: one "
-                                "goroutine per chunk"),
+        "request_batching": Key(True, "bool", "while every P is busy and goroutines wait, a P runs the "
+                                "goroutines of a request that ready each other into its runnext (read, "
+                                "handler, response) as one chunk: the same results, statistically, with "
+                                "fewer events; only with host.cpu_sharing = 'fluid' and no client on the "
+                                "host; false: one goroutine per chunk"),
     },
     # --- [vpa] and [hpa]: owned by the autoscaler work (src/cfsim/autoscalers, engine/longrun.py) ---
     "vpa": {

@@ -88,12 +88,12 @@ class WithSideWork:
     def has_work(self) -> bool:
         return bool(self.side) or self.main.has_work()
 
-    def claim(self, max_ns: int) -> Claim | None:
+    def claim(self, max_ns: int, p: int = -1) -> Claim | None:
         if self.side:
             g = self.side.pop(0)
             work = min(g.left, max_ns)
             return Claim(work, int(work * g.alloc_per_ns), g)
-        return self.main.claim(max_ns)
+        return self.main.claim(max_ns, p)
 
     def done(self, claim, t0: int, t1: int) -> None:
         g = claim.token

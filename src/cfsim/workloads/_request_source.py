@@ -35,19 +35,27 @@ server's CPU stays what the key says; what changes is how many Ms wake to run or
 The response is written before the reader's path, so the latency does not wait for it.
 
 ``cpu_cv`` draws each request's handler CPU from a gamma distribution (mean ``cpu_ms_per_request``,
-that coefficient of variation). Goroutines wait in one FIFO run queue; a P runs one for at most
-10 ms (``forcePreemptNS``), after which it goes back to the tail.
+that coefficient of variation). Goroutines wait in the Go scheduler's queues
+(:class:`cfsim.goruntime.runq.RunQueues`): what the network readies waits until a P polls it
+(one that ran out of its own work, or sysmon after 10 ms), which takes one for each idle P onto the
+global queue and the rest into its own local queue; what a goroutine readies or starts takes its
+P's ``runnext``; a P runs its own queue first, the global queue every 61st schedule, steals half
+of another P's queue when it has nothing else. A P whose M the kernel has descheduled or whose
+CPU is throttled keeps its queue meanwhile. A goroutine runs at most 10 ms (``forcePreemptNS``),
+after which it goes to the global queue.
 
-While every P is busy, a P takes its share of the waiting goroutines (the queue over GOMAXPROCS,
-within the runtime's chunk cap and ``CHUNK_MAX_NS``) and runs them one after another as one
-chunk: the runtime's batch from the global queue (``globrunqget``), which it runs from its local
-run queue before it looks elsewhere and which nothing steals while no P is idle
-(``findRunnable``, ``runqsteal`` in ``src/runtime/proc.go``); not while the GC may want the P at
-its next ``schedule`` (a stop, or a mark that still starts dedicated or fractional workers:
-``GoRuntime.gc_worker_wanted``). Each goroutine still pays its pass through ``schedule``; its
-end is placed within the chunk by its share of the chunk's CPU, after any throttled spell of
-the chunk's CPU that it ran across (``CfsEngine.throttled_gap``). What it readies (the
-handler's goroutines, the response) joins the queue at the chunk's end. ``batch=False`` runs one
+While every P is busy and other goroutines wait, a P runs the goroutines of a request that ready
+each other into its ``runnext`` one after another as one chunk (the read, the handler, the
+response; a request with one handler goroutine and no background reader), within
+``CHUNK_MAX_NS`` and until the global queue's turn: its M takes runnext at the instant the
+goroutine before ends, before a thief could (``findRunnable``, ``runqsteal`` in
+``src/runtime/proc.go``). Not while idle mark workers run (what is readied makes one give its P
+back, ``pollWork``) nor during a GC cycle at all (``GoRuntime.gc_cycle_running``: every
+``schedule`` may hand the P to a mark worker, every allocation may owe an assist). Each goroutine
+still pays its pass through ``schedule``; its end is placed within the chunk by its share of the
+chunk's CPU, after any throttled spell of the chunk's CPU that it ran across
+(``CfsEngine.throttled_gap``); the ``wakep`` of a goroutine the chunk readied and ran is made at
+its end, with the P still busy. ``batch=False`` runs one
 goroutine per chunk: the reference path, an engine event per goroutine. The workloads batch only
 where the two agree (``run.request_batching``, :func:`cfsim.workloads._request_workload.request_batching`:
 the fluid engine, no client on the host), and the lab's twins take the reference path.
@@ -63,11 +71,11 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections import deque
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from cfsim.goruntime.runq import RunQueues
 from cfsim.goruntime.runtime import Claim, GoRuntime
 from cfsim.workloads._go import latency_keys
 from cfsim.workloads.arrivals import lognormal_sigma
@@ -84,10 +92,8 @@ BG_END_NS = 1_500
 TAIL_NS = 3_000
 #: time-outside-the-process draws per block
 RTT_BLOCK = 1024
-#: the most CPU a chunk of several goroutines takes: what its goroutines ready joins the queue at
-#: the chunk's end, up to this late. A saturated closed loop (256 clients, 2-core limit on 24 CPUs,
-#: three seeds) against one goroutine per chunk: p50 and p99 within 2 % at 2 and 8 Ps, +3.5 % and
-#: +3.1 % at 24 Ps; with 1 ms chunks the handler's own p99 fell 31 % at 2 Ps
+#: the most CPU a chunk of several goroutines takes: a GC cycle that starts meanwhile gets its
+#: workers at the P's next schedule, up to this late
 CHUNK_MAX_NS = 500_000
 
 
@@ -104,9 +110,15 @@ class _Req:
 
 
 class _Chunk(list):
-    """The goroutines (run-queue entries) of a chunk, in the order it runs them."""
+    """The goroutines (run-queue entries) of a chunk, in the order it runs them; ``readied[i]``:
+    entry ``i`` is the goroutine that entry ``i - 1``'s end readies into the P's runnext, which
+    the chunk's end creates (:meth:`RequestSource.done`)."""
 
-    __slots__ = ()
+    __slots__ = ("readied",)
+
+    def __init__(self, first: list):
+        super().__init__([first])
+        self.readied = [False]
 
 
 class CpuDrift:
@@ -172,7 +184,12 @@ class RequestSource:
         self.rtt_sigma = lognormal_sigma(client_rtt_ns, client_rtt_p99_ns)
         self.rtt_rng = rtt_rng if rtt_rng is not None else np.random.default_rng(0)
         self.rtt_draws: list[int] = []
-        self.runq: deque[list] = deque()   # [req, remaining_ns, stage]
+        # the goroutines ([req, remaining_ns, stage]) in the Go scheduler's queues: each P's
+        # runnext and local queue, the global queue, the network's (cfsim.goruntime.runq)
+        self.q = RunQueues()
+        self.cur_p = 0                      # the P of the goroutine whose end is being booked
+        self._chained = False               # booking a chunk's goroutine whose successor it ran
+        self._chain_readies = 0
         self.on_response = on_response
         self.arrived = 0
         self.completed = 0
@@ -207,8 +224,8 @@ class RequestSource:
         if need > self.conns:
             self._open_conns(need)
         if self.half_ns > 0:
-            self.runq.append([req, self.half_ns, PRE])
-            self.rt.ready(1)             # the netpoller readies the connection goroutine
+            self.q.net_ready([req, self.half_ns, PRE])
+            self._ready(1)               # the netpoller readies the connection goroutine
         else:
             self._spawn(req, netpoll=True)
 
@@ -226,18 +243,26 @@ class RequestSource:
             self.rt.retain(new * self.conn_heap_bytes, new * self.conn_stack_bytes)
 
     def _spawn(self, req: _Req, netpoll: bool = False) -> None:
-        for _ in range(self.fanout):
-            self.runq.append([req, req.per_g, CHILD])
-        if self.background_read:
-            # started first, but the handler's goroutines take runnext from it: it waits behind them
-            self.runq.append([req, self.bg_ns[0], BG_START])
-            self.rt.ready(1, netpoll=False)
+        if netpoll:
+            # no server CPU: the network readies the handler's goroutines themselves
+            for _ in range(self.fanout):
+                self.q.net_ready([req, req.per_g, CHILD])
+        else:
+            p = self.cur_p
+            if self.background_read:
+                # started first (go cr.backgroundRead()), then the handler's go statements take
+                # runnext from it: it waits behind them in the P's local queue
+                self.q.put_next(p, [req, self.bg_ns[0], BG_START])
+                self._ready(1, netpoll=False)
+            # newproc: each new goroutine takes runnext, the one before goes to the local tail
+            for _ in range(self.fanout):
+                self.q.put_next(p, [req, req.per_g, CHILD])
         # the handler's go statements: newproc -> wakep (the spinning chain spreads the rest)
-        self.rt.ready(1, netpoll=netpoll, spawns=netpoll)
+        self._ready(1, netpoll=netpoll, spawns=netpoll)
 
     # work-source protocol -------------------------------------------------------------
     def has_work(self) -> bool:
-        return bool(self.runq)
+        return self.q.has_work()
 
     def _alloc(self, g: list, work: int) -> int:
         if g[2] == CHILD:
@@ -246,28 +271,52 @@ class RequestSource:
             return 0
         return int(self.half_alloc * work / self.half_ns) if self.half_ns else 0
 
-    def claim(self, max_ns: int) -> Claim | None:
-        runq = self.runq
-        if not runq:
+    def claim(self, max_ns: int, p: int = -1) -> Claim | None:
+        """The goroutine P ``p`` runs next (``findRunnable``, :class:`RunQueues`); while every P is
+        busy, the goroutines it runs after it as well, up to ``CHUNK_MAX_NS`` (module docstring)."""
+        p = max(p, 0)
+        rt = self.rt
+        q = self.q
+        g = q.take(p, rt.engine.now, rt.nprocs, rt.npidle)
+        if g is None:
             return None
-        g = runq.popleft()
         work = min(g[1], max_ns)
         alloc = self._alloc(g, work)
-        rt = self.rt
-        if not self.batch or work < g[1] or not runq or rt.free_ps or rt.gc_worker_wanted():
-            return Claim(work, alloc, g)
-        # every P busy: this P's share of the queue, as its local run queue (module docstring)
-        share = 1 + len(runq) // rt.nprocs
-        gs = _Chunk([g])
+        if not self.batch or work < g[1] or not q.has_work() or rt.free_ps or rt.idlew_running \
+                or rt.gc_cycle_running():
+            return Claim(work, alloc, g, p=p)
+        # every P busy: what this goroutine's end readies into the P's runnext runs next on this
+        # P (its M takes runnext at once, before a thief could), and so on along
+        # the request: the read, the handler, the response as one chunk. Not the P's local queue
+        # after it: a P that runs dry meanwhile steals the head of that queue (runqsteal), which
+        # a chunk cannot give back (a saturated closed loop at GOMAXPROCS 24 on a 2-core limit:
+        # p50 -21 %, p99 +26 % with it, over 4 seeds x 2 s)
+        gs = _Chunk(g)
         cap = min(max_ns, CHUNK_MAX_NS)
-        while runq and len(gs) < share and work + runq[0][1] <= cap:
-            h = runq.popleft()
-            gs.append(h)
-            work += h[1]
-            alloc += self._alloc(h, h[1])
+        nxt = self._readies_next(g)
+        while nxt is not None and work + nxt[1] <= cap and q.next[p] is None \
+                and not q.global_check_due(p):
+            gs.append(nxt)
+            gs.readied.append(True)
+            work += nxt[1]
+            alloc += self._alloc(nxt, nxt[1])
+            nxt = self._readies_next(nxt)
         if len(gs) == 1:
-            return Claim(work, alloc, g)
-        return Claim(work, alloc, gs, len(gs))
+            return Claim(work, alloc, g, p=p)
+        return Claim(work, alloc, gs, len(gs), p=p)
+
+    def _readies_next(self, g: list) -> list | None:
+        """The goroutine ``g``'s end readies into its P's runnext when that alone follows from its
+        request (one handler goroutine, no background reader): the handler after the read, the
+        response after the handler; a stand-in the same as the one :meth:`_finish` will create."""
+        if self.fanout != 1 or self.background_read:
+            return None
+        req, stage = g[0], g[2]
+        if stage == PRE:
+            return [req, req.per_g, CHILD]
+        if stage == CHILD and self.half_ns > 0:
+            return [req, self.half_ns, POST]
+        return None
 
     def _ends(self, claim: Claim, t0: int, t1: int, work_ns: int) -> list[int]:
         """When each goroutine of a chunk that ran ``work_ns`` of its CPU from ``t0`` to ``t1``
@@ -288,18 +337,45 @@ class RequestSource:
 
     def done(self, claim: Claim, t0: int, t1: int) -> None:
         g = claim.token
+        self.cur_p = max(claim.p, 0)
         if type(g) is _Chunk:
-            for h, t in zip(g, self._ends(claim, t0, t1, claim.work)):
-                self._finish(h, h[1], t)
+            self._finish_chunk(g, self._ends(claim, t0, t1, claim.work))
             return
         self._finish(g, claim.work, t1)
+
+    def _ready(self, k: int = 1, netpoll: bool = True, spawns: bool = False) -> None:
+        if self._chained:
+            self._chain_readies += 1
+        else:
+            self.rt.ready(k, netpoll=netpoll, spawns=spawns)
+
+    def _finish_chunk(self, gs: _Chunk, ends: list[int]) -> None:
+        """The first ``len(ends)`` goroutines of a chunk end, in order; one that an earlier one
+        readied is taken from the P's runnext, where that one's end has just put it. That
+        readying's ``wakep`` ran once the M had taken it, with this P busy: it is made at the
+        chunk's end, before the M schedules again (a spinning M only if another P is idle)."""
+        q, p = self.q, self.cur_p
+        self._chain_readies = 0
+        for i, t in enumerate(ends):
+            h = gs[i]
+            if gs.readied[i]:
+                h = q.pop_own(p)
+                if h is None or h[0] is not gs[i][0] or h[2] != gs[i][2]:
+                    raise RuntimeError("a chunk's readied goroutine is not in its P's runnext")
+            self._chained = i + 1 < len(gs) and gs.readied[i + 1]
+            try:
+                self._finish(h, h[1], t)
+            finally:
+                self._chained = False
+        if self._chain_readies:
+            self.rt.wakep()
 
     def _finish(self, g: list, work: int, t1: int) -> None:
         """Goroutine ``g`` ran ``work`` of its CPU, ending at ``t1``."""
         g[1] -= work
         if g[1] > 0:
-            self.runq.append(g)       # preempted after 10 ms: back to the global queue
-            self.rt.ready(1, netpoll=False)
+            self.q.put_global(g)      # preempted after 10 ms (gopreempt_m): the global queue
+            self._ready(1, netpoll=False)
             return
         req, stage = g[0], g[2]
         if stage > POST:
@@ -318,16 +394,16 @@ class RequestSource:
             if self.half_ns > 0:
                 # wg.Done readies the connection goroutine into the P's runnext: it runs next,
                 # ahead of the queue (ready -> runqput(next=true))
-                self.runq.appendleft([req, self.half_ns, POST])
-                self.rt.ready(1, netpoll=False)
+                self.q.put_next(self.cur_p, [req, self.half_ns, POST])
+                self._ready(1, netpoll=False)
                 return
         self._complete(req, t1)
         if self.background_read:
             # abortPendingRead: the deadline readies the parked reader into runnext; one that has
             # not run yet returns at once when it does
             if req.bg == BG_READING:
-                self.runq.appendleft([req, self.bg_ns[1], BG_END])
-                self.rt.ready(1, netpoll=False)
+                self.q.put_next(self.cur_p, [req, self.bg_ns[1], BG_END])
+                self._ready(1, netpoll=False)
             else:
                 req.bg = BG_ABORTED
 
@@ -339,8 +415,8 @@ class RequestSource:
         if stage == TAIL:
             return
         # the reader ends: cond.Broadcast readies the waiting connection goroutine into runnext
-        self.runq.appendleft([req, self.bg_ns[2], TAIL])
-        self.rt.ready(1, netpoll=False)
+        self.q.put_next(self.cur_p, [req, self.bg_ns[2], TAIL])
+        self._ready(1, netpoll=False)
 
     def _complete(self, req: _Req, t1: int) -> None:
         self.completed += 1
@@ -356,22 +432,31 @@ class RequestSource:
             self.on_response(req, t1)
 
     def requeue(self, claim: Claim, left_ns: int, t0: int, t1: int) -> None:
+        """The M was stopped ``left_ns`` short of the claim's end: what it finished ends, the
+        goroutine it was running and the rest it had taken go back in front of its P's queue."""
         g = claim.token
+        p = self.cur_p = max(claim.p, 0)
         ran = claim.work - left_ns
-        if type(g) is _Chunk:
-            # the goroutines it finished end; the one it was running and the rest go back to
-            # the head of the queue, in order
-            ends = self._ends(claim, t0, t1, ran) if ran > 0 else []
-            for h, t in zip(g, ends):
-                ran -= h[1]
-                self._finish(h, h[1], t)
-            rest = g[len(ends):]
-            if ran > 0:
-                rest[0][1] -= ran
-            self.runq.extendleft(reversed(rest))
+        if type(g) is not _Chunk:
+            g[1] -= ran
+            self.q.put_head(p, [g])
             return
-        g[1] -= ran
-        self.runq.appendleft(g)
+        ends = self._ends(claim, t0, t1, ran) if ran > 0 else []
+        ran -= sum(h[1] for h in g[:len(ends)])
+        self._finish_chunk(g, ends)
+        i = len(ends)
+        if i >= len(g):
+            return
+        back = []
+        if g.readied[i]:
+            # readied by the last one that ended: it waits in runnext, partly run
+            self.q.next[p][1] -= ran
+        else:
+            g[i][1] -= ran
+            back.append(g[i])
+        # the rest it had taken from the queue (what the unfinished ones would ready never was)
+        back.extend(h for h, r in zip(g[i + 1:], g.readied[i + 1:]) if not r)
+        self.q.put_head(p, back)
 
     # reporting --------------------------------------------------------------------------
     def summary(self, t0_ns: int, t1_ns: int, buckets_s: Sequence[float] | None = None) -> dict[str, Any]:

@@ -21,7 +21,7 @@ REQUEST_KEYS = ("fanout", "cpu_ms_per_request", "alloc_kb_per_request", "server_
 
 
 def request_batching(scenario) -> bool:
-    """Whether a busy P runs its share of the queue as one chunk (``run.request_batching``): only
+    """Whether a busy P runs a request's chained goroutines as one chunk (``run.request_batching``): only
     where that gives the same results as one goroutine per chunk. On the sliced engine a chunk's
     goroutines wait out the turns of the other threads on its CPU when the M's turn ends inside it
     (as a descheduled M's local run queue does), and a client on the host gets each chunk's

@@ -108,7 +108,7 @@ class RecordStream:
             return True
         return self.arrived > self.head and self.running < self.workers
 
-    def claim(self, max_ns: int) -> Claim | None:
+    def claim(self, max_ns: int, p: int = -1) -> Claim | None:
         if self.requeued:
             n0, k, work = self.requeued.pop(0)
             self.running += 1
