@@ -8,7 +8,8 @@
 #   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218, gc-trace 12, preempt-profile 14,
 #   kernel-switches 12, kernel-switches-stream 10, wakeups 15, tenant-ab 9, gc-memory-tenants 11,
 #   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
-#   gc-near-limit-256 7, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20.
+#   gc-near-limit-256 7, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
+#   loadgen-cost 12.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -96,3 +97,6 @@ if [ -z "$ARGS" ] || want gc-faults; then
 if [ -z "$ARGS" ] || want gc-oom-edge; then
   # the container memory limits whose OOM kill sat at the edge, three runs each with the cycle trace
   grid $S/gc-memory.toml --design $S/gc-oom-edge.designs.toml --out data/lab/gc-oom-edge; fi
+if [ -z "$ARGS" ] || want loadgen-cost; then
+  # the load generator's own CPU a request, open loop at the request grids' rates and closed loop
+  grid $S/open-latency.toml --design $S/loadgen-cost.designs.toml --out data/lab/loadgen-cost; fi

@@ -72,14 +72,14 @@ class RunQueues:
 
     def resize(self, nprocs: int) -> None:
         """``procresize`` to ``nprocs`` Ps: the queues of the Ps beyond go to the global queue."""
-        for p in range(max(nprocs, 0), len(self.local)):
+        n = max(nprocs, 0)
+        for p in range(n, len(self.local)):
             if self.next[p] is not None:
                 self.glob.append(self.next[p])
-                self.next[p] = None
                 self.n_local -= 1
             self.n_local -= len(self.local[p])
             self.glob.extend(self.local[p])
-            self.local[p].clear()
+        del self.next[n:], self.local[n:], self.ticks[n:]
 
     # putting -------------------------------------------------------------------------
     def put_next(self, p: int, g: Any) -> None:

@@ -286,11 +286,11 @@ class RequestSource:
                 or rt.gc_cycle_running():
             return Claim(work, alloc, g, p=p)
         # every P busy: what this goroutine's end readies into the P's runnext runs next on this
-        # P (its M takes runnext at once, before a thief could), and so on along
-        # the request: the read, the handler, the response as one chunk. Not the P's local queue
-        # after it: a P that runs dry meanwhile steals the head of that queue (runqsteal), which
-        # a chunk cannot give back (a saturated closed loop at GOMAXPROCS 24 on a 2-core limit:
-        # p50 -21 %, p99 +26 % with it, over 4 seeds x 2 s)
+        # P (its M takes runnext at once, before a thief could), and so on along the request:
+        # the read, the handler, the response as one chunk. Not the P's local queue after it: a
+        # P that runs dry meanwhile steals the head of that queue (runqsteal), which a chunk
+        # cannot give back (a saturated closed loop at GOMAXPROCS 24 on a 2-core limit: p50
+        # -21 %, p99 +26 % with it, over 4 seeds x 2 s)
         gs = _Chunk(g)
         cap = min(max_ns, CHUNK_MAX_NS)
         nxt = self._readies_next(g)
