@@ -110,15 +110,11 @@ class _Req:
 
 
 class _Chunk(list):
-    """The goroutines (run-queue entries) of a chunk, in the order it runs them; ``readied[i]``:
-    entry ``i`` is the goroutine that entry ``i - 1``'s end readies into the P's runnext, which
-    the chunk's end creates (:meth:`RequestSource.done`)."""
+    """The goroutines (run-queue entries) of a chunk, in the order it runs them: the first taken
+    from the queues, each after it a stand-in for the goroutine the one before readies into the
+    P's runnext, which that one's end creates (:meth:`RequestSource._finish_chunk`)."""
 
-    __slots__ = ("readied",)
-
-    def __init__(self, first: list):
-        super().__init__([first])
-        self.readied = [False]
+    __slots__ = ()
 
 
 class CpuDrift:
@@ -189,7 +185,7 @@ class RequestSource:
         self.q = RunQueues()
         self.cur_p = 0                      # the P of the goroutine whose end is being booked
         self._chained = False               # booking a chunk's goroutine whose successor it ran
-        self._chain_readies = 0
+        self._chain_woke = False            # ... and that goroutine's end readied one (a wakep)
         self.on_response = on_response
         self.arrived = 0
         self.completed = 0
@@ -291,13 +287,12 @@ class RequestSource:
         # P that runs dry meanwhile steals the head of that queue (runqsteal), which a chunk
         # cannot give back (a saturated closed loop at GOMAXPROCS 24 on a 2-core limit: p50
         # -21 %, p99 +26 % with it, over 4 seeds x 2 s)
-        gs = _Chunk(g)
+        gs = _Chunk([g])
         cap = min(max_ns, CHUNK_MAX_NS)
         nxt = self._readies_next(g)
         while nxt is not None and work + nxt[1] <= cap and q.next[p] is None \
                 and not q.global_check_due(p):
             gs.append(nxt)
-            gs.readied.append(True)
             work += nxt[1]
             alloc += self._alloc(nxt, nxt[1])
             nxt = self._readies_next(nxt)
@@ -337,7 +332,7 @@ class RequestSource:
 
     def done(self, claim: Claim, t0: int, t1: int) -> None:
         g = claim.token
-        self.cur_p = max(claim.p, 0)
+        self.cur_p = claim.p
         if type(g) is _Chunk:
             self._finish_chunk(g, self._ends(claim, t0, t1, claim.work))
             return
@@ -345,7 +340,7 @@ class RequestSource:
 
     def _ready(self, k: int = 1, netpoll: bool = True, spawns: bool = False) -> None:
         if self._chained:
-            self._chain_readies += 1
+            self._chain_woke = True
         else:
             self.rt.ready(k, netpoll=netpoll, spawns=spawns)
 
@@ -355,19 +350,19 @@ class RequestSource:
         readying's ``wakep`` ran once the M had taken it, with this P busy: it is made at the
         chunk's end, before the M schedules again (a spinning M only if another P is idle)."""
         q, p = self.q, self.cur_p
-        self._chain_readies = 0
+        self._chain_woke = False
         for i, t in enumerate(ends):
             h = gs[i]
-            if gs.readied[i]:
+            if i:
                 h = q.pop_own(p)
                 if h is None or h[0] is not gs[i][0] or h[2] != gs[i][2]:
                     raise RuntimeError("a chunk's readied goroutine is not in its P's runnext")
-            self._chained = i + 1 < len(gs) and gs.readied[i + 1]
+            self._chained = i + 1 < len(gs)
             try:
                 self._finish(h, h[1], t)
             finally:
                 self._chained = False
-        if self._chain_readies:
+        if self._chain_woke:
             self.rt.wakep()
 
     def _finish(self, g: list, work: int, t1: int) -> None:
@@ -432,10 +427,10 @@ class RequestSource:
             self.on_response(req, t1)
 
     def requeue(self, claim: Claim, left_ns: int, t0: int, t1: int) -> None:
-        """The M was stopped ``left_ns`` short of the claim's end: what it finished ends, the
-        goroutine it was running and the rest it had taken go back in front of its P's queue."""
+        """The M was stopped ``left_ns`` short of the claim's end: what it finished ends, and the
+        goroutine it was running goes back in front of its P's queue (or stays in its runnext)."""
         g = claim.token
-        p = self.cur_p = max(claim.p, 0)
+        p = self.cur_p = claim.p
         ran = claim.work - left_ns
         if type(g) is not _Chunk:
             g[1] -= ran
@@ -447,16 +442,13 @@ class RequestSource:
         i = len(ends)
         if i >= len(g):
             return
-        back = []
-        if g.readied[i]:
-            # readied by the last one that ended: it waits in runnext, partly run
+        if i:
+            # readied by the last one that ended: it waits in runnext, partly run (what the
+            # goroutines after it would ready never was)
             self.q.next[p][1] -= ran
         else:
-            g[i][1] -= ran
-            back.append(g[i])
-        # the rest it had taken from the queue (what the unfinished ones would ready never was)
-        back.extend(h for h, r in zip(g[i + 1:], g.readied[i + 1:]) if not r)
-        self.q.put_head(p, back)
+            g[0][1] -= ran
+            self.q.put_head(p, [g[0]])
 
     # reporting --------------------------------------------------------------------------
     def summary(self, t0_ns: int, t1_ns: int, buckets_s: Sequence[float] | None = None) -> dict[str, Any]:
