@@ -252,8 +252,23 @@ def test_twins_of_load_generator_runs_share_the_host_with_its_cpu_per_request_fr
         pytest.approx(60.0, abs=0.01)
     norm = grid_norm([cal, run])
     assert norm.client_cpu_us == pytest.approx(60.0, abs=0.01)
-    priors = grid_priors(run_scenario(run), norm)
-    assert priors["host.cpu_sharing"] == "slices" and priors["workload.client_cpu_us_per_request"] == norm.client_cpu_us
+    # the lab's load generator costs less a request at higher rates: the run's twin takes the
+    # curve at its own rate, scaled by the calibration run's cost over the curve at 800/s
+    from cfsim.lab.loadgen_cost import loadgen_cpu_us
+
+    assert norm.client_cpu_scale == pytest.approx(60.0 / loadgen_cpu_us("open", 800.0), rel=1e-3)
+    sc = run_scenario(run)
+    priors = grid_priors(sc, norm)
+    assert priors["host.cpu_sharing"] == "slices"
+    expected = 60.0 * loadgen_cpu_us("open", sc["workload.rate_per_s"]) / loadgen_cpu_us("open", 800.0)
+    assert priors["workload.client_cpu_us_per_request"] == pytest.approx(expected, rel=1e-3)
+    assert sc["workload.rate_per_s"] != 800.0 and abs(expected - 60.0) > 1.0
+    closed = sc.with_overrides([("workload.kind", "closed"), ("workload.clients", 8)])
+    assert grid_priors(closed, norm)["workload.client_cpu_us_per_request"] == \
+        pytest.approx(60.0 * loadgen_cpu_us("closed", None) / loadgen_cpu_us("open", 800.0), rel=1e-3)
+    # a rate schedule: the curve says nothing, the calibration runs' median stands
+    steps = sc.with_overrides([("workload.rate_per_s", [[0.0, 500.0], [5.0, 900.0]])])
+    assert grid_priors(steps, norm)["workload.client_cpu_us_per_request"] == norm.client_cpu_us
     from cfsim.validation.twin import neighbour_inputs, run_manifest
 
     staged = run_scenario(run).with_overrides(list(priors.items()))

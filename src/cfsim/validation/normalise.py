@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from cfsim.lab.loadgen_cost import loadgen_cpu_us
 from cfsim.scenario import Scenario
 from cfsim.validation.twin import (is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
                                    run_scenario, twin)
@@ -80,6 +81,11 @@ class GridNorm:
     #: completed request. The twins of runs with a load generator share the host's CPUs with it
     #: (``host.cpu_sharing = "slices"``, ``workload.client_cpu_us_per_request``)
     client_cpu_us: float | None = None
+    #: the same runs' measured cost over the lab's load-generator curve at their mode and rate
+    #: (:func:`cfsim.lab.loadgen_cost.loadgen_cpu_us`), the median: a run's twin takes the curve at
+    #: its own mode and rate times this (the load generator's cost a request falls with the rate;
+    #: the curve's level moves with this VM's speed)
+    client_cpu_scale: float | None = None
 
     def params_for(self, scenario: Scenario) -> dict[str, Any]:
         key = COST_KEYS.get(scenario["workload.kind"])
@@ -127,8 +133,18 @@ def grid_priors(scenario: Scenario, norm: "GridNorm", tenants_cores: float | Non
     if norm.client_cpu_us is not None and has_loadgen(scenario) \
             and not scenario["workload.client_cpu_us_per_request"]:
         out["host.cpu_sharing"] = "slices"
-        out["workload.client_cpu_us_per_request"] = norm.client_cpu_us
+        out["workload.client_cpu_us_per_request"] = client_cpu_at(norm, scenario)
     return out
+
+
+def client_cpu_at(norm: "GridNorm", scenario: Scenario) -> float | None:
+    """The load generator's CPU a request [us] for a run of ``scenario``: the lab's curve at the
+    run's mode and arrival rate (inputs of the run) scaled by the grid's calibration runs
+    (``client_cpu_scale``); the calibration runs' median where the curve says nothing."""
+    curve = loadgen_cpu_us(scenario["workload.kind"], scenario["workload.rate_per_s"])
+    if norm.client_cpu_scale is None or curve is None:
+        return norm.client_cpu_us
+    return round(norm.client_cpu_scale * curve, 3)
 
 
 def has_loadgen(scenario: Scenario) -> bool:
@@ -293,7 +309,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     ``gc_priors=False``: the factors only."""
     norm = GridNorm()
     overrides = calibration_overrides(params)
-    rtts, rtt_p99s, extra_live, extra_stw, client_cpu = [], [], [], [], []
+    rtts, rtt_p99s, extra_live, extra_stw, client_cpu, client_scale = [], [], [], [], [], []
     splits: dict[str, tuple[float, float]] = {}
     rounds: dict[str, tuple[float | None, float, float]] = {}  # run -> (rounds, loop share total, user)
     for run in grid_runs:
@@ -312,9 +328,13 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
             if split_obs and split_sim:
                 splits[run.name] = (split_obs[0] / split_sim[0], split_obs[1] / split_sim[1])
         if has_loadgen(run_scenario(run)):
+            sc = run_scenario(run)
             c = client_cpu_per_request_us(run_manifest(run), obs)
             if c is not None:
                 client_cpu.append(c)
+                curve = loadgen_cpu_us(sc["workload.kind"], sc["workload.rate_per_s"])
+                if curve:
+                    client_scale.append(c / curve)
         has_rtt = "client_rtt_ms" in workload_kind(run_scenario(run)["workload.kind"]).keys
         if has_rtt and obs.get("latency_mean_s") and sim.get("latency_mean_s") is not None:
             # the time outside the server: its spread from the p99s (both read through the lab's
@@ -335,6 +355,8 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
         norm.rtt_p99_ms = round(statistics.median(rtt_p99s), 4)
     if client_cpu:
         norm.client_cpu_us = round(statistics.median(client_cpu), 3)
+    if client_scale:
+        norm.client_cpu_scale = round(statistics.median(client_scale), 4)
     if norm.factors:
         _set_factors(norm, splits, rounds)
     if gc_priors:

@@ -13,7 +13,9 @@ twin's scenario - reads only:
   the time a request spends outside the server (median and 99th percentile, at the run's pre-run
   neighbour load), the program's own live heap beyond the twin's, the GC pause's
   stop-the-world time and, for kinds the lab drives with its load generator on the same host,
-  the load generator's CPU per request (the twin then shares the CPUs with it in time slices:
+  the load generator's CPU per request (the lab's curve by mode and rate,
+  :mod:`cfsim.lab.loadgen_cost`, at the run's own mode and arrival rate, scaled by the calibration
+  runs' measured cost; the twin then shares the CPUs with it in time slices:
   ``host.cpu_sharing = "slices"``, ``workload.client_cpu_us_per_request``; the rest of the
   harness counts at its pre-run CPU);
 * the work of an item: the lab workload turns an item's CPU milliseconds into rounds of its loop
