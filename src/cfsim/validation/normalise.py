@@ -327,15 +327,15 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
                                 min(1.0, loop_s / split_sim[0]) if split_sim else 0.0)
             if split_obs and split_sim:
                 splits[run.name] = (split_obs[0] / split_sim[0], split_obs[1] / split_sim[1])
-        if has_loadgen(run_scenario(run)):
-            sc = run_scenario(run)
+        sc = run_scenario(run)
+        if has_loadgen(sc):
             c = client_cpu_per_request_us(run_manifest(run), obs)
             if c is not None:
                 client_cpu.append(c)
                 curve = loadgen_cpu_us(sc["workload.kind"], sc["workload.rate_per_s"])
                 if curve:
                     client_scale.append(c / curve)
-        has_rtt = "client_rtt_ms" in workload_kind(run_scenario(run)["workload.kind"]).keys
+        has_rtt = "client_rtt_ms" in workload_kind(sc["workload.kind"]).keys
         if has_rtt and obs.get("latency_mean_s") and sim.get("latency_mean_s") is not None:
             # the time outside the server: its spread from the p99s (both read through the lab's
             # buckets), its median from the means (exact on both sides, _sum / _count), as the
