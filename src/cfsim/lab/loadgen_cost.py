@@ -71,7 +71,7 @@ def fit_open_curve(points: Iterable[tuple[float, float]]) -> tuple[float, float]
     if len(pts) < 3:
         raise ValueError(f"fit_open_curve needs at least 3 open-loop runs, got {len(pts)}")
     r, c = np.array([p[0] for p in pts], float), np.array([p[1] for p in pts], float)
-    (a, w), _ = curve_fit(lambda x, a, w: a / (1.0 + x * w), r, c, p0=[float(c.max()), 1e-3],
+    (a, w), _ = curve_fit(open_curve_us, r, c, p0=[float(c.max()), 1e-3],
                           bounds=([0.0, 0.0], [1e5, 1.0]))
     return float(a), float(w)
 
