@@ -179,8 +179,15 @@ def test_interrupt_cleans_up(tmp_path):
     scenario = tmp_path / "s.toml"
     scenario.write_text('[workload]\nkind = "threads"\nthreads = 2\nburn_ms = 5\n[cgroup]\ncpu_limit = 0.2\n'
                         '[go]\nlive_heap_mb = 1\n[run]\nduration_s = 30\n')
-    proc = subprocess.Popen([sys.executable, "-m", "cfsim", "lab", "run", str(scenario), "--out",
-                             str(tmp_path / "run")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # a suite started in the background by a shell (`bash .ci/run &`) has SIGINT ignored, and an
+    # ignored signal stays ignored across exec: the run would never see this test's Ctrl-C. A
+    # handled one is reset to the default at exec, so the run gets Ctrl-C as from a terminal
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "cfsim", "lab", "run", str(scenario), "--out",
+                                 str(tmp_path / "run")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     mounts = cgroup.read_mounts()
     root = mounts.v1_cpu or mounts.v2
     # the run may first wait for the machine lock (another real measurement)
@@ -196,9 +203,15 @@ def test_interrupt_cleans_up(tmp_path):
     assert pids, "the workload never appeared in the run's cgroup"
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
-    # the runner stops the workload, the load generator and Prometheus before it exits: 30 s were
-    # not enough once with this VM in its slow state (2026-11-29, 1.5-2.5x slower)
-    _, err = proc.communicate(timeout=120)
+    # the runner stops the workload, the load generator and Prometheus before it exits
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)  # `cfsim lab` prints every thread's stack (faulthandler)
+        time.sleep(2.0)
+        proc.kill()
+        _, err = proc.communicate(timeout=30)
+        pytest.fail("the interrupted run did not stop within 120 s; its threads:\n" + err.decode(errors="replace"))
     assert proc.returncode == 130, err.decode()
     assert not list(root.glob(f"{cgroup.PREFIX}{proc.pid}-*"))
     for pid in pids:

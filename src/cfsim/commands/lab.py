@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import faulthandler
 import signal
 import sys
 from functools import partial
@@ -63,6 +64,9 @@ def _sigterm_as_interrupt() -> None:
     def handler(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, handler)
+    # `kill -USR1 PID` prints where every thread of a lab run or grid is (to its stderr) and lets
+    # it go on: what a run that seems stuck is waiting for
+    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
 
 
 def run(args) -> int:
