@@ -134,3 +134,30 @@ def test_remove_stale_only_touches_dead_owners(tmp_path):
 def test_run_name_is_safe_and_carries_pid():
     name = cgroup.run_name("cpu-stream/p000_cpu_limit=0.5", pid=77)
     assert name.startswith("cfsim-lab-77-") and "/" not in name
+
+
+def test_in_cgroups_enters_each_file_then_execs_with_the_same_pid(tmp_path):
+    """The workload's launcher: the shell writes its own pid into every ``cgroup.procs`` of the
+    run's cgroups (here plain files), then execs the command, which keeps that pid."""
+    import subprocess
+
+    from cfsim.lab.runner import in_cgroups
+
+    class Fake:
+        def __init__(self, *files):
+            self.files = [tmp_path / f for f in files]
+
+        def procs_files(self):
+            return self.files
+
+    argv = in_cgroups(["/bin/sh", "-c", 'echo "$$ $1"', "sh", "arg with space"], Fake("cpu", "cpuacct"),
+                      None, Fake("memory"))
+    proc = subprocess.run(argv, capture_output=True, text=True, check=True)
+    pid, arg = proc.stdout.split(" ", 1)
+    assert arg.strip() == "arg with space"
+    for f in ("cpu", "cpuacct", "memory"):
+        assert (tmp_path / f).read_text().strip() == pid
+    # a cgroup that cannot be entered stops the launch before the command runs
+    bad = in_cgroups(["/bin/echo", "ran"], Fake("missing-dir/cgroup.procs"))
+    failed = subprocess.run(bad, capture_output=True, text=True)
+    assert failed.returncode == 126 and "ran" not in failed.stdout

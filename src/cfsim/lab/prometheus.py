@@ -14,7 +14,6 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 
 TSDB_PREFIX = "cfsim-lab-prom-"  # + owner pid + "-": a later run can tell a dead owner's TSDB
@@ -80,7 +79,6 @@ class Prometheus:
     proc: subprocess.Popen | None = None
     tmp: Path | None = None
     argv: list[str] = field(default_factory=list)
-    preexec_fn: Callable[[], None] | None = None  # e.g. enter the harness cgroup
 
     @property
     def url(self) -> str:
@@ -97,7 +95,7 @@ class Prometheus:
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         try:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                         cwd=self.tmp, start_new_session=True, preexec_fn=self.preexec_fn)
+                                         cwd=self.tmp, start_new_session=True)
         finally:
             if self.log_path:
                 log.close()

@@ -6,10 +6,10 @@ Ctrl-C; what a ``kill -9`` of an earlier run left behind is removed before the n
 Cgroups of a run (same name ``cfsim-lab-<runner pid>-<run>``; the pid tells a dead owner's):
 
 - the workload's CPU cgroup (quota, ``cpu.shares``) and memory cgroup (``memory.limit_in_bytes``),
-  entered between fork and exec so the Go runtime, automaxprocs and automemlimit see them at their
+  entered before exec so the Go runtime, automaxprocs and automemlimit see them at their
   first instruction;
-- ``...-harness``: Prometheus, the load generator and this runner itself (with its cAdvisor-named
-  exporter thread), so the harness's CPU is measured on its own and everything a run started
+- ``...-harness``: this runner itself (with its cAdvisor-named exporter thread) and so its
+  children Prometheus and the load generator, so the harness's CPU is measured on its own and everything a run started
   lives in a cgroup a later run can empty.
 
 Run folder layout::
@@ -120,14 +120,18 @@ def wait_ready(url: str, proc: subprocess.Popen, timeout_s: float, what: str, lo
     raise TimeoutError(f"{what} not ready after {timeout_s} s (raise lab.ready_timeout_s?)")
 
 
-def _enter(*groups: Any) -> Callable[[], None]:
-    # runs in the child between fork and exec: the Go runtime (and automaxprocs/automemlimit)
-    # then read the cgroup's quota and memory limit at their very first instruction
-    def enter() -> None:
-        for g in groups:
-            if g is not None:
-                g.add_pid(os.getpid())
-    return enter
+#: run by /bin/sh: write its own pid into each of the first $1 files, then exec the rest of argv
+_ENTER_SH = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 126; shift; n=$((n - 1)); done; exec "$@"'
+
+
+def in_cgroups(argv: list[str], *groups: Any) -> list[str]:
+    """``argv`` behind a shell that moves itself into ``groups`` and then execs it (same pid): the
+    Go runtime, automaxprocs and automemlimit read the cgroups' quota and memory limit at their
+    very first instruction. A shell rather than ``preexec_fn``: Python code between fork and exec
+    can deadlock in a process with threads (this runner has its watcher, exporter and progress
+    threads; see the warning on ``preexec_fn`` in the ``subprocess`` documentation)."""
+    files = [str(f) for g in groups if g is not None for f in g.procs_files()]
+    return ["/bin/sh", "-c", _ENTER_SH, "cfsim-enter", str(len(files)), *files, *argv]
 
 
 #: the CPU features the Go runtime's vector span scan needs (internal/runtime/gc/scan/scan_amd64.go,
@@ -477,23 +481,23 @@ def start_workload(sc: Scenario, binary: Path, cgs: RunCgroups, procs: Processes
     env = launch.workload_env(sc)
     log = logs / "workload.log"
     t_launch = time.time()
-    proc = procs.start(argv, log, env=env, preexec_fn=_enter(cgs.cpu, cgs.memory))
+    proc = procs.start(in_cgroups(argv, cgs.cpu, cgs.memory), log, env=env)
     wait_ready(url + "/ready", proc, sc["lab.ready_timeout_s"], "workload", log)
     setup_s = time.time() - t_launch
     return Workload(url, argv, env, json.loads(http_get(url + "/info")), t_launch, setup_s, proc)
 
 
-def start_loadgen(sc: Scenario, binary: Path, target_url: str, procs: Processes, logs: Path,
-                  enter: Callable[[], None] | None) -> Loadgen | None:
-    """Launch the load generator (closed/open kinds) in the harness cgroup; it idles until
-    ``POST /start`` so Prometheus can scrape it before t=0."""
+def start_loadgen(sc: Scenario, binary: Path, target_url: str, procs: Processes, logs: Path) -> Loadgen | None:
+    """Launch the load generator (closed/open kinds) in this runner's cgroup, the harness's (a
+    child starts in its parent's cgroup); it idles until ``POST /start`` so Prometheus can scrape
+    it before t=0."""
     port = prometheus.free_port()
     argv = launch.loadgen_command(binary, sc, target_url + "/work", f"127.0.0.1:{port}")
     if argv is None:
         return None
     url = f"http://127.0.0.1:{port}"
     log = logs / "loadgen.log"
-    proc = procs.start(argv, log, preexec_fn=enter)
+    proc = procs.start(argv, log)
     wait_ready(url + "/metrics", proc, 30, "loadgen", log)
     return Loadgen(url, argv)
 
@@ -508,7 +512,7 @@ def start_tenant(threads: int, tenant_cg: Any, procs: Processes, logs: Path) -> 
     if not threads:
         return None
     for _ in range(threads):
-        procs.start(TENANT_ARGV, logs / "tenant.log", preexec_fn=_enter(tenant_cg))
+        procs.start(in_cgroups(TENANT_ARGV, tenant_cg), logs / "tenant.log")
     return {"threads": threads, "shares": hostcpu.TENANT_SHARES, "argv": TENANT_ARGV[1:],
             "note": "started before the pre-run neighbour measurement, stopped with the run's processes; "
                     "their CPU is part of host_cpu.tenants_cores"}
@@ -870,7 +874,6 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         home = cgroup.cpu_placement(tools.mounts, Path("/proc/self/cgroup").read_text())
         harness_cg.add_pid(os.getpid())
         cleanup.callback(cgroup.move_pid, os.getpid(), home)  # back home before the harness cgroup goes
-        harness_enter = _enter(harness_cg)
         cgs = RunCgroups(cg, mem_cg, harness_cg, hostcpu.root_usage_path(tools.mounts))
         start_limit = initial_limit(sc)
         bw0 = bandwidth_for(sc, start_limit)
@@ -896,12 +899,12 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         watch = Watch(workload.proc, cgs)
         watch.start()
         cleanup.callback(watch.stop)
-        loadgen = start_loadgen(sc, bins["loadgen"], workload.url, procs, out_dir / "logs", harness_enter)
+        loadgen = start_loadgen(sc, bins["loadgen"], workload.url, procs, out_dir / "logs")
         targets = {"workload": workload.url.removeprefix("http://"), "cadvisor": f"127.0.0.1:{exp.port}"}
         if loadgen:
             targets["loadgen"] = loadgen.url.removeprefix("http://")
         prom = prometheus.Prometheus(tools.prometheus, targets, sc["lab.scrape_interval_s"],
-                                     log_path=out_dir / "logs" / "prometheus.log", preexec_fn=harness_enter)
+                                     log_path=out_dir / "logs" / "prometheus.log")
         cleanup.callback(prom.stop)
         prom.start()
         if sc["lab.quota_at"] == "run":
