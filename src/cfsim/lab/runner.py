@@ -58,6 +58,7 @@ from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, pr
 from cfsim.lab import threads as lab_threads
 from cfsim.lab.c2c import measure_c2c
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
+from cfsim.lab import quiet
 from cfsim.lab.lock import machine_lock
 from cfsim.scenario import Scenario, ScenarioError
 
@@ -842,6 +843,10 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         stale = cleanup_stale(tools.mounts)
         if stale["cgroups"] or stale["tsdb"]:
             log(f"[{run_id}] removed leftovers of a killed run: {stale}")
+        host_quiet = None
+        if sc["lab.quiet_host_cores"] is not None:
+            host_quiet = quiet.wait_for_quiet_host(sc["lab.quiet_host_cores"], sc["lab.quiet_host_timeout_s"],
+                                                   lambda s: log(f"[{run_id}] {s}"))
         # where the VM's CPUs sit right now: a cache line's round trip between them, measured
         # before anything of the run starts (cfsim.lab.c2c)
         c2c = measure_c2c(bins["c2cbench"])
@@ -976,6 +981,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                            "at_ready_bytes": workload.info.get("gomemlimit_bytes")},
             "host": host_facts(sc["lab.godebug"]),
             "host_c2c": c2c,
+            "host_quiet": host_quiet,
             "code": code_version(),
             "go_version": build.go_version(tools.go) if tools.go else workload.info.get("go_version"),
             "workload_go_runtime": workload.info.get("go_version"),

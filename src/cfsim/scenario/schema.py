@@ -409,6 +409,12 @@ register_section("lab", {
                                     "pre-run neighbour measurement to the end of the run; a twin knows them "
                                     "as it knows any tenant, from host_cpu.pre_run.tenants_cores; 0 = none",
                           _between(0, 64)),
+    "quiet_host_cores": Key(None, "float", "wait, before the run starts anything, until the whole host's busy CPU "
+                                           "(/proc/stat over 2 s) is at most this many cores, so other tenants "
+                                           "do not take part in the measurement (cfsim.lab.quiet); absent = "
+                                           "do not wait", _ge(0), optional=True),
+    "quiet_host_timeout_s": Key(1800.0, "float", "give up waiting for a quiet host after this long: the run "
+                                                 "fails and a grid's --resume redoes it [s]", _between(1, 86400)),
     "load_fraction": Key(None, "float", "open kinds: sets workload.rate_per_s = load_fraction x cgroup.cpu_limit / "
                                         "cpu_ms_per_request (the grid resolves it before the run)",
                          _gt(0), optional=True),

@@ -1,0 +1,75 @@
+"""Wait for a quiet host before a lab run measures anything.
+
+A run made while other tenants keep the host's CPUs busy measures them as much as the workload:
+``open-latency``'s points at 1.0 and 1.5 cores were recorded beside another tenant's 1.5-2
+cores (``host_cpu.pre_run.tenants_cores``), and their repeats and twins disagree far more than
+the same points on a quiet host. With ``lab.quiet_host_cores`` set, a run first waits, holding
+the machine's measurement lock, until the whole host's busy CPU (``/proc/stat``: every process
+but idle; the runner itself sleeps meanwhile) over a short window is at most that many cores,
+and gives up after ``lab.quiet_host_timeout_s`` with :class:`HostBusy` (a grid records the point
+as failed and ``--resume`` redoes it). The manifest keeps what it waited for (``host_quiet``).
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable
+
+from cfsim.lab.hostcpu import ProcStat, read_proc_stat
+
+#: the window over which the host's busy CPU is measured [s]
+WINDOW_S = 2.0
+#: the pause between two measurements while the host is busy [s]
+RETRY_S = 5.0
+#: how often a waiting run says so [s]
+LOG_EVERY_S = 60.0
+
+
+class HostBusy(RuntimeError):
+    """Other processes kept the host busier than ``lab.quiet_host_cores`` for the whole timeout."""
+
+
+def busy_cores(a: ProcStat, b: ProcStat, cpus: int) -> float:
+    """The host's busy CPU between two ``/proc/stat`` readings [cores]: the aggregate line sums
+    every CPU, so its total time grows by ``cpus`` x the seconds between them.
+
+    >>> busy_cores(ProcStat(10.0, 100.0, 0.0), ProcStat(10.5, 104.0, 0.0), cpus=2)   # 2 s apart
+    0.25
+    """
+    total = b.total_s - a.total_s
+    if total <= 0:
+        return 0.0
+    return round((b.busy_s - a.busy_s) / total * cpus, 4)
+
+
+def wait_for_quiet_host(max_cores: float, timeout_s: float, log: Callable[[str], None],
+                        read: Callable[[], ProcStat] = read_proc_stat,
+                        sleep: Callable[[float], None] = time.sleep,
+                        clock: Callable[[], float] = time.monotonic,
+                        window_s: float = WINDOW_S, retry_s: float = RETRY_S) -> dict[str, Any]:
+    """Measure the host's busy CPU over ``window_s`` until it is at most ``max_cores``; return the
+    manifest's ``host_quiet`` block (the limit, the seconds waited, the last busy CPU measured,
+    how many measurements). Raises :class:`HostBusy` once ``timeout_s`` has passed."""
+    cpus = os.cpu_count() or 1
+    t0 = clock()
+    last_log = t0
+    checks = 0
+    while True:
+        a = read()
+        sleep(window_s)
+        b = read()
+        checks += 1
+        busy = busy_cores(a, b, cpus)
+        waited = clock() - t0
+        if busy <= max_cores:
+            return {"max_cores": max_cores, "busy_cores": busy, "waited_s": round(waited, 1), "checks": checks,
+                    "note": "the whole host's busy CPU (/proc/stat) over the last window before the run"}
+        if waited >= timeout_s:
+            raise HostBusy(f"the host stayed busier than lab.quiet_host_cores = {max_cores:g} cores for "
+                           f"{waited:.0f} s (last {busy:.2f} cores over {window_s:g} s); "
+                           "stop the other work or raise lab.quiet_host_timeout_s")
+        if clock() - last_log >= LOG_EVERY_S or checks == 1:
+            log(f"waiting for a quiet host: {busy:.2f} cores busy > lab.quiet_host_cores = {max_cores:g} "
+                f"({waited:.0f} s so far)")
+            last_log = clock()
+        sleep(retry_s)
