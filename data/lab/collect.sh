@@ -9,7 +9,7 @@
 #   kernel-switches 12, kernel-switches-stream 10, wakeups 15, tenant-ab 9, gc-memory-tenants 11,
 #   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
 #   gc-near-limit-256 7, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
-#   loadgen-cost 12.
+#   loadgen-cost 12, open-latency-quiet 50.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -100,3 +100,8 @@ if [ -z "$ARGS" ] || want gc-oom-edge; then
 if [ -z "$ARGS" ] || want loadgen-cost; then
   # the load generator's own CPU a request, open loop at the request grids' rates and closed loop
   grid $S/open-latency.toml --design $S/loadgen-cost.designs.toml --out data/lab/loadgen-cost; fi
+if [ -z "$ARGS" ] || want open-latency-quiet; then
+  # open-latency's points at 1.0 and 1.5 cores and 60 / 85 % of the limit again, each run waiting
+  # for a quiet host first (the first recording ran beside another tenant's 1.5-2 cores)
+  grid $S/open-latency.toml --design $S/open-latency-quiet.designs.toml --set lab.quiet_host_cores=0.3 \
+    --out data/lab/open-latency-quiet; fi
