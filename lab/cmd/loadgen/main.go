@@ -13,6 +13,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +34,9 @@ type loadMetrics struct {
 	dropped  prometheus.Counter
 	inFlight prometheus.Gauge
 	sendLag  prometheus.Histogram
+	wayIn    prometheus.Histogram
+	wayOut   prometheus.Histogram
+	newConns prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry) *loadMetrics {
@@ -51,7 +57,18 @@ func newMetrics(reg *prometheus.Registry) *loadMetrics {
 			Help:    "Open loop: how late each request left against its scheduled arrival (the generator keeping up).",
 			Buckets: metricsx.LatencyBuckets()}),
 	}
-	reg.MustRegister(m.latency, m.requests, m.errors, m.dropped, m.inFlight, m.sendLag)
+	m.wayIn = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "cfsim_loadgen_way_in_seconds",
+		Help: "From the request's start here to the server handler's entry (connection, socket, the server's netpoll " +
+			"and scheduling); from the workload's handler-times header, same host, same clock.",
+		Buckets: metricsx.LatencyBuckets()})
+	m.wayOut = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "cfsim_loadgen_way_out_seconds",
+		Help:    "From the server handler's exit to the end of this generator's read of the response.",
+		Buckets: metricsx.LatencyBuckets()})
+	m.newConns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "cfsim_loadgen_new_connections_total", Help: "Requests that had to open a new TCP connection."})
+	reg.MustRegister(m.latency, m.requests, m.errors, m.dropped, m.inFlight, m.sendLag, m.wayIn, m.wayOut, m.newConns)
 	// the generator's own CPU (process_cpu_seconds_total): it runs in the harness cgroup, and
 	// client-side latency is only the server's if the generator is not the bottleneck
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -62,11 +79,18 @@ func do(ctx context.Context, client *http.Client, url string, m *loadMetrics) {
 	m.inFlight.Inc()
 	defer m.inFlight.Dec()
 	start := time.Now()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if !info.Reused {
+			m.newConns.Inc()
+		}
+	}}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, url, nil)
 	resp, err := client.Do(req)
+	handler := ""
 	if err == nil {
 		_, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		handler = resp.Header.Get(handlerTimesHeader)
 		if err == nil && resp.StatusCode != http.StatusOK {
 			err = io.ErrUnexpectedEOF
 		}
@@ -77,8 +101,28 @@ func do(ctx context.Context, client *http.Client, url string, m *loadMetrics) {
 		}
 		return
 	}
-	m.latency.Observe(time.Since(start).Seconds())
+	end := time.Now()
+	m.latency.Observe(end.Sub(start).Seconds())
 	m.requests.Inc()
+	if entry, exit, ok := handlerTimes(handler); ok {
+		m.wayIn.Observe(max(0, float64(entry-start.UnixNano())/1e9))
+		m.wayOut.Observe(max(0, float64(end.UnixNano()-exit)/1e9))
+	}
+}
+
+// handlerTimesHeader: the workload's handler entry and exit, Unix ns (lab/cmd/workload/server.go)
+const handlerTimesHeader = "X-Cfsim-Handler-Unix-Ns"
+
+// handlerTimes parses "entry exit" of the handler-times header; ok is false without one (another
+// server, or a workload built before the header existed).
+func handlerTimes(h string) (entry, exit int64, ok bool) {
+	a, b, found := strings.Cut(h, " ")
+	if !found {
+		return 0, 0, false
+	}
+	entry, err1 := strconv.ParseInt(a, 10, 64)
+	exit, err2 := strconv.ParseInt(b, 10, 64)
+	return entry, exit, err1 == nil && err2 == nil && exit >= entry
 }
 
 func closedLoop(ctx context.Context, client *http.Client, url string, clients int, thinkMs float64, m *loadMetrics) {

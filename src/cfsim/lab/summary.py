@@ -45,7 +45,8 @@ GC_MEMORY_KEYS = ("gc_heap_goal_mean_bytes", "gc_heap_live_bytes", "gc_pause_tot
                   "gc_pause_p99_s", "go_cpu_classes_busy_cores", "go_cpu_classes_gc_cores",
                   "go_cpu_classes_user_cores", "go_cpu_classes_idle_cores", "cpu_classes_busy_over_usage",
                   "loadgen_cpu_cores", "loadgen_send_lag_p50_s", "loadgen_send_lag_p99_s", "loadgen_dropped",
-                  "loadgen_errors")
+                  "loadgen_errors", "loadgen_way_in_p50_s", "loadgen_way_in_p99_s", "loadgen_way_out_p50_s",
+                  "loadgen_way_out_p99_s", "loadgen_new_connections")
 # the samples the summary reads (kept in the manifest, so a summary can be recomputed)
 WINDOW_PREFIXES = ("cfsim_", "go_cpu_classes_", "go_gc_cycles_total", "go_sched_gomaxprocs", "go_gc_heap_goal",
                    "process_cpu_seconds", "go_gc_duration_seconds", "go_gc_heap_live", "go_gc_gogc",
@@ -305,7 +306,13 @@ def gc_memory(s0: Snapshot, s1: Snapshot, heap_goal_mean_bytes: float | None = N
         out["loadgen_cpu_cores"] = None if lg is None else lg / dt
     lag50, lag99 = _quantiles("cfsim_loadgen_send_lag_seconds", l0, l1, (0.5, 0.99))
     out.update(loadgen_send_lag_p50_s=lag50, loadgen_send_lag_p99_s=lag99)
-    for key, name in (("loadgen_dropped", "cfsim_loadgen_dropped_total"), ("loadgen_errors", "cfsim_loadgen_errors_total")):
+    # a request's way to the handler and back, from the workload's handler-times header (runs
+    # recorded since 2026-11-29; None before): where a client-side tail is not the server's
+    for way in ("in", "out"):
+        q50, q99 = _quantiles(f"cfsim_loadgen_way_{way}_seconds", l0, l1, (0.5, 0.99))
+        out[f"loadgen_way_{way}_p50_s"], out[f"loadgen_way_{way}_p99_s"] = q50, q99
+    for key, name in (("loadgen_dropped", "cfsim_loadgen_dropped_total"), ("loadgen_errors", "cfsim_loadgen_errors_total"),
+                      ("loadgen_new_connections", "cfsim_loadgen_new_connections_total")):
         v = _delta(name, l0, l1)
         out[key] = None if v is None else int(v)
     m0, m1 = s0.memory, s1.memory
