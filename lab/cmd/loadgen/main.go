@@ -14,12 +14,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cfsim/cfsim/lab/internal/handlertimes"
 	"github.com/cfsim/cfsim/lab/internal/metricsx"
 	"github.com/cfsim/cfsim/lab/internal/rate"
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,7 +89,7 @@ func do(ctx context.Context, client *http.Client, url string, m *loadMetrics) {
 	if err == nil {
 		_, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		handler = resp.Header.Get(handlerTimesHeader)
+		handler = resp.Header.Get(handlertimes.Header)
 		if err == nil && resp.StatusCode != http.StatusOK {
 			err = io.ErrUnexpectedEOF
 		}
@@ -104,25 +103,10 @@ func do(ctx context.Context, client *http.Client, url string, m *loadMetrics) {
 	end := time.Now()
 	m.latency.Observe(end.Sub(start).Seconds())
 	m.requests.Inc()
-	if entry, exit, ok := handlerTimes(handler); ok {
+	if entry, exit, ok := handlertimes.Parse(handler); ok {
 		m.wayIn.Observe(max(0, float64(entry-start.UnixNano())/1e9))
 		m.wayOut.Observe(max(0, float64(end.UnixNano()-exit)/1e9))
 	}
-}
-
-// handlerTimesHeader: the workload's handler entry and exit, Unix ns (lab/cmd/workload/server.go)
-const handlerTimesHeader = "X-Cfsim-Handler-Unix-Ns"
-
-// handlerTimes parses "entry exit" of the handler-times header; ok is false without one (another
-// server, or a workload built before the header existed).
-func handlerTimes(h string) (entry, exit int64, ok bool) {
-	a, b, found := strings.Cut(h, " ")
-	if !found {
-		return 0, 0, false
-	}
-	entry, err1 := strconv.ParseInt(a, 10, 64)
-	exit, err2 := strconv.ParseInt(b, 10, 64)
-	return entry, exit, err1 == nil && err2 == nil && exit >= entry
 }
 
 func closedLoop(ctx context.Context, client *http.Client, url string, clients int, thinkMs float64, m *loadMetrics) {

@@ -2,16 +2,11 @@ package main
 
 import (
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
-)
 
-// handlerTimesHeader carries the handler's entry and exit (Unix ns, the host's one clock) back
-// to the load generator on the same host, which splits its latency into the way in (its send to
-// the handler's entry: connection, socket, netpoll, scheduling) and the way out (the handler's
-// exit to its own read of the response).
-const handlerTimesHeader = "X-Cfsim-Handler-Unix-Ns"
+	"github.com/cfsim/cfsim/lab/internal/handlertimes"
+)
 
 // handleWork serves one request: fanout goroutines each burn cpu_ms_per_request/fanout and
 // allocate alloc_kb_per_request/fanout, and the response waits for all of them (scatter-gather).
@@ -33,7 +28,8 @@ func handleWork(cfg *config, b burner, m *appMetrics) http.HandlerFunc {
 		end := time.Now()
 		m.requestLatency.Observe(end.Sub(start).Seconds())
 		m.requests.Inc()
-		w.Header().Set(handlerTimesHeader, strconv.FormatInt(start.UnixNano(), 10)+" "+strconv.FormatInt(end.UnixNano(), 10))
+		// the load generator splits its latency around the handler (lab/internal/handlertimes)
+		w.Header().Set(handlertimes.Header, handlertimes.Format(start, end))
 		w.Write([]byte("ok\n"))
 	}
 }

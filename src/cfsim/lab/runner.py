@@ -9,8 +9,8 @@ Cgroups of a run (same name ``cfsim-lab-<runner pid>-<run>``; the pid tells a de
   entered before exec so the Go runtime, automaxprocs and automemlimit see them at their
   first instruction;
 - ``...-harness``: this runner itself (with its cAdvisor-named exporter thread) and so its
-  children Prometheus and the load generator, so the harness's CPU is measured on its own and everything a run started
-  lives in a cgroup a later run can empty.
+  children Prometheus and the load generator, so the harness's CPU is measured on its own and
+  everything a run started lives in a cgroup a later run can empty.
 
 Run folder layout::
 
@@ -54,11 +54,10 @@ from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.io import gotrace
 from cfsim.io.errors import CfsimParseError
 from cfsim.io.gctrace import GODEBUG_GCTRACE, read_gctrace
-from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, preflight, prometheus, queries, summary
+from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, preflight, prometheus, queries, quiet, summary
 from cfsim.lab import threads as lab_threads
 from cfsim.lab.c2c import measure_c2c
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
-from cfsim.lab import quiet
 from cfsim.lab.lock import machine_lock
 from cfsim.scenario import Scenario, ScenarioError
 
