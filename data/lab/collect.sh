@@ -9,7 +9,7 @@
 #   kernel-switches 12, kernel-switches-stream 10, wakeups 15, tenant-ab 9, gc-memory-tenants 11,
 #   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
 #   gc-near-limit-256 7, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
-#   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12.
+#   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -109,3 +109,8 @@ if [ -z "$ARGS" ] || want open-tail-split; then
   # where open-latency's client-side tail lies: its way in, the handler and its way out, quiet host
   grid $S/open-latency.toml --design $S/open-tail-split.designs.toml --set lab.quiet_host_cores=0.3 \
     --out data/lab/open-tail-split; fi
+if [ -z "$ARGS" ] || want open-pacer; then
+  # when open-latency's service starts its GC cycles: the pacer's trigger and cons/mark per cycle,
+  # the start-up's heap build included (gctrace), quiet host
+  grid $S/open-latency.toml --design $S/open-pacer.designs.toml --set lab.quiet_host_cores=0.3 \
+    --set lab.gctrace=true --out data/lab/open-pacer; fi
