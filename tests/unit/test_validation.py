@@ -116,8 +116,9 @@ def test_twins_take_the_client_round_trip_and_own_heap_from_calibration_runs(tmp
     # the 'real' process: 0.7 ms outside the server per request, 4 ms at the 99th percentile
     # and a program that holds 3 MiB of its own live heap (the prior says 0.5)
     # and GC pauses that take 40 us of stop-the-world work (the prior says 10)
+    # and a request path that allocates 1.5 KiB a request beside the handler (the prior says 4)
     truth = [("workload.client_rtt_ms", 0.7), ("workload.client_rtt_p99_ms", 4.0), ("go.process_heap_mb", 3.0),
-             ("go.gc_stw_base_us", 40.0)]
+             ("go.gc_stw_base_us", 40.0), ("workload.server_alloc_kb_per_request", 1.5)]
     root = tmp_path / "grid"
     _write_open_run(root, ["cgroup.cpu_limit=null", "workload.rate_per_s=800.0"], truth, "calib-start")
     for g in (1, 2):
@@ -133,6 +134,7 @@ def test_twins_take_the_client_round_trip_and_own_heap_from_calibration_runs(tmp
         assert run["params"]["go.process_heap_mb"] == pytest.approx(3.0, abs=0.3)
         assert abs(run["errors"]["gc_heap_live_bytes"]) < 0.03
         assert run["params"]["go.gc_stw_base_us"] == pytest.approx(40.0, abs=5.0)
+        assert run["params"]["workload.server_alloc_kb_per_request"] == pytest.approx(1.5, abs=0.05)
     # a twin without it misses the round trip (p50 ~0.35 ms against ~1.05 ms)
     bare = simulate(load_scenario(OPEN, ["cgroup.cpu_limit=0.5"])).summary
     assert bare["latency_p50_s"] < 0.5 * rep.runs[0]["observed"]["latency_p50_s"]

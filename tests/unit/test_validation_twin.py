@@ -20,9 +20,11 @@ LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
 #: what a twin input may come from (a prefix of TwinInput.source); model: is how the twin runs
 #: the model (one goroutine per chunk), nothing about the run; lab:latency-bucket-layout is the lab
 #: binary's histogram layout, the instrument the run's quantiles were read with (named by its
-#: bucket bounds, whatever their counts)
+#: bucket bounds, whatever their counts); manifest:live_heap_nodes is what the workload reported
+#: building at its start-up, before its load
 ALLOWED_SOURCES = ("params", "manifest:host.hz", "manifest:host.affinity_cpus", "manifest:host.host_cpus",
                    "evidence:host.hz", "neighbours:", "model:reference-path", "lab:latency-bucket-layout",
+                   "manifest:live_heap_nodes",
                    "manifest:processes.prometheus.targets.workload,scenario:lab.scrape_interval_s")
 #: what a neighbours: source may list
 ALLOWED_NEIGHBOUR_FIELDS = ("manifest:host_cpu.harness_cores", "manifest:host_cpu.pre_run.harness_cores",

@@ -164,6 +164,7 @@ class GoParams:
     gogc: int = 100
     gomemlimit_bytes: int | None = None
     live_heap_bytes: int = 16 * MiB
+    heap_built_at_start: bool = False      # the live heap is allocated by the workload at the start (keep_live)
     process_heap_bytes: int = MiB // 2     # the runtime's and libraries' own live objects (see schema)
     roots_bytes: int = MiB // 2
     gc_cpu_limiter: bool = True
@@ -200,7 +201,8 @@ class GoParams:
                                 frag_fraction=go["mem_frag_fraction"], file_bytes=int(go["mem_binary_mb"] * MiB))
         return cls(gomaxprocs=go["gomaxprocs"], round=go["round"], version=go["version"], gogc=go["gogc"],
                    gomemlimit_bytes=gomemlimit, memory_limit_bytes=cg_bytes, mem=mem,
-                   live_heap_bytes=int(go["live_heap_mb"] * MiB), roots_bytes=int(go["roots_mb"] * MiB),
+                   live_heap_bytes=int(go["live_heap_mb"] * MiB), heap_built_at_start=go["heap_built_at_start"],
+                   roots_bytes=int(go["roots_mb"] * MiB),
                    process_heap_bytes=int(go["process_heap_mb"] * MiB),
                    gc_cpu_limiter=go["gc_cpu_limiter"], scan_bytes_per_ns=go["gc_scan_mb_per_ms"] * MiB / 1e6,
                    gc_parallel_cost=go["gc_parallel_cost"], gc_scan_miss_factor=go["gc_scan_miss_factor"],
@@ -360,11 +362,12 @@ class GoRuntime(RuntimeReports):
         self._sweepterm_pause = 0
         # what every cycle marks before the objects allocated during it: the workload's live heap
         # and the process's own (runtime, metrics registry, HTTP server...)
-        self.base_live = params.live_heap_bytes + params.process_heap_bytes
+        self.base_live = (0 if params.heap_built_at_start else params.live_heap_bytes) + params.process_heap_bytes
         self.heap_marked = self.base_live
         self.heap_live = self.base_live
         self.noscan_live = 0     # of base_live: pointer-free objects kept for the run (retain)
         self._retained_in_mark = 0   # retained during the current mark, live from the next cycle on
+        self._kept_in_mark = 0       # the same for pointerful objects (keep_live)
         self.alloc_total = 0
         # allocation of the user chunks running now (counted into heap_live when they end): the
         # runtime's heapLive sees it as it happens (each span an mcache takes), see _heap_live_now
@@ -1022,6 +1025,17 @@ class GoRuntime(RuntimeReports):
         if heap_bytes > 0:
             self._count_alloc(heap_bytes, 0)
 
+    def keep_live(self, heap_bytes: int) -> None:
+        """Pointerful objects a goroutine already allocated (counted as its chunks ended) stay
+        reachable for the rest of the run: live heap that every later mark scans (the workload
+        building its live heap at start-up, ``go.heap_built_at_start``). Allocated during a mark
+        they are black (``gcmarknewobject``): that cycle's marked heap counts them with the rest of
+        its allocation, and the next cycle scans them."""
+        if self.phase in (MARK, MARKTERM):
+            self._kept_in_mark += heap_bytes
+        else:
+            self.base_live += heap_bytes
+
     def _add_noscan_live(self, nbytes: int) -> None:
         self.base_live += nbytes
         self.noscan_live += nbytes
@@ -1378,6 +1392,8 @@ class GoRuntime(RuntimeReports):
         self.heap_live = self.heap_marked
         self._add_noscan_live(self._retained_in_mark)
         self._retained_in_mark = 0
+        self.base_live += self._kept_in_mark
+        self._kept_in_mark = 0
         self.mem.sweep(self.heap_marked)
         self.phase = OFF
         self.gc_cycles += 1

@@ -184,6 +184,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "automemlimit_ratio": Key(0.9, "float", "automemlimit ratio of the memory limit (the library's default 0.9)",
                                   lambda v: None if 0 < v <= 1 else f"must be in (0, 1] (got {v})"),
         "live_heap_mb": Key(16.0, "float", "live (marked) heap [MiB]", _ge(0)),
+        "heap_built_at_start": Key(False, "bool", "the live heap is allocated at the run's start by one "
+                                                  "goroutine (as the lab's workload builds it before its load) "
+                                                  "instead of being there already: the GC cycles of that build "
+                                                  "measure a high cons/mark, which the pacer keeps for its next "
+                                                  "four cycles (max of the last five, mgcpacer.go endCycle) and "
+                                                  "which starts them at the trigger's lower bound; false: a "
+                                                  "process in its steady state"),
         "gc_cpu_limiter": Key(True, "bool", "model the GC CPU limiter (Go >= 1.19)"),
         # the runtime's memory outside the live heap (cfsim.goruntime.memory; calibrated priors)
         "mem_base_mb": Key(5.0, "float", "runtime memory that does not grow with the heap [MiB] (profiling buckets, "
@@ -461,7 +468,9 @@ register_section("workload", {
                                                     "socket reads and writes, HTTP parsing, netpoll (kernel + "
                                                     "runtime + net/http) [us] (kind=closed, open)", _between(0, 1e6)),
     "server_alloc_kb_per_request": Key(4.0, "float", "heap garbage of serving one request outside the handler "
-                                                     "(request, headers, buffers) [KiB] (kind=closed, open)", _ge(0)),
+                                                     "(request, headers, buffers) [KiB] (kind=closed, open); the "
+                                                     "lab's net/http server: 1.7-2.0 KiB (its calibration runs; "
+                                                     "validation gives each grid's twins its own)", _ge(0)),
     "client_rtt_ms": Key(0.0, "float", "time a request spends outside the server process (network round trip and "
                                        "the client's own processing), added to the latency the client sees [ms]",
                          _ge(0)),

@@ -86,6 +86,11 @@ class GridNorm:
     #: its own mode and rate times this (the load generator's cost a request falls with the rate;
     #: the curve's level moves with this VM's speed)
     client_cpu_scale: float | None = None
+    #: the heap garbage of serving one request outside the handler [KiB] (net/http's request,
+    #: headers and buffers; ``workload.server_alloc_kb_per_request``), the median over the
+    #: calibration runs of :func:`server_alloc_kb`: the lab's net/http server allocates about
+    #: 1.7-2.0 KiB a request where the schema's prior says 4
+    server_alloc_kb: float | None = None
 
     def params_for(self, scenario: Scenario) -> dict[str, Any]:
         key = COST_KEYS.get(scenario["workload.kind"])
@@ -115,7 +120,8 @@ def grid_priors(scenario: Scenario, norm: "GridNorm", tenants_cores: float | Non
     neighbour load ``tenants_cores`` (:func:`rtt_at`; for kinds with ``client_rtt_ms`` that the
     scenario leaves at 0), and the program's own live heap beyond the
     twin's (``go.process_heap_mb`` raised by it; never lowered), and the time a GC pause takes
-    beyond the twin's (``go.gc_stw_base_us`` moved by it, not below 0)."""
+    beyond the twin's (``go.gc_stw_base_us`` moved by it, not below 0), and the request path's
+    garbage (``workload.server_alloc_kb_per_request``, :func:`server_alloc_kb`)."""
     out: dict[str, Any] = {}
     kind = workload_kind(scenario["workload.kind"])
     rtt, rtt_p99 = rtt_at(norm, tenants_cores)
@@ -130,6 +136,8 @@ def grid_priors(scenario: Scenario, norm: "GridNorm", tenants_cores: float | Non
         out["go.process_heap_mb"] = round(scenario["go.process_heap_mb"] + norm.extra_live_mb, 4)
     if norm.extra_stw_us is not None:
         out["go.gc_stw_base_us"] = round(max(0.0, scenario["go.gc_stw_base_us"] + norm.extra_stw_us), 3)
+    if norm.server_alloc_kb is not None and "server_alloc_kb_per_request" in kind.keys:
+        out["workload.server_alloc_kb_per_request"] = norm.server_alloc_kb
     if norm.client_cpu_us is not None and has_loadgen(scenario) \
             and not scenario["workload.client_cpu_us_per_request"]:
         out["host.cpu_sharing"] = "slices"
@@ -192,6 +200,34 @@ def rounds_ratio(run: Path, calibration_rounds_per_cpu_ms: float | None) -> floa
     if rounds is None or not calibration_rounds_per_cpu_ms:
         return 1.0
     return rounds / calibration_rounds_per_cpu_ms
+
+
+def server_alloc_kb(observed: Mapping[str, Any], simulated: Mapping[str, Any],
+                    twin_server_alloc_kb: float) -> float | None:
+    """The request path's heap garbage per request [KiB] that makes a calibration run's twin
+    allocate what the run did: the twin's ``twin_server_alloc_kb`` plus the difference of the two
+    allocations per completed request over the window (``gc_alloc_bytes``: the runtime's
+    ``/gc/heap/allocs:bytes`` in the lab, exact in the twin), not below 0. Whatever else the twin
+    allocates (the handler's ``alloc_kb_per_request``, the scrapes) it allocates on both sides, so
+    the difference is the part no input states: what net/http and the runtime allocate to serve a
+    request. The difference of the scrapes' garbage (the lab's ~0.4-0.6 MiB/s against the twin's
+    ``scrape_alloc_kb`` a scrape) lands in it at the calibration runs' rate. None without both
+    allocations and throughputs.
+
+    >>> obs = {"gc_alloc_bytes": 17 * 1000 * 4096, "throughput_per_s": 1000.0, "duration_s": 17.0}
+    >>> sim = {"gc_alloc_bytes": 17 * 1000 * 6144, "throughput_per_s": 1000.0, "duration_s": 17.0}
+    >>> server_alloc_kb(obs, sim, 4.0)
+    2.0
+    """
+    def per_request_kb(s: Mapping[str, Any]) -> float | None:
+        # the window's allocation over the requests it completed (throughput x window)
+        a, thr, window = s.get("gc_alloc_bytes"), s.get("throughput_per_s"), s.get("duration_s")
+        return None if a is None or not thr or not window else a / (thr * window) / 1024
+
+    kb_obs, kb_sim = per_request_kb(observed), per_request_kb(simulated)
+    if not kb_obs or kb_sim is None:
+        return None
+    return max(0.0, twin_server_alloc_kb + kb_obs - kb_sim)
 
 
 def cost_per_item_s(summary: dict[str, Any]) -> float | None:
@@ -310,6 +346,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     norm = GridNorm()
     overrides = calibration_overrides(params)
     rtts, rtt_p99s, extra_live, extra_stw, client_cpu, client_scale = [], [], [], [], [], []
+    server_alloc: list[float] = []
     splits: dict[str, tuple[float, float]] = {}
     rounds: dict[str, tuple[float | None, float, float]] = {}  # run -> (rounds, loop share total, user)
     for run in grid_runs:
@@ -328,6 +365,11 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
             if split_obs and split_sim:
                 splits[run.name] = (split_obs[0] / split_sim[0], split_obs[1] / split_sim[1])
         sc = run_scenario(run)
+        alloc_kb = server_alloc_kb(obs, sim, overrides.get("workload.server_alloc_kb_per_request",
+                                                            sc["workload.server_alloc_kb_per_request"])) \
+            if "server_alloc_kb_per_request" in workload_kind(sc["workload.kind"]).keys else None
+        if alloc_kb is not None:
+            server_alloc.append(alloc_kb)
         if has_loadgen(sc):
             c = client_cpu_per_request_us(run_manifest(run), obs)
             if c is not None:
@@ -357,6 +399,8 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
         norm.client_cpu_us = round(statistics.median(client_cpu), 3)
     if client_scale:
         norm.client_cpu_scale = round(statistics.median(client_scale), 4)
+    if server_alloc:
+        norm.server_alloc_kb = round(statistics.median(server_alloc), 4)
     if norm.factors:
         _set_factors(norm, splits, rounds)
     if gc_priors:

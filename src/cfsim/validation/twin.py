@@ -29,6 +29,9 @@ twin's scenario - reads only:
 * what the lab set up before the run and recorded in ``manifest.json``: the Prometheus targets
   (``processes.prometheus.targets``: a scraped workload serves ``/metrics`` every
   ``lab.scrape_interval_s``, :func:`recorded_scrape_interval_s`);
+* how the lab's workload started: it allocates its live heap (``buildLiveHeap``) and reports the
+  nodes it built (``live_heap_nodes``, in its ready message before the load) so its pacer enters
+  the run remembering that build's cons/mark (``go.heap_built_at_start``; docs/model-notes.md);
 * the bucket layout of the lab binary's latency histograms (:data:`cfsim.lab.buckets.LAYOUTS`,
   told apart by the names of the buckets the run exported, never their counts): the lab's
   latency quantiles are PromQL ``histogram_quantile`` interpolations inside those buckets, not
@@ -463,6 +466,9 @@ def twin_spec(run_dir: Path, params: Mapping[str, Any] | None = None) -> TwinSpe
         put("workload.scrape_interval_s", scrape,
             "manifest:processes.prometheus.targets.workload,scenario:lab.scrape_interval_s")
 
+    if (manifest.get("live_heap_nodes") or 0) > 0:
+        # the lab's workload said, ready before its load, how many nodes of live heap it had built
+        put("go.heap_built_at_start", True, "manifest:live_heap_nodes")
     buckets = recorded_latency_buckets_s(manifest)
     if buckets is not None:
         put("run.latency_buckets_s", buckets, "lab:latency-bucket-layout")

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from cfsim.goruntime.runtime import Claim, GoParams, GoRuntime
+from cfsim.goruntime.runtime import ALLOC_QUANTUM_MIN, Claim, GoParams, GoRuntime, MiB
 from cfsim.monitoring.histogram import quantiles_through_buckets
 
 SAMPLE_NS = GoRuntime.SAMPLE_NS
@@ -64,13 +64,15 @@ def merge_series(rt_df: pd.DataFrame, wl_df: pd.DataFrame) -> pd.DataFrame:
 
 
 class _SideG:
-    """A goroutine of side work (a /metrics scrape): its remaining CPU and garbage."""
+    """A goroutine of side work (a /metrics scrape, the start-up's heap build): its remaining CPU
+    and its allocation; ``keeps``: what it allocates stays reachable (:meth:`GoRuntime.keep_live`)."""
 
-    __slots__ = ("left", "alloc_per_ns")
+    __slots__ = ("left", "alloc_per_ns", "keeps")
 
-    def __init__(self, work_ns: int, alloc_bytes: float):
+    def __init__(self, work_ns: int, alloc_bytes: float, keeps: bool = False):
         self.left = int(work_ns)
         self.alloc_per_ns = alloc_bytes / max(1, work_ns)
+        self.keeps = keeps
 
 
 class WithSideWork:
@@ -78,8 +80,9 @@ class WithSideWork:
     delegating everything else to ``main``. Set as the runtime's source only when side work is
     configured, so workloads without it pay nothing."""
 
-    def __init__(self, main):
+    def __init__(self, main, rt: GoRuntime | None = None):
         self.main = main
+        self.rt = rt   # told what a side goroutine that keeps its objects allocated
         self.side: list[_SideG] = []
 
     def inject(self, g: _SideG) -> None:
@@ -92,6 +95,11 @@ class WithSideWork:
         if self.side:
             g = self.side.pop(0)
             work = min(g.left, max_ns)
+            if g.keeps:
+                # a build allocates nothing but its objects: the runtime checks the trigger at
+                # each span it takes, so each chunk allocates at most the runtime's smallest
+                # allocation quantum (the first chunk comes before it has seen any allocation)
+                work = max(1, min(work, int(ALLOC_QUANTUM_MIN / g.alloc_per_ns)))
             return Claim(work, int(work * g.alloc_per_ns), g)
         return self.main.claim(max_ns, p)
 
@@ -99,6 +107,8 @@ class WithSideWork:
         g = claim.token
         if isinstance(g, _SideG):
             g.left -= claim.work
+            if g.keeps and self.rt is not None:
+                self.rt.keep_live(claim.alloc)
             if g.left > 0:
                 self.side.append(g)
             return
@@ -116,6 +126,9 @@ class WithSideWork:
         g = claim.token
         if isinstance(g, _SideG):
             g.left -= claim.work - left_ns
+            if g.keeps and self.rt is not None and claim.work > 0:
+                # the part done before the stop, as the runtime counts it (_save_partial)
+                self.rt.keep_live(int(claim.alloc * (1 - left_ns / claim.work)))
             self.side.insert(0, g)
             return
         self.main.requeue(claim, left_ns, t0, t1)
@@ -141,17 +154,37 @@ class Scrapes:
         self.engine.call_later(self.interval_ns, self._scrape)
 
 
+def heap_build(scenario) -> _SideG | None:
+    """The goroutine that allocates the live heap at the start (``go.heap_built_at_start``), or
+    None: ``go.live_heap_mb`` of objects that stay reachable, at the allocator's CPU a byte
+    (``go.alloc_ns_per_kb``). The lab's workload (``buildLiveHeap``) allocates 64-byte nodes and
+    links them at random, about ten times slower than that; the pacer's response to the build
+    does not depend on its speed once the cons/mark it measures puts the trigger at its lower
+    bound (a cons/mark above ~0.1 does; the lab's builds measured 0.05-2.3)."""
+    live = scenario["go.live_heap_mb"] * MiB
+    if not scenario["go.heap_built_at_start"] or live <= 0:
+        return None
+    return _SideG(max(1, int(round(live / 1024 * scenario["go.alloc_ns_per_kb"]))), live, keeps=True)
+
+
 def with_scrapes(engine, rt: GoRuntime, source, scenario) -> Scrapes | None:
-    """Wrap ``source`` and set it as ``rt``'s source; returns the scrape driver (None and the
-    plain source when the scenario is not scraped)."""
+    """Wrap ``source`` and set it as ``rt``'s source, with the start-up's heap build ahead of it
+    (:func:`heap_build`); returns the scrape driver (None when the scenario is not scraped; the
+    plain source when nothing runs beside it)."""
     interval = scenario["workload.scrape_interval_s"]
     cpu_ms = scenario["workload.scrape_cpu_ms"]
     alloc_kb = scenario["workload.scrape_alloc_kb"]
-    if not interval or cpu_ms <= 0:
+    build = heap_build(scenario)
+    scraped = bool(interval) and cpu_ms > 0
+    if not scraped and build is None:
         rt.source = source
         return None
-    side = WithSideWork(source)
+    side = WithSideWork(source, rt)
     rt.source = side
+    if build is not None:
+        side.inject(build)
+    if not scraped:
+        return None
     interval_ns = int(round(interval * 1e9))
     phase = int(np.random.default_rng([scenario["run.seed"], 0x5C4A9E]).integers(0, interval_ns))
     return Scrapes(engine, rt, side, interval_ns, max(1, int(round(cpu_ms * 1e6))),
