@@ -135,6 +135,9 @@ def test_twins_take_the_client_round_trip_and_own_heap_from_calibration_runs(tmp
         assert abs(run["errors"]["gc_heap_live_bytes"]) < 0.03
         assert run["params"]["go.gc_stw_base_us"] == pytest.approx(40.0, abs=5.0)
         assert run["params"]["workload.server_alloc_kb_per_request"] == pytest.approx(1.5, abs=0.05)
+    # validate's report says what the grid's calibration runs gave (report.json and report.md)
+    garbage = rep.runs[0]["params"]["workload.server_alloc_kb_per_request"]
+    assert rep.to_json()["grids"]["grid"]["server_alloc_kb"] == garbage
     # a twin without it misses the round trip (p50 ~0.35 ms against ~1.05 ms)
     bare = simulate(load_scenario(OPEN, ["cgroup.cpu_limit=0.5"])).summary
     assert bare["latency_p50_s"] < 0.5 * rep.runs[0]["observed"]["latency_p50_s"]

@@ -345,6 +345,7 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
                                 "client_rtt_p99_ms": norm.rtt_p99_ms, "extra_live_mb": norm.extra_live_mb,
                                 "extra_stw_us": norm.extra_stw_us, "client_cpu_us": norm.client_cpu_us,
                                 "client_cpu_scale": norm.client_cpu_scale,
+                                "server_alloc_kb": norm.server_alloc_kb,
                                 **_noise(grid_rows)}
     by_regime, counts = summarise_by_regime(report_runs)
     return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims, by_regime, counts,
@@ -542,11 +543,13 @@ def to_markdown(report: ValidationReport) -> str:
               "the per-item CPU by its own start-up rounds over these (cfsim.validation.normalise.startup_rounds), "
               "and the drift is what is left between the calibration runs. Load generator: its CPU a request on "
               "the calibration runs (median) and that over the lab's curve at their mode and rate "
-              "(cfsim.lab.loadgen_cost); each twin takes the curve at its own mode and rate times the latter.", "",
+              "(cfsim.lab.loadgen_cost); each twin takes the curve at its own mode and rate times the latter. "
+              "Request garbage: what serving a request allocates beside the handler on the calibration runs "
+              "(workload.server_alloc_kb_per_request of the twins; cfsim.validation.normalise.server_alloc_kb).", "",
               "| grid | cost factor | GC factor | loop rounds [1/ms] | calibration drift | repeated points | throughput | CPU | "
               "throttled ratio | p99 latency | GC cycles/s | client rtt p50 / p99 [ms] | extra live heap [MiB] | "
-              "extra STW [us] | load generator [us/request] / over its curve |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "extra STW [us] | load generator [us/request] / over its curve | request garbage [KiB] |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, g in report.grids.items():
         nz = g.get("noise", {})
         spreads = " | ".join(_spread_cell(nz.get(m)) for m in ("throughput_per_s", "cpu_usage_cores", "throttled_ratio",
@@ -557,7 +560,8 @@ def to_markdown(report: ValidationReport) -> str:
                      f"{spreads} | "
                      f"{_fmt(g.get('client_rtt_ms'))} / {_fmt(g.get('client_rtt_p99_ms'))} | "
                      f"{_fmt(g.get('extra_live_mb'))} | {_fmt(g.get('extra_stw_us'))} | "
-                     f"{_fmt(g.get('client_cpu_us'))} / {_fmt(g.get('client_cpu_scale'))} |")
+                     f"{_fmt(g.get('client_cpu_us'))} / {_fmt(g.get('client_cpu_scale'))} | "
+                     f"{_fmt(g.get('server_alloc_kb'))} |")
     lines += ["", "## Runs", "", "| run | regime | limit | GOMAXPROCS | HZ | contention | throughput obs / sim | "
               "CPU obs / sim | throttled obs / sim |", "|---|---|---|---|---|---|---|---|---|"]
     for r in report.runs:
