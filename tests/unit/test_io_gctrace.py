@@ -97,4 +97,7 @@ def test_cycle_keys_are_the_same_for_the_lab_table_and_the_model_table():
     assert k["gc_cycle_alloc_during_mark_median_bytes"] == 192061200 - 149821712
     assert k["gc_cycle_end_over_goal_median"] == pytest.approx(192061200 / (192061200 - 5237820))
     assert k["gc_cycle_assist_share"] == pytest.approx(129 / (129 + 144))
-    assert cycle_keys(cycle_table(lab), 2.0, 3.0)["gc_cycle_marked_median_bytes"] is None   # no cycle in the window
+    # the trace's @t is the cycle's start (work.tSweepTerm); the table gives its end, as the model's
+    assert cycle_table(lab)["run_t_s"].tolist() == [pytest.approx(2.0 + (1.3 + 84 + 0.24) / 1e3)]
+    assert cycle_keys(cycle_table(lab), 2.0, 3.0)["gc_cycle_count"] == 1     # began at 2.0, ended inside
+    assert cycle_keys(cycle_table(lab), 1.0, 2.08)["gc_cycle_marked_median_bytes"] is None   # not yet ended

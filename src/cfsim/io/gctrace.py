@@ -145,16 +145,26 @@ def cycle_table(cycles: pd.DataFrame) -> pd.DataFrame:
     floor; so is the goal of a cycle without a pacer line. The heap at the mark's start and end
     are the pacer line's bytes (NaN without it).
 
-    >>> t = cycle_table(pd.DataFrame({"run_t_s": [1.0, 2.0], "mark_ms": [5.0, 6.0],
+    The trace's ``@t`` (and so the lab's ``run_t_s``) is when the cycle *began*: ``gcMarkTermination``
+    prints ``work.tSweepTerm - runtimeInitTime`` (``src/runtime/mgc.go``). The model's table gives
+    each cycle's end, so the end is the start plus the three wall-clock phases the same line prints
+    (sweep termination, concurrent mark, mark termination), where the file has them.
+
+    >>> t = cycle_table(pd.DataFrame({"run_t_s": [1.0, 2.0], "sweepterm_ms": [0.5, 0.5], "mark_ms": [5.0, 6.0],
+    ...     "markterm_ms": [0.5, 0.5],
     ...     "triggered_bytes": [40e6, float("nan")], "heap_end_bytes": [50_300_000, float("nan")],
     ...     "goal_delta_bytes": [100_000, float("nan")], "marked_mib": [23, 23], "goal_mib": [47, 47],
     ...     "assist_cpu_ms": [1, 1], "background_cpu_ms": [2, 2], "idle_cpu_ms": [0, 0]}))
-    >>> t["goal_bytes"].tolist(), t["marked_bytes"].tolist()
-    ([50200000.0, 49807360.0], [24641536, 24641536])
+    >>> t["run_t_s"].tolist(), t["goal_bytes"].tolist(), t["marked_bytes"].tolist()
+    ([1.006, 2.007], [50200000.0, 49807360.0], [24641536, 24641536])
     """
     floor_mid = cycles["goal_mib"] * _MiB + _MiB // 2
+    clock_ms = cycles["mark_ms"].copy()
+    for phase in ("sweepterm_ms", "markterm_ms"):
+        if phase in cycles:
+            clock_ms = clock_ms + cycles[phase].fillna(0.0)
     return pd.DataFrame({
-        "run_t_s": cycles["run_t_s"], "mark_ms": cycles["mark_ms"],
+        "run_t_s": (cycles["run_t_s"] + clock_ms / 1e3).round(6), "mark_ms": cycles["mark_ms"],
         "triggered_bytes": cycles["triggered_bytes"], "heap_end_bytes": cycles["heap_end_bytes"],
         "marked_bytes": cycles["marked_mib"] * _MiB + _MiB // 2,
         "goal_bytes": (cycles["heap_end_bytes"] - cycles["goal_delta_bytes"]).fillna(floor_mid),

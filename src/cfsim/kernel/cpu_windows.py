@@ -20,7 +20,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["CPU_WINDOW_KEYS", "CPU_WATCH_FILE", "CPU_WATCH_COLUMNS", "window_keys", "window_keys_from_periods"]
+__all__ = ["CPU_WINDOW_KEYS", "CPU_WATCH_FILE", "CPU_WATCH_COLUMNS", "GC_WINDOW_KEYS", "window_keys",
+           "window_keys_from_periods", "gc_window_keys", "gc_window_keys_from_periods",
+           "gc_window_keys_from_samples", "mark_spans"]
 
 #: a lab run's watcher samples of the group's CPU counters over the window, one row a sample
 #: (``t_s`` from the window's start)
@@ -32,6 +34,10 @@ CPU_WINDOW_KEYS = ("cpu_window_p10_cores", "cpu_window_p90_cores", "cpu_window_s
                    "cpu_window_autocorr")
 #: fewer windows give no spread worth comparing
 MIN_WINDOWS = 20
+#: where in time the spread lies: the mean CPU of the windows a GC mark overlaps minus the others'
+#: [cores], and the share of the throttled windows that a mark overlaps (None without a window of
+#: each kind, or without a throttled window)
+GC_WINDOW_KEYS = ("cpu_window_gc_excess_cores", "throttled_window_gc_share")
 
 
 def window_keys(t_s: Sequence[float], usage_s: Sequence[float]) -> dict[str, Any]:
@@ -85,3 +91,67 @@ def _keys(cores: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
     # a constant series has no correlation to speak of
     out["cpu_window_autocorr"] = float((x[1:] * x[:-1]).sum() / den) if den > 1e-18 else None
     return out
+
+
+def mark_spans(cycles: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(start, end)`` [s] of each cycle's concurrent mark from a cycle table in the columns of
+    :mod:`cfsim.goruntime.gc_cycles` (``run_t_s`` the cycle's end, ``mark_ms`` its mark): the
+    model's table and the lab's (:func:`cfsim.io.gctrace.cycle_table`) alike."""
+    if cycles is None or len(cycles) == 0 or "run_t_s" not in cycles or "mark_ms" not in cycles:
+        return np.empty(0), np.empty(0)
+    end = np.asarray(cycles["run_t_s"], dtype=float)
+    return end - np.asarray(cycles["mark_ms"], dtype=float) / 1e3, end
+
+
+def gc_window_keys(start_s: Sequence[float], end_s: Sequence[float], cores: Sequence[float],
+                   throttled: Sequence[bool], mark_start_s: Sequence[float],
+                   mark_end_s: Sequence[float]) -> dict[str, Any]:
+    """Whether a group's busier windows and its throttled ones are those a GC mark ran in: the
+    question behind "throttled at 40 % usage" when a runtime's GC is suspected (its idle mark
+    workers take every idle P: ``findRunnableGCWorker``, ``src/runtime/mgcpacer.go``). Windows
+    ``[start, end)`` with their CPU ``cores`` and whether each was ``throttled``; marks
+    ``[mark_start, mark_end)``.
+
+    >>> k = gc_window_keys([0.1 * i for i in range(30)], [0.1 * i + 0.1 for i in range(30)],
+    ...                    [0.6 if i in (5, 15) else 0.4 for i in range(30)],
+    ...                    [i in (5, 9) for i in range(30)], [0.52, 1.51], [0.55, 1.56])
+    >>> round(k["cpu_window_gc_excess_cores"], 3), k["throttled_window_gc_share"]
+    (0.2, 0.5)
+    """
+    out: dict[str, Any] = dict.fromkeys(GC_WINDOW_KEYS)
+    a, b = np.asarray(start_s, dtype=float), np.asarray(end_s, dtype=float)
+    c, th = np.asarray(cores, dtype=float), np.asarray(throttled, dtype=bool)
+    ms, me = np.asarray(mark_start_s, dtype=float), np.asarray(mark_end_s, dtype=float)
+    if c.size < MIN_WINDOWS:
+        return out
+    gc = (ms[None, :] < b[:, None]) & (me[None, :] > a[:, None])
+    gc = gc.any(axis=1) if ms.size else np.zeros(c.size, dtype=bool)
+    if gc.any() and (~gc).any():
+        out["cpu_window_gc_excess_cores"] = float(c[gc].mean() - c[~gc].mean())
+    if th.any():
+        out["throttled_window_gc_share"] = float((th & gc).sum() / th.sum())
+    return out
+
+
+def gc_window_keys_from_samples(t_s: Sequence[float], usage_s: Sequence[float],
+                                nr_throttled: Sequence[float], cycles: Any) -> dict[str, Any]:
+    """:func:`gc_window_keys` for the lab: the watcher's samples (cumulative CPU [s] and throttled
+    periods at ``t_s``) and the run's cycle table on the same clock."""
+    t = np.asarray(t_s, dtype=float)
+    u, n = np.asarray(usage_s, dtype=float), np.asarray(nr_throttled, dtype=float)
+    dt = np.diff(t)
+    ok = dt > 0
+    return gc_window_keys(t[:-1][ok], t[1:][ok], np.diff(u)[ok] / dt[ok], np.diff(n)[ok] > 0, *mark_spans(cycles))
+
+
+def gc_window_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float], throttled: Sequence[bool],
+                                cycles: Any, t0_s: float, t1_s: float) -> dict[str, Any]:
+    """:func:`gc_window_keys` for the model: its periods that ended inside ``(t0_s, t1_s]`` and
+    its cycle table."""
+    e = np.asarray(end_s, dtype=float)
+    if e.size < 2:
+        return dict.fromkeys(GC_WINDOW_KEYS)
+    u, th = np.asarray(usage_s, dtype=float), np.asarray(throttled, dtype=bool)
+    length = np.diff(e)
+    sel = (e[1:] > t0_s) & (e[1:] <= t1_s) & (length > 0)
+    return gc_window_keys(e[:-1][sel], e[1:][sel], u[1:][sel] / length[sel], th[1:][sel], *mark_spans(cycles))

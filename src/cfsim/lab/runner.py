@@ -1068,8 +1068,10 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
 
 def write_gc_cycles(out_dir: Path, launch_unix_s: float, start_unix_s: float) -> dict[str, Any]:
     """The runtime's per-cycle GC trace (``lab.gctrace``) from the workload's log into
-    ``gc_cycles.csv.gz``, with ``run_t_s``: the cycle's end on the run's clock (the trace's
-    ``@t`` counts from the process's start, taken as its launch; a few ms early). The log, ~300 KB
+    ``gc_cycles.csv.gz``, with ``run_t_s``: the cycle's start on the run's clock (the trace's
+    ``@t`` is the cycle's sweep termination, ``work.tSweepTerm`` in ``src/runtime/mgc.go``, counted
+    from the process's start, taken as its launch; a few ms early; :func:`cfsim.io.gctrace.cycle_table`
+    adds the cycle's wall-clock phases to give its end). The log, ~300 KB
     a run with the trace, is kept gzipped (``logs/workload.log.gz``). Idempotent: a second call
     reads the gzipped log."""
     logs = out_dir / "logs"
@@ -1083,7 +1085,8 @@ def write_gc_cycles(out_dir: Path, launch_unix_s: float, start_unix_s: float) ->
     cycles.to_csv(out_dir / "gc_cycles.csv.gz", index=False)
     return {"file": "gc_cycles.csv.gz", "cycles": meta["cycles"], "with_pacer": meta["with_pacer"],
             "godebug": GODEBUG_GCTRACE, "log": "logs/workload.log.gz",
-            "note": "cfsim.io.gctrace.read_gctrace reads the log back; run_t_s = t_s + launch_unix_s - start_unix_s"}
+            "note": "cfsim.io.gctrace.read_gctrace reads the log back; run_t_s = t_s + launch_unix_s - start_unix_s, "
+                    "the cycle's start (gctrace @t)"}
 
 
 def _write_startup_oom(sc: Scenario, out_dir: Path, run_id: str, command: list[str], tools: preflight.Tools,

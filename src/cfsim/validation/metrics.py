@@ -120,6 +120,12 @@ CPU_WINDOW_METRICS: tuple[Metric, ...] = (
            "its periods): the spread that throttles a group below its limit"),
     Metric("cpu_window_autocorr", "absolute", _key("cpu_window_autocorr"), None,
            "correlation of neighbouring ~0.1 s windows' CPU (a spread that drifts throttles in runs of periods)"),
+    Metric("cpu_window_gc_excess_cores", "absolute", _key("cpu_window_gc_excess_cores"), None,
+           "mean CPU of the ~0.1 s windows a GC mark overlaps minus the other windows' [cores] (runs with the "
+           "runtime's gctrace): the burst a cycle adds where the quota meets it"),
+    Metric("throttled_window_gc_share", "absolute", _key("throttled_window_gc_share"), None,
+           "share of the throttled ~0.1 s windows that a GC mark overlaps (runs with the gctrace and a "
+           "throttled window)"),
 )
 
 def _m_sleeps_per_item(summary: Mapping[str, Any]) -> float | None:

@@ -69,7 +69,7 @@ import pandas as pd
 
 from cfsim.goruntime.gc_cycles import cycle_keys
 from cfsim.io.gctrace import cycle_table
-from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, window_keys
+from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, gc_window_keys_from_samples, window_keys
 from cfsim.lab.buckets import recorded_layout
 from cfsim.lab.kinds import LAB_KINDS
 from cfsim.lab.threads import m_sleeps_per_item
@@ -158,13 +158,18 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     if sleeps is not None:
         out["os_thread_sleeps_per_item"] = sleeps
     watch = run_dir / CPU_WATCH_FILE
-    if watch.is_file():
-        w = pd.read_csv(watch)
+    w = pd.read_csv(watch) if watch.is_file() else None
+    if w is not None:
         out.update(window_keys(w["t_s"], w["usage_ns"] / 1e9))
     trace = run_dir / "gc_cycles.csv.gz"
     if trace.is_file() and not out.get("oom_kills"):
         sc = run_scenario(run_dir)
-        out.update(cycle_keys(cycle_table(pd.read_csv(trace)), sc["run.warmup_s"], sc["run.duration_s"]))
+        cycles = cycle_table(pd.read_csv(trace))
+        out.update(cycle_keys(cycles, sc["run.warmup_s"], sc["run.duration_s"]))
+        if w is not None:
+            # the watcher's t_s counts from the window's start; run_t_s from the run's
+            cycles = cycles.assign(run_t_s=cycles["run_t_s"] - sc["run.warmup_s"])
+            out.update(gc_window_keys_from_samples(w["t_s"], w["usage_ns"] / 1e9, w["nr_throttled"], cycles))
     return out
 
 
