@@ -17,6 +17,7 @@ import pandas as pd
 
 from cfsim.engine.cfs import Bandwidth, CfsEngine, CpuStat
 from cfsim.engine.slices import SlicedCfsEngine
+from cfsim.goruntime.gc_cycles import mark_spans
 from cfsim.kernel import limits
 from cfsim.kernel.cpu_windows import gc_window_keys_from_periods, window_keys_from_periods
 from cfsim.kernel.wakeup import WakeupCost
@@ -161,7 +162,7 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
     summary.update(window_keys_from_periods(periods["end_s"], periods["usage_s"], t0 / 1e9, t1 / 1e9))
     if not gc_cycles.empty:
         summary.update(gc_window_keys_from_periods(periods["end_s"], periods["usage_s"], periods["throttled"],
-                                                   gc_cycles, t0 / 1e9, t1 / 1e9))
+                                                   *mark_spans(gc_cycles), t0 / 1e9, t1 / 1e9))
     return SimulationResult(scenario, summary, periods, series,
                             workload.series(SCRAPE_INTERVAL_NS), wall, quota_changes, gc_cycles)
 

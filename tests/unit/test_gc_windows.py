@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cfsim.kernel.cpu_windows import (gc_window_keys_from_periods, gc_window_keys_from_samples, mark_spans)
+from cfsim.goruntime.gc_cycles import mark_spans
+from cfsim.kernel.cpu_windows import gc_window_keys_from_periods, gc_window_keys_from_samples
 
 
 def _cycles(ends_s, mark_ms):
@@ -26,7 +27,7 @@ def test_the_lab_samples_give_the_burst_and_where_the_throttling_falls():
     cores[[10, 30]] += 0.2
     usage = np.concatenate([[0.0], np.cumsum(cores * 0.1)])
     throttled = np.concatenate([[0], np.cumsum([1 if i in (10, 20) else 0 for i in range(40)])])
-    k = gc_window_keys_from_samples(t, usage, throttled, _cycles([1.03, 3.05], [30.0, 30.0]))
+    k = gc_window_keys_from_samples(t, usage, throttled, *mark_spans(_cycles([1.03, 3.05], [30.0, 30.0])))
     assert k["cpu_window_gc_excess_cores"] == pytest.approx(0.2)
     assert k["throttled_window_gc_share"] == pytest.approx(0.5)
 
@@ -38,16 +39,17 @@ def test_the_model_periods_give_the_same_keys_inside_the_window_only():
     throttled = np.zeros(60, dtype=bool)
     throttled[49] = True
     cycles = _cycles([2.99, 4.95, 0.5], [20.0, 20.0, 20.0])  # the mark at 0.48 s is before the window
-    k = gc_window_keys_from_periods(ends, usage, throttled, cycles, 1.0, 6.0)
+    k = gc_window_keys_from_periods(ends, usage, throttled, *mark_spans(cycles), 1.0, 6.0)
     assert k["cpu_window_gc_excess_cores"] == pytest.approx(0.3)
     assert k["throttled_window_gc_share"] == 1.0
 
 
 def test_too_few_windows_or_no_mark_give_nothing():
-    k = gc_window_keys_from_periods([0.1, 0.2, 0.3], [0.05] * 3, [False] * 3, _cycles([0.25], [10.0]), 0.0, 1.0)
+    k = gc_window_keys_from_periods([0.1, 0.2, 0.3], [0.05] * 3, [False] * 3, *mark_spans(_cycles([0.25], [10.0])),
+                                    0.0, 1.0)
     assert k == {"cpu_window_gc_excess_cores": None, "throttled_window_gc_share": None}
     ends = np.arange(1, 41) * 0.1
-    k = gc_window_keys_from_periods(ends, np.full(40, 0.05), np.zeros(40, bool), _cycles([], []), 0.0, 4.0)
+    k = gc_window_keys_from_periods(ends, np.full(40, 0.05), np.zeros(40, bool), *mark_spans(_cycles([], [])), 0.0, 4.0)
     assert k["cpu_window_gc_excess_cores"] is None and k["throttled_window_gc_share"] is None
 
 

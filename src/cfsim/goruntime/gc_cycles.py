@@ -74,3 +74,16 @@ def cycle_keys(cycles: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, Any]
     mark = float((c["assist_cpu_ms"] + c["background_cpu_ms"] + c["idle_cpu_ms"]).sum())
     out["gc_cycle_assist_share"] = float(c["assist_cpu_ms"].sum()) / mark if mark > 0 else None
     return out
+
+
+def mark_spans(cycles: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(start, end)`` [s] of each cycle's concurrent mark (``run_t_s`` the cycle's end, back by
+    ``mark_ms``), the model's table and the lab's alike; empty without cycles.
+
+    >>> [a.tolist() for a in mark_spans(pd.DataFrame({"run_t_s": [1.03, 2.5], "mark_ms": [30.0, 100.0]}))]
+    [[1.0, 2.4], [1.03, 2.5]]
+    """
+    if cycles is None or len(cycles) == 0 or "run_t_s" not in cycles or "mark_ms" not in cycles:
+        return np.empty(0), np.empty(0)
+    end = np.asarray(cycles["run_t_s"], dtype=float)
+    return np.round(end - np.asarray(cycles["mark_ms"], dtype=float) / 1e3, 9), end

@@ -22,7 +22,7 @@ import numpy as np
 
 __all__ = ["CPU_WINDOW_KEYS", "CPU_WATCH_FILE", "CPU_WATCH_COLUMNS", "GC_WINDOW_KEYS", "window_keys",
            "window_keys_from_periods", "gc_window_keys", "gc_window_keys_from_periods",
-           "gc_window_keys_from_samples", "mark_spans"]
+           "gc_window_keys_from_samples"]
 
 #: a lab run's watcher samples of the group's CPU counters over the window, one row a sample
 #: (``t_s`` from the window's start)
@@ -93,16 +93,6 @@ def _keys(cores: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def mark_spans(cycles: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``(start, end)`` [s] of each cycle's concurrent mark from a cycle table in the columns of
-    :mod:`cfsim.goruntime.gc_cycles` (``run_t_s`` the cycle's end, ``mark_ms`` its mark): the
-    model's table and the lab's (:func:`cfsim.io.gctrace.cycle_table`) alike."""
-    if cycles is None or len(cycles) == 0 or "run_t_s" not in cycles or "mark_ms" not in cycles:
-        return np.empty(0), np.empty(0)
-    end = np.asarray(cycles["run_t_s"], dtype=float)
-    return end - np.asarray(cycles["mark_ms"], dtype=float) / 1e3, end
-
-
 def gc_window_keys(start_s: Sequence[float], end_s: Sequence[float], cores: Sequence[float],
                    throttled: Sequence[bool], mark_start_s: Sequence[float],
                    mark_end_s: Sequence[float]) -> dict[str, Any]:
@@ -133,25 +123,26 @@ def gc_window_keys(start_s: Sequence[float], end_s: Sequence[float], cores: Sequ
     return out
 
 
-def gc_window_keys_from_samples(t_s: Sequence[float], usage_s: Sequence[float],
-                                nr_throttled: Sequence[float], cycles: Any) -> dict[str, Any]:
+def gc_window_keys_from_samples(t_s: Sequence[float], usage_s: Sequence[float], nr_throttled: Sequence[float],
+                                mark_start_s: Sequence[float], mark_end_s: Sequence[float]) -> dict[str, Any]:
     """:func:`gc_window_keys` for the lab: the watcher's samples (cumulative CPU [s] and throttled
-    periods at ``t_s``) and the run's cycle table on the same clock."""
+    periods at ``t_s``) and the run's marks on the same clock."""
     t = np.asarray(t_s, dtype=float)
     u, n = np.asarray(usage_s, dtype=float), np.asarray(nr_throttled, dtype=float)
     dt = np.diff(t)
     ok = dt > 0
-    return gc_window_keys(t[:-1][ok], t[1:][ok], np.diff(u)[ok] / dt[ok], np.diff(n)[ok] > 0, *mark_spans(cycles))
+    return gc_window_keys(t[:-1][ok], t[1:][ok], np.diff(u)[ok] / dt[ok], np.diff(n)[ok] > 0, mark_start_s, mark_end_s)
 
 
 def gc_window_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float], throttled: Sequence[bool],
-                                cycles: Any, t0_s: float, t1_s: float) -> dict[str, Any]:
+                                mark_start_s: Sequence[float], mark_end_s: Sequence[float], t0_s: float,
+                                t1_s: float) -> dict[str, Any]:
     """:func:`gc_window_keys` for the model: its periods that ended inside ``(t0_s, t1_s]`` and
-    its cycle table."""
+    its marks."""
     e = np.asarray(end_s, dtype=float)
     if e.size < 2:
         return dict.fromkeys(GC_WINDOW_KEYS)
     u, th = np.asarray(usage_s, dtype=float), np.asarray(throttled, dtype=bool)
     length = np.diff(e)
     sel = (e[1:] > t0_s) & (e[1:] <= t1_s) & (length > 0)
-    return gc_window_keys(e[:-1][sel], e[1:][sel], u[1:][sel] / length[sel], th[1:][sel], *mark_spans(cycles))
+    return gc_window_keys(e[:-1][sel], e[1:][sel], u[1:][sel] / length[sel], th[1:][sel], mark_start_s, mark_end_s)

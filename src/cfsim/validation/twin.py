@@ -67,7 +67,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from cfsim.goruntime.gc_cycles import cycle_keys
+from cfsim.goruntime.gc_cycles import cycle_keys, mark_spans
 from cfsim.io.gctrace import cycle_table
 from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, gc_window_keys_from_samples, window_keys
 from cfsim.lab.buckets import recorded_layout
@@ -152,7 +152,9 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     one with the watcher's CPU samples (``cpu_watch.csv.gz``, runs since 2026-11-28) the spread of
     its CPU from one ~0.1 s to the next (:mod:`cfsim.kernel.cpu_windows`); one whose manifest
     keeps its threads' voluntary switches (runs since 2026-11-26) its Ms' sleeps per item
-    (:func:`cfsim.lab.threads.m_sleeps_per_item`)."""
+    (:func:`cfsim.lab.threads.m_sleeps_per_item`); one with both the watcher's samples and the
+    trace, whether its busier and throttled windows are those a GC mark ran in
+    (:func:`cfsim.kernel.cpu_windows.gc_window_keys`)."""
     out = json.loads((run_dir / "summary.json").read_text())
     sleeps = m_sleeps_per_item(run_manifest(run_dir).get("threads") or {})
     if sleeps is not None:
@@ -168,8 +170,9 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
         out.update(cycle_keys(cycles, sc["run.warmup_s"], sc["run.duration_s"]))
         if w is not None:
             # the watcher's t_s counts from the window's start; run_t_s from the run's
-            cycles = cycles.assign(run_t_s=cycles["run_t_s"] - sc["run.warmup_s"])
-            out.update(gc_window_keys_from_samples(w["t_s"], w["usage_ns"] / 1e9, w["nr_throttled"], cycles))
+            start, end = mark_spans(cycles)
+            out.update(gc_window_keys_from_samples(w["t_s"], w["usage_ns"] / 1e9, w["nr_throttled"],
+                                                   start - sc["run.warmup_s"], end - sc["run.warmup_s"]))
     return out
 
 
