@@ -151,6 +151,9 @@ def test_a_tenant_runs_beside_the_workload_and_is_measured_as_one(lab_run):
     assert manifest["host_cpu"]["pre_run"]["tenants_cores"] > 0.7
     assert manifest["host_cpu"]["tenants_cores"] > 0.5
     assert manifest["host_cpu"]["pre_run"]["workload_cores"] < 0.3
+    # over how many tasks: the busy loop is runnable in nearly every 50 ms sample before the load
+    pre = manifest["host_cpu"]["pre_run"]
+    assert pre["runnable_samples"] >= 40 and 0.7 <= pre["runnable_others_mean"] < 3.0
     # and it is gone with the run
     import subprocess
     left = subprocess.run(["pgrep", "-f", "while True: pass"], capture_output=True, text=True).stdout.split()

@@ -80,6 +80,47 @@ def read_tlb_shootdowns(path: Path = Path("/proc/interrupts")) -> int | None:
         return None
 
 
+def parse_procs_running(text: str) -> int | None:
+    """The tasks runnable on the host at the instant ``/proc/stat`` was read (``procs_running``:
+    ``nr_running()`` summed over CPUs, ``fs/proc/stat.c``), the reader itself included; None
+    without the line.
+
+    >>> parse_procs_running("cpu  1 2 3 4\\nprocs_running 5\\nprocs_blocked 0\\n"), parse_procs_running("cpu 1\\n")
+    (5, None)
+    """
+    for line in text.splitlines():
+        if line.startswith("procs_running "):
+            return int(line.split()[1])
+    return None
+
+
+def runnable_others(samples: list[int | None]) -> dict[str, Any]:
+    """What the host's other tasks were while the run's workload still waited for its load: the
+    runnable tasks besides the reader (``procs_running`` - 1) over ``samples`` read at regular
+    instants, mean and 90th percentile. A busy tenant's cores (``tenants_cores``) say how much CPU
+    it took, not over how many tasks; CFS weighs each task of a cgroup-less tenant at 1024 on its
+    CPU (``kernel/sched/fair.c``), so the count is what a woken thread competes with.
+
+    >>> runnable_others([3, 3, 5, 1, None])
+    {'runnable_others_mean': 2.0, 'runnable_others_p90': 4.0, 'runnable_samples': 4}
+    >>> runnable_others([None])
+    {'runnable_others_mean': None, 'runnable_others_p90': None, 'runnable_samples': 0}
+    """
+    vals = sorted(max(0, v - 1) for v in samples if v is not None)
+    if not vals:
+        return {"runnable_others_mean": None, "runnable_others_p90": None, "runnable_samples": 0}
+    p90 = vals[min(len(vals) - 1, int(round(0.9 * (len(vals) - 1))))]
+    return {"runnable_others_mean": round(sum(vals) / len(vals), 3), "runnable_others_p90": float(p90),
+            "runnable_samples": len(vals)}
+
+
+def read_procs_running(path: Path = Path("/proc/stat")) -> int | None:
+    try:
+        return parse_procs_running(path.read_text())
+    except OSError:
+        return None
+
+
 def read_proc_stat(path: Path = Path("/proc/stat")) -> ProcStat:
     return parse_proc_stat(path.read_text(), os.sysconf("SC_CLK_TCK"))
 

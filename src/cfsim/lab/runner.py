@@ -64,6 +64,7 @@ from cfsim.scenario import Scenario, ScenarioError
 READY_POLL_S = 0.05
 WATCH_INTERVAL_S = 0.1  # memory / liveness sampling of the workload (OOM time, mean memory)
 PRE_RUN_S = 3.0  # neighbours' CPU measured over this long before t=0
+PRE_RUN_SAMPLE_S = 0.05  # the host's runnable tasks read this often meanwhile
 
 
 @dataclass
@@ -918,7 +919,13 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         # gives the exports more than one scrape interval before t=0)
         prom.wait_targets_up()
         pre_a = cgs.reading()
-        time.sleep(PRE_RUN_S)
+        # the host's runnable tasks meanwhile (every PRE_RUN_SAMPLE_S): how many tasks a tenant's
+        # cores were spread over
+        runnable: list[int | None] = []
+        pre_end = time.monotonic() + PRE_RUN_S
+        while time.monotonic() < pre_end:
+            runnable.append(hostcpu.read_procs_running())
+            time.sleep(min(PRE_RUN_SAMPLE_S, max(0.0, pre_end - time.monotonic())))
         pre_b = cgs.reading()
 
         window = measure(sc, cgs, workload, loadgen, watch, prom, out_dir, log, run_id)
@@ -946,6 +953,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         host_cpu["pre_run"] = {k: v for k, v in hostcpu.neighbours(pre_a, pre_b, ncpu).items()
                                if k in ("window_s", "host_busy_cores", "harness_cores", "tenants_cores",
                                         "workload_cores", "steal_cores", "tenants_source")}
+        host_cpu["pre_run"].update(hostcpu.runnable_others(runnable))
         host_cpu["weights"] = {"workload_shares": sc["lab.cpu_shares"] or 1024,
                                "harness_shares": sc["lab.harness_shares"] or 1024,
                                "tenant_shares": hostcpu.TENANT_SHARES}
