@@ -161,3 +161,29 @@ def test_in_cgroups_enters_each_file_then_execs_with_the_same_pid(tmp_path):
     bad = in_cgroups(["/bin/echo", "ran"], Fake("missing-dir/cgroup.procs"))
     failed = subprocess.run(bad, capture_output=True, text=True)
     assert failed.returncode == 126 and "ran" not in failed.stdout
+
+
+def test_root_placement_enters_each_cpu_hierarchys_root(tmp_path):
+    """lab.tenant_cgroup = false: the tenants' busy loops start in the CPU controllers' root
+    cgroup (each loop then weighs 1024 on its CPU), v1 cpu and cpuacct apart, else v2's root."""
+    from cfsim.lab.runner import start_tenant
+
+    v1 = cgroup.RootPlacement(cgroup.Mounts(v1_cpu=tmp_path / "cpu", v1_cpuacct=tmp_path / "cpuacct",
+                                            v2=tmp_path / "unified"))
+    assert v1.procs_files() == [tmp_path / "cpu" / "cgroup.procs", tmp_path / "cpuacct" / "cgroup.procs"]
+    same = cgroup.RootPlacement(cgroup.Mounts(v1_cpu=tmp_path / "cpu,cpuacct", v1_cpuacct=tmp_path / "cpu,cpuacct"))
+    assert same.procs_files() == [tmp_path / "cpu,cpuacct" / "cgroup.procs"]
+    v2 = cgroup.RootPlacement(cgroup.Mounts(v2=tmp_path / "unified"))
+    assert v2.procs_files() == [tmp_path / "unified" / "cgroup.procs"]
+
+    started = []
+
+    class Procs:
+        def start(self, argv, log):
+            started.append(argv)
+
+    block = start_tenant(3, v1, Procs(), tmp_path)
+    assert block["cgroup"] == "root" and block["shares"] is None and block["threads"] == 3
+    assert len(started) == 3 and all(str(tmp_path / "cpu" / "cgroup.procs") in a for a in started)
+    assert start_tenant(2, None, Procs(), tmp_path)["cgroup"] == "own"
+    assert start_tenant(0, v1, Procs(), tmp_path) is None

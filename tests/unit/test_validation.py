@@ -277,7 +277,7 @@ def test_twins_of_load_generator_runs_share_the_host_with_its_cpu_per_request_fr
     from cfsim.validation.twin import neighbour_inputs, run_manifest
 
     staged = run_scenario(run).with_overrides(list(priors.items()))
-    [(harness, _)], _, sources = neighbour_inputs(run_manifest(run), staged, client_modelled=True)
+    [(harness, _, _)], _, sources = neighbour_inputs(run_manifest(run), staged, client_modelled=True)
     assert harness == 0.03 and "manifest:host_cpu.pre_run.harness_cores" in sources
     assert neighbour_inputs(run_manifest(run), staged)[0][0][0] == 0.9
     assert twin_spec(run, priors).scenario["host.cpu_sharing"] == "slices"

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from cfsim.scenario import load_scenario
-from cfsim.validation.twin import (find_runs, neighbour_background_cores, recorded_hz, twin_spec)
+from cfsim.validation.twin import (Neighbour, find_runs, neighbour_background_cores, recorded_hz,
+                                   tenant_neighbours, tenant_tasks, twin_spec)
 
 LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
 
@@ -30,7 +31,7 @@ ALLOWED_SOURCES = ("params", "manifest:host.hz", "manifest:host.affinity_cpus", 
 ALLOWED_NEIGHBOUR_FIELDS = ("manifest:host_cpu.harness_cores", "manifest:host_cpu.pre_run.harness_cores",
                             "manifest:host_cpu.pre_run.tenants_cores", "manifest:host_cpu.weights.",
                             "manifest:cgroup.cpu_shares", "manifest:cgroup.harness_shares", "scenario:lab.",
-                            "default:cpu.shares")
+                            "default:cpu.shares", "manifest:host_cpu.pre_run.runnable_others_mean")
 #: measured outputs of a run: poisoned in the copy, must not move the twin
 MEASURED_HOST_CPU = ("host_busy_cores", "others_cores", "workload_cores", "tenants_cores")
 
@@ -226,6 +227,60 @@ def test_background_rule_by_weight():
     assert neighbour_background_cores(4, 1024, 1.0, [(2.0, 1024)]) == 0.0
     # never (almost) the whole host
     assert neighbour_background_cores(2, 2, 2.0, [(10.0, 100000)]) <= 1.8
+
+
+def test_counted_tenants_compete_cpu_by_cpu():
+    # eight busy root tasks (8 x 1024, a core each) against a group of 8192 on two CPUs: at
+    # GOMAXPROCS 2 the group keeps half of each CPU, at GOMAXPROCS 1 two thirds of its one CPU
+    eight = [Neighbour(1.97, 8 * 1024, 8)]
+    assert neighbour_background_cores(2, 8192, 1.1, eight, workload_cpus=2) == pytest.approx(1.0)
+    assert neighbour_background_cores(2, 8192, 1.0, eight, workload_cpus=1) == pytest.approx(2 / 3, abs=1e-4)
+    # uncounted, the same cores are one light neighbour that mostly fills the CPU left idle
+    assert neighbour_background_cores(2, 8192, 1.1, [(1.97, 1024)], workload_cpus=2) < 0.15
+    # the same eight loops in a cgroup of 1024: an eighth of the group's weight spread over two CPUs
+    cg = [Neighbour(1.97, 1024, 8)]
+    assert neighbour_background_cores(2, 8192, 1.0, cg, workload_cpus=1) == pytest.approx(2 * 512 / 8704, abs=1e-4)
+    # a counted neighbour that fits on the idle CPU takes nothing
+    assert neighbour_background_cores(2, 8192, 0.5, [Neighbour(1.0, 1024, 1)], workload_cpus=1) == 0.0
+    # uncounted neighbours keep the rule they always had (2-tuples and Neighbour alike)
+    assert neighbour_background_cores(2, 8192, 2.0, [Neighbour(1.0, 1024)], workload_cpus=1) == \
+        neighbour_background_cores(2, 8192, 2.0, [(1.0, 1024)])
+
+
+def test_tenant_task_count_from_the_pre_run_window_only():
+    pre = {"tenants_cores": 1.5, "runnable_others_mean": 4.2}
+    assert tenant_tasks({"host_cpu": {"pre_run": pre}}) == (4.2, "manifest:host_cpu.pre_run.runnable_others_mean")
+    # never fewer tasks than the cores they used
+    assert tenant_tasks({"host_cpu": {"pre_run": {**pre, "runnable_others_mean": 0.3}}})[0] == 1.5
+    # an older run's load average is no count
+    assert tenant_tasks({"host_cpu": {"pre_run": {"tenants_cores": 1.5}}, "loadavg": {"start": [9.0, 9, 9]}}) is None
+
+
+def test_tenants_weigh_by_cgroup_or_by_task():
+    # the lab's tenant in a cgroup of its own: one weight of 1024 however many loops it runs
+    assert tenant_neighbours({"tenant": {"threads": 8, "cgroup": "own"}}, 1.9, 8.0, 1024) == [(1.9, 1024, 8)]
+    # in the root cgroup, or a host's cgroup-less processes: 1024 a runnable task
+    assert tenant_neighbours({"tenant": {"threads": 8, "cgroup": "root"}}, 1.9, 8.0, 1024) == [(1.9, 8192, 8)]
+    assert tenant_neighbours({}, 1.9, 6.0, 1024) == [(1.9, 6144.0, 6.0)]
+    # the lab's one loop beside two other busy tasks
+    assert tenant_neighbours({"tenant": {"threads": 1, "cgroup": "own"}}, 2.0, 3.0, 1024) == \
+        [(1.0, 1024, 1), (1.0, 2048.0, 2.0)]
+    # no count: one neighbour at the group's weight, as before
+    assert tenant_neighbours({}, 1.9, None, 1024) == [(1.9, 1024, None)]
+
+
+def test_busy_tenants_weigh_by_their_task_count(tmp_path):
+    man = {"host": {**HOST, "hz": 250}, "cgroup": {"cpu_shares": 8192, "harness_shares": 8192},
+           "host_cpu": {"pre_run": {"window_s": 3.0, "host_busy_cores": 2.0, "harness_cores": 0.0,
+                                    "tenants_cores": 2.0, "runnable_others_mean": 1.0},
+                        "weights": {"workload_shares": 8192, "harness_shares": 8192, "tenant_shares": 1024}}}
+    few = twin_spec(_run(tmp_path, "few", man)).scenario["host.background_cores"]
+    man["host_cpu"]["pre_run"]["runnable_others_mean"] = 8.0
+    spec = twin_spec(_run(tmp_path, "many", man))
+    assert spec.scenario["host.background_cores"] > 2 * few
+    (bg,) = [i for i in spec.inputs if i.key == "host.background_cores"]
+    assert "runnable_others_mean" in bg.source
+    _check_source(bg.source)
 
 
 def test_params_win_over_recorded_facts(tmp_path):

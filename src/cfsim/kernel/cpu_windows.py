@@ -49,15 +49,37 @@ def window_keys(t_s: Sequence[float], usage_s: Sequence[float]) -> dict[str, Any
     >>> round(k["cpu_window_p10_cores"], 3), round(k["cpu_window_p90_cores"], 3), round(k["cpu_window_autocorr"], 2)
     (0.4, 0.5, -0.98)
     """
-    out: dict[str, Any] = dict.fromkeys(CPU_WINDOW_KEYS)
+    _, _, _, cores = _sample_windows(t_s, usage_s)
+    return _keys(cores, dict.fromkeys(CPU_WINDOW_KEYS))
+
+
+def _sample_windows(t_s: Sequence[float], usage_s: Sequence[float]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The windows between successive samples of cumulative CPU: ``(kept, start, end, cores)``,
+    ``kept`` selecting the sample gaps of positive length."""
     t = np.asarray(t_s, dtype=float)
     u = np.asarray(usage_s, dtype=float)
     if t.shape != u.shape:
         raise ValueError(f"t_s and usage_s differ in length ({t.size} and {u.size})")
+    if t.size < 2:
+        return np.zeros(0, dtype=bool), np.empty(0), np.empty(0), np.empty(0)
     dt = np.diff(t)
     ok = dt > 0
-    cores = (np.diff(u)[ok] / dt[ok]) if t.size > 1 else np.empty(0)
-    return _keys(cores, out)
+    return ok, t[:-1][ok], t[1:][ok], np.diff(u)[ok] / dt[ok]
+
+
+def _period_windows(end_s: Sequence[float], usage_s: Sequence[float], t0_s: float, t1_s: float
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A model's periods that ended inside ``(t0_s, t1_s]`` as windows: ``(kept, start, end,
+    cores)``, each period's CPU over its length (the gap between period ends); ``kept`` selects
+    from the periods after the first."""
+    e = np.asarray(end_s, dtype=float)
+    u = np.asarray(usage_s, dtype=float)
+    if e.size < 2:
+        return np.zeros(0, dtype=bool), np.empty(0), np.empty(0), np.empty(0)
+    length = np.diff(e)
+    sel = (e[1:] > t0_s) & (e[1:] <= t1_s) & (length > 0)
+    return sel, e[:-1][sel], e[1:][sel], u[1:][sel] / length[sel]
 
 
 def window_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float], t0_s: float,
@@ -69,14 +91,8 @@ def window_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float], t
     >>> round(k["cpu_window_spread_cores"], 6), k["cpu_window_autocorr"]
     (0.0, None)
     """
-    out: dict[str, Any] = dict.fromkeys(CPU_WINDOW_KEYS)
-    e = np.asarray(end_s, dtype=float)
-    u = np.asarray(usage_s, dtype=float)
-    if e.size < 2:
-        return out
-    length = np.diff(e)
-    sel = (e[1:] > t0_s) & (e[1:] <= t1_s) & (length > 0)
-    return _keys(u[1:][sel] / length[sel], out)
+    _, _, _, cores = _period_windows(end_s, usage_s, t0_s, t1_s)
+    return _keys(cores, dict.fromkeys(CPU_WINDOW_KEYS))
 
 
 def _keys(cores: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
@@ -127,11 +143,9 @@ def gc_window_keys_from_samples(t_s: Sequence[float], usage_s: Sequence[float], 
                                 mark_start_s: Sequence[float], mark_end_s: Sequence[float]) -> dict[str, Any]:
     """:func:`gc_window_keys` for the lab: the watcher's samples (cumulative CPU [s] and throttled
     periods at ``t_s``) and the run's marks on the same clock."""
-    t = np.asarray(t_s, dtype=float)
-    u, n = np.asarray(usage_s, dtype=float), np.asarray(nr_throttled, dtype=float)
-    dt = np.diff(t)
-    ok = dt > 0
-    return gc_window_keys(t[:-1][ok], t[1:][ok], np.diff(u)[ok] / dt[ok], np.diff(n)[ok] > 0, mark_start_s, mark_end_s)
+    ok, start, end, cores = _sample_windows(t_s, usage_s)
+    throttled = np.diff(np.asarray(nr_throttled, dtype=float))[ok] > 0 if ok.size else np.zeros(0, dtype=bool)
+    return gc_window_keys(start, end, cores, throttled, mark_start_s, mark_end_s)
 
 
 def gc_window_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float], throttled: Sequence[bool],
@@ -139,10 +153,6 @@ def gc_window_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float]
                                 t1_s: float) -> dict[str, Any]:
     """:func:`gc_window_keys` for the model: its periods that ended inside ``(t0_s, t1_s]`` and
     its marks."""
-    e = np.asarray(end_s, dtype=float)
-    if e.size < 2:
-        return dict.fromkeys(GC_WINDOW_KEYS)
-    u, th = np.asarray(usage_s, dtype=float), np.asarray(throttled, dtype=bool)
-    length = np.diff(e)
-    sel = (e[1:] > t0_s) & (e[1:] <= t1_s) & (length > 0)
-    return gc_window_keys(e[:-1][sel], e[1:][sel], u[1:][sel] / length[sel], th[1:][sel], mark_start_s, mark_end_s)
+    sel, start, end, cores = _period_windows(end_s, usage_s, t0_s, t1_s)
+    th = np.asarray(throttled, dtype=bool)[1:][sel] if sel.size else np.zeros(0, dtype=bool)
+    return gc_window_keys(start, end, cores, th, mark_start_s, mark_end_s)

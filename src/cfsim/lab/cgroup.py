@@ -199,6 +199,22 @@ def v2_has_cpu(v2_root: Path) -> bool:
 
 # -- cgroups -----------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class RootPlacement:
+    """The CPU controllers' root cgroup as a place to start a process in: there it has no group
+    weight of its own, and each of its runnable threads weighs by its nice level (1024 at nice 0)
+    on its CPU's root runqueue (``kernel/sched/fair.c``), as a host's cgroup-less processes do."""
+
+    mounts: Mounts
+
+    def procs_files(self) -> list[Path]:
+        """The root ``cgroup.procs`` of each CPU hierarchy (v1 ``cpu`` and ``cpuacct``, else v2)."""
+        files = [m / "cgroup.procs" for m in (self.mounts.v1_cpu, self.mounts.v1_cpuacct) if m is not None]
+        if not files and self.mounts.v2 is not None:
+            files = [self.mounts.v2 / "cgroup.procs"]
+        return list(dict.fromkeys(files))
+
+
 class CpuCgroup(Protocol):
     name: str
     version: int

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from cfsim.lab.cgroup import Mounts, parse_keyed
 
 TENANT_SHARES = 1024  # a process in the root cgroup weighs as cpu.shares 1024 (nice 0)
@@ -109,7 +111,7 @@ def runnable_others(samples: list[int | None]) -> dict[str, Any]:
     vals = sorted(max(0, v - 1) for v in samples if v is not None)
     if not vals:
         return {"runnable_others_mean": None, "runnable_others_p90": None, "runnable_samples": 0}
-    p90 = vals[min(len(vals) - 1, int(round(0.9 * (len(vals) - 1))))]
+    p90 = np.percentile(vals, 90, method="nearest")
     return {"runnable_others_mean": round(sum(vals) / len(vals), 3), "runnable_others_p90": float(p90),
             "runnable_samples": len(vals)}
 

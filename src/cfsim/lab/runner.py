@@ -509,14 +509,18 @@ TENANT_ARGV = [sys.executable, "-c", "while True: pass"]
 
 def start_tenant(threads: int, tenant_cg: Any, procs: Processes, logs: Path) -> dict[str, Any] | None:
     """``lab.tenant_threads`` busy loops in ``tenant_cg`` (each its own process, so each can take a
-    CPU); killed with the run's other processes. Returns the manifest's ``tenant`` block."""
+    CPU): a cgroup of their own, or the root cgroup (:class:`cgroup.RootPlacement`); killed with
+    the run's other processes. Returns the manifest's ``tenant`` block."""
     if not threads:
         return None
     for _ in range(threads):
         procs.start(in_cgroups(TENANT_ARGV, tenant_cg), logs / "tenant.log")
-    return {"threads": threads, "shares": hostcpu.TENANT_SHARES, "argv": TENANT_ARGV[1:],
+    in_root = isinstance(tenant_cg, cgroup.RootPlacement)
+    return {"threads": threads, "cgroup": "root" if in_root else "own",
+            "shares": None if in_root else hostcpu.TENANT_SHARES, "argv": TENANT_ARGV[1:],
             "note": "started before the pre-run neighbour measurement, stopped with the run's processes; "
-                    "their CPU is part of host_cpu.tenants_cores"}
+                    "their CPU is part of host_cpu.tenants_cores; cgroup root: each busy loop weighs "
+                    "1024 on its CPU, own: all of them weigh shares together"}
 
 
 def last_scrape_samples(prom: prometheus.Prometheus, job: str, before_s: float) -> tuple[float, summary.Samples] | None:
@@ -869,8 +873,10 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         cleanup.callback(harness_cg.remove)
         if sc["lab.harness_shares"] is not None:
             harness_cg.set_shares(sc["lab.harness_shares"])
-        tenant_cg = None
-        if sc["lab.tenant_threads"]:
+        tenant_cg: Any = None
+        if sc["lab.tenant_threads"] and not sc["lab.tenant_cgroup"]:
+            tenant_cg = cgroup.RootPlacement(tools.mounts)  # cgroup-less processes of the host
+        elif sc["lab.tenant_threads"]:
             # another tenant of the host, at a root-cgroup process's weight (created before the
             # processes' clean-up is registered, so it is removed after they are killed)
             tenant_cg = cgroup.create(name + "-tenant", tools.mounts, version)

@@ -416,6 +416,10 @@ register_section("lab", {
                                     "pre-run neighbour measurement to the end of the run; a twin knows them "
                                     "as it knows any tenant, from host_cpu.pre_run.tenants_cores; 0 = none",
                           _between(0, 64)),
+    "tenant_cgroup": Key(True, "bool", "lab.tenant_threads run in a cgroup of their own (cpu.shares 1024: one "
+                                       "weight however many of them are runnable); false: in the root cgroup, "
+                                       "where each runnable busy loop weighs 1024 on its CPU's runqueue "
+                                       "(kernel/sched/fair.c), as a host's cgroup-less processes do"),
     "quiet_host_cores": Key(None, "float", "wait, before the run starts anything, until the whole host's busy CPU "
                                            "(/proc/stat over 2 s) is at most this many cores, so other tenants "
                                            "do not take part in the measurement (cfsim.lab.quiet); absent = "

@@ -63,7 +63,7 @@ import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import pandas as pd
 
@@ -256,18 +256,37 @@ DEFAULT_SHARES = 1024
 MAX_BACKGROUND_FRACTION = 0.9
 
 
+class Neighbour(NamedTuple):
+    """Another process on the host: the CPU it takes [cores], its CPU weight, and, where counted,
+    over how many runnable tasks (then its demand is at least one core a task)."""
+
+    demand_cores: float
+    shares: float
+    tasks: float | None = None
+
+
 def neighbour_background_cores(cpus: int, workload_shares: float, workload_reach_cores: float,
-                               neighbours: list[tuple[float, float]]) -> float:
+                               neighbours: list[tuple[float, float]] | list[Neighbour],
+                               workload_cpus: int | None = None) -> float:
     """CPU other processes take from the CPUs the workload runs on [cores], by CFS weight.
 
-    ``neighbours`` are ``(demand_cores, shares)`` measured independently of the workload. Rule:
-    neighbours first fill the CPUs the workload's own predicted usage leaves idle
-    (``cpus - workload_reach_cores``, where the reach is the scenario's fluid prediction
+    ``neighbours`` are :class:`Neighbour` (or ``(demand_cores, shares)``) measured independently
+    of the workload. Rule: neighbours first fill the CPUs the workload's own predicted usage leaves
+    idle (``cpus - workload_reach_cores``, where the reach is the scenario's fluid prediction
     ``min(demand, limit, GOMAXPROCS, cpus)``, not a measurement); the rest of their demand competes
     with the workload on its CPUs, where CFS gives a neighbour of weight ``w_n`` against the
     workload's ``w_g`` the share ``w_n / (w_n + w_g)`` while both are runnable. A neighbour with
     competing demand ``d`` therefore slows the workload by about ``d * w_n / (w_n + w_g)`` cores,
     spread evenly over the host (the engine's ``host.background_cores``).
+
+    A neighbour whose runnable tasks were counted (``tasks``) demands a core a task, not only the
+    cores it got alone on the host, and competes CPU by CPU: its weight sits on the
+    ``min(tasks, cpus)`` CPUs its tasks run on, the workload group's on the ``workload_cpus``
+    (at most GOMAXPROCS threads run Go code; ``calc_group_shares`` in ``kernel/sched/fair.c``
+    puts a group's weight where its load is), and the competing demand is at most the host.
+    Eight busy root tasks (8 x 1024) against a group of 8192 leave it half of each CPU at
+    GOMAXPROCS 2, and two thirds of its one CPU at GOMAXPROCS 1 (the lab's ``tenant-root``:
+    0.90-0.92 and 0.71-0.78 cores).
 
     Limits: it assumes the neighbours' demand is steady and spread over the CPUs and the run
     (bursty tenants, pinning and the wake-up placement of short sleepers are not modelled);
@@ -281,35 +300,52 @@ def neighbour_background_cores(cpus: int, workload_shares: float, workload_reach
     0.0
     >>> neighbour_background_cores(2, 8192, 2.0, [(0.2, 8192)])   # the harness at equal weight
     0.1
+    >>> neighbour_background_cores(2, 8192, 1.1, [Neighbour(1.97, 8 * 1024, 8)], workload_cpus=2)
+    1.0
+    >>> neighbour_background_cores(2, 8192, 1.0, [Neighbour(1.97, 8 * 1024, 8)], workload_cpus=1)
+    0.6667
     """
-    total = sum(d for d, _ in neighbours if d > 0)
+    items = [Neighbour(*n) for n in neighbours]
+    demands = [max(n.demand_cores, n.tasks or 0.0) for n in items]
+    total = sum(d for d in demands if d > 0)
     if total <= 0 or cpus <= 0:
         return 0.0
     free = max(0.0, cpus - max(0.0, workload_reach_cores))
     competing = max(0.0, total - free)
+    if any(n.tasks for n in items):
+        competing = min(competing, float(cpus))  # a core a task can ask for more than the host has
     if competing <= 0:
         return 0.0
+    k = min(cpus, workload_cpus) if workload_cpus and workload_cpus > 0 else cpus
     bg = 0.0
-    for demand, shares in neighbours:
+    for n, demand in zip(items, demands):
         if demand <= 0:
             continue
-        w_n = float(shares) if shares and shares > 0 else DEFAULT_SHARES
-        bg += competing * (demand / total) * w_n / (w_n + float(workload_shares))
+        w_n = float(n.shares) if n.shares and n.shares > 0 else DEFAULT_SHARES
+        w_g = float(workload_shares)
+        if n.tasks:
+            # per CPU: the neighbour's weight over the CPUs its tasks occupy, the group's over its own
+            w_n, w_g = w_n / min(max(1.0, n.tasks), cpus), w_g / k
+        bg += competing * (demand / total) * w_n / (w_n + w_g)
     return round(min(bg, MAX_BACKGROUND_FRACTION * cpus), 4)
+
+
+def _scenario_gomaxprocs(sc: Scenario) -> int:
+    from cfsim.goruntime.gomaxprocs import gomaxprocs_value
+
+    return int(gomaxprocs_value(sc["go.gomaxprocs"], sc["cgroup.cpu_limit"], int(sc["host.cpus"]),
+                                sc["go.version"], sc["go.round"], sc["cgroup.period_us"]))
 
 
 def _predicted_reach_cores(sc: Scenario) -> float:
     """The fluid prediction of the workload's CPU from its scenario alone."""
     from cfsim.engine.longrun import nominal_demand_cores
     from cfsim.engine.response import AnalyticResponse, work_shape
-    from cfsim.goruntime.gomaxprocs import gomaxprocs_value
 
     cpus = int(sc["host.cpus"])
     limits = [sc["cgroup.cpu_limit"]] + [lim for _, lim in sc["cgroup.limit_schedule"] or []]
     lim = None if any(v is None for v in limits) else max(limits)
-    gmp = gomaxprocs_value(sc["go.gomaxprocs"], sc["cgroup.cpu_limit"], cpus, sc["go.version"],
-                           sc["go.round"], sc["cgroup.period_us"])
-    usage, _, _ = AnalyticResponse(cpus, work_shape(sc))(lim, gmp, nominal_demand_cores(sc))
+    usage, _, _ = AnalyticResponse(cpus, work_shape(sc))(lim, _scenario_gomaxprocs(sc), nominal_demand_cores(sc))
     return float(usage)
 
 
@@ -319,8 +355,74 @@ def pre_run_tenants_cores(manifest: Mapping[str, Any]) -> float | None:
     return None if value is None else float(value)
 
 
+#: a task's CPU weight at nice 0 (``sched_prio_to_weight[20]``, ``kernel/sched/core.c``): what each
+#: runnable task of a process outside any configured cgroup weighs on its CPU's root runqueue
+NICE_0_WEIGHT = 1024
+#: a run's pre-run tenants count as busy from this many cores: a quiet host's blips stay one light
+#: neighbour, however many tasks were runnable at the instants the lab counted them
+QUIET_TENANTS_CORES = 0.1
+
+
+def tenant_tasks(manifest: Mapping[str, Any]) -> tuple[float, str] | None:
+    """How many runnable tasks the host's other tenants ran on before the workload's load started,
+    and where the count comes from; None when the run did not count them.
+
+    CFS weighs a cgroup by its ``cpu.shares`` however many threads it runs, but each runnable task
+    of a process in the root cgroup by its own nice-0 weight (:data:`NICE_0_WEIGHT`), so a tenant
+    of ``n`` busy tasks outweighs the workload's group ``n`` times as much as one would. The count
+    is the pre-run window's runnable tasks besides the reader (``host_cpu.pre_run.
+    runnable_others_mean``, ``/proc/stat procs_running``), never fewer than the cores the tenants
+    used (``tenants_cores``): a task uses one core at most. Runs recorded before the lab counted
+    keep no count: the 1-minute load average they recorded is no count of busy tasks (it also
+    holds the previous run's threads and tasks in uninterruptible sleep; docs/model-notes.md).
+
+    >>> tenant_tasks({"host_cpu": {"pre_run": {"tenants_cores": 1.97, "runnable_others_mean": 8.05}}})
+    (8.05, 'manifest:host_cpu.pre_run.runnable_others_mean')
+    >>> tenant_tasks({"host_cpu": {"pre_run": {"tenants_cores": 1.0, "runnable_others_mean": 0.4}}})[0]
+    1.0
+    >>> tenant_tasks({"host_cpu": {"pre_run": {"tenants_cores": 1.0}}, "loadavg": {"start": [8.6, 8, 7]}}) is None
+    True
+    """
+    pre = (manifest.get("host_cpu") or {}).get("pre_run") or {}
+    if pre.get("runnable_others_mean") is None:
+        return None
+    floor = float(pre.get("tenants_cores") or 0.0)
+    return max(floor, float(pre["runnable_others_mean"])), "manifest:host_cpu.pre_run.runnable_others_mean"
+
+
+def tenant_neighbours(manifest: Mapping[str, Any], tenants_cores: float, tasks: float | None,
+                      group_shares: float) -> list[Neighbour]:
+    """The tenants as :class:`Neighbour` s. Without a task count, one neighbour of
+    ``group_shares`` (what any tenant weighed before the lab counted tasks). With one: the lab's
+    own tenant (``tenant``: its busy loops in a cgroup of ``group_shares``, or in the root cgroup
+    at :data:`NICE_0_WEIGHT` each), up to a core a loop, and the rest of the tenants' cores on the
+    rest of the ``tasks``, each at :data:`NICE_0_WEIGHT`.
+
+    >>> tenant_neighbours({}, 1.98, None, 1024)
+    [Neighbour(demand_cores=1.98, shares=1024, tasks=None)]
+    >>> tenant_neighbours({}, 1.98, 6.0, 1024)
+    [Neighbour(demand_cores=1.98, shares=6144.0, tasks=6.0)]
+    >>> tenant_neighbours({"tenant": {"threads": 8, "cgroup": "root"}}, 1.9, 8.3, 1024)
+    [Neighbour(demand_cores=1.9, shares=8192, tasks=8)]
+    """
+    if tasks is None:
+        return [Neighbour(tenants_cores, group_shares)]
+    lab = manifest.get("tenant") or {}
+    lab_threads = int(lab.get("threads") or 0)
+    lab_cores = min(tenants_cores, float(lab_threads))
+    out = []
+    if lab_cores > 0:
+        weight = NICE_0_WEIGHT * lab_threads if lab.get("cgroup") == "root" else group_shares
+        out.append(Neighbour(lab_cores, weight, lab_threads))
+    rest_cores = round(tenants_cores - lab_cores, 4)
+    if rest_cores > 0:
+        rest_tasks = max(1.0, tasks - lab_threads, rest_cores)
+        out.append(Neighbour(rest_cores, round(NICE_0_WEIGHT * rest_tasks, 1), rest_tasks))
+    return out
+
+
 def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario, client_modelled: bool = False
-                     ) -> tuple[list[tuple[float, float]], float, list[str]] | None:
+                     ) -> tuple[list[Neighbour], float, list[str]] | None:
     """The independently measured neighbours of a run: ``(neighbours, workload_shares, sources)``,
     or None when the run recorded none (contention unknown).
 
@@ -365,9 +467,14 @@ def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario, client_mod
     workload_shares = shares("workload_shares", "cpu_shares", "lab.cpu_shares")
     neighbours = []
     if harness is not None:
-        neighbours.append((float(harness), shares("harness_shares", "harness_shares", "lab.harness_shares")))
+        neighbours.append(Neighbour(float(harness), shares("harness_shares", "harness_shares", "lab.harness_shares")))
     if tenants is not None:
-        neighbours.append((float(tenants), shares("tenant_shares", None, None)))
+        group = shares("tenant_shares", None, None)
+        # a count only for tenants that were busy: a quiet host's blips stay one light neighbour
+        tasks = tenant_tasks(manifest) if tenants >= QUIET_TENANTS_CORES else None
+        if tasks is not None:
+            sources.append(tasks[1])
+        neighbours += tenant_neighbours(manifest, float(tenants), tasks[0] if tasks else None, group)
     return neighbours, workload_shares, sources
 
 
@@ -488,8 +595,9 @@ def twin_spec(run_dir: Path, params: Mapping[str, Any] | None = None) -> TwinSpe
         found = neighbour_inputs(manifest, staged, client_modelled=staged["workload.client_cpu_us_per_request"] > 0)
         if found is not None:
             neighbours, workload_shares, sources = found
-            bg = neighbour_background_cores(int(staged["host.cpus"]), workload_shares,
-                                            _predicted_reach_cores(staged), neighbours)
+            cpus = int(staged["host.cpus"])
+            bg = neighbour_background_cores(cpus, workload_shares, _predicted_reach_cores(staged), neighbours,
+                                            workload_cpus=min(cpus, _scenario_gomaxprocs(staged)))
             contention = "modelled"
             put("host.background_cores", bg, "neighbours:" + ",".join(sources))
         else:

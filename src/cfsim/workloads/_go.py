@@ -167,10 +167,10 @@ def heap_build(scenario) -> _SideG | None:
     return _SideG(max(1, int(round(live / 1024 * scenario["go.alloc_ns_per_kb"]))), live, keeps=True)
 
 
-def with_scrapes(engine, rt: GoRuntime, source, scenario) -> Scrapes | None:
-    """Wrap ``source`` and set it as ``rt``'s source, with the start-up's heap build ahead of it
-    (:func:`heap_build`); returns the scrape driver (None when the scenario is not scraped; the
-    plain source when nothing runs beside it)."""
+def with_side_work(engine, rt: GoRuntime, source, scenario) -> Scrapes | None:
+    """Set ``rt``'s source: ``source`` with the work that runs beside it, the start-up's heap build
+    ahead of it (:func:`heap_build`) and the scrapes of ``/metrics`` (the plain source when
+    neither runs); returns the scrape driver, None when the scenario is not scraped."""
     interval = scenario["workload.scrape_interval_s"]
     cpu_ms = scenario["workload.scrape_cpu_ms"]
     alloc_kb = scenario["workload.scrape_alloc_kb"]

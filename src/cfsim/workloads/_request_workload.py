@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cfsim.workloads._go import make_runtime, merge_series, sample_interval_ns, with_scrapes
+from cfsim.workloads._go import make_runtime, merge_series, sample_interval_ns, with_side_work
 from cfsim.workloads._request_source import CpuDrift, RequestSource
 
 
@@ -54,7 +54,7 @@ class RequestWorkload:
                                  batch=request_batching(scenario),
                                  drift=_drift(w, scenario["run.seed"]),
                                  background_read=w["http_background_read"])
-        self.scrapes = with_scrapes(engine, self.rt, self.src, scenario)
+        self.scrapes = with_side_work(engine, self.rt, self.src, scenario)
         self.sample_ns = sample_interval_ns(scenario)
         self.samples: list[tuple] = []
 

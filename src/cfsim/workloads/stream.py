@@ -24,7 +24,7 @@ import pandas as pd
 from cfsim.goruntime.runtime import Claim
 from cfsim.workloads.arrivals import RateFn
 from cfsim.workloads._go import (count_at, latency_keys, make_runtime, merge_series, sample_interval_ns,
-                                with_scrapes)
+                                with_side_work)
 from cfsim.workloads.kinds import WorkloadKind, WorkShape
 
 
@@ -208,7 +208,7 @@ class StreamWorkload:
         self.stream = RecordStream(self.rate, w["cpu_ms_per_item"] * 1e6, w["alloc_kb_per_item"] * 1024,
                                    w["workers"], w["initial_backlog"], cpu_cv=w["cpu_cv"],
                                    rng=np.random.default_rng([scenario["run.seed"], 0x5EED]))
-        self.scrapes = with_scrapes(engine, self.rt, self.stream, scenario)
+        self.scrapes = with_side_work(engine, self.rt, self.stream, scenario)
         self.fetch_ns = fetch_interval_ns(scenario)
         self.sample_ns = sample_interval_ns(scenario)
         self.samples: list[tuple] = []
