@@ -412,9 +412,10 @@ register_section("lab", {
                                 "window, in the manifest (cfsim.lab.perf); 0 = none", _ge(0)),
     "tenant_threads": Key(0, "int", "CPU-bound busy loops the lab runs beside the workload as another tenant "
                                     "of the host (one process each, in a cgroup of their own at cpu.shares "
-                                    "1024, the weight of a process in the root cgroup), from before the "
+                                    "1024 or in the root cgroup: lab.tenant_cgroup), from before the "
                                     "pre-run neighbour measurement to the end of the run; a twin knows them "
-                                    "as it knows any tenant, from host_cpu.pre_run.tenants_cores; 0 = none",
+                                    "as it knows any tenant, from host_cpu.pre_run.tenants_cores and the "
+                                    "pre-run window's runnable count; 0 = none",
                           _between(0, 64)),
     "tenant_cgroup": Key(True, "bool", "lab.tenant_threads run in a cgroup of their own (cpu.shares 1024: one "
                                        "weight however many of them are runnable); false: in the root cgroup, "
