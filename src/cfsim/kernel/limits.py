@@ -16,6 +16,10 @@ DEFAULT_PERIOD_US = 100_000
 #: the group's pool at a time, ``/proc/sys/kernel/sched_cfs_bandwidth_slice_us`` (>= 1)
 DEFAULT_SLICE_US = 5_000
 K8S_MIN_QUOTA_US = 1_000
+#: a nice-0 task's CPU weight (``sched_prio_to_weight[20]``, ``kernel/sched/core.c``), also a cgroup's
+#: default ``cpu.shares``: what a runnable task of a process outside any configured cgroup weighs on
+#: its CPU's root runqueue, and what a tenant's cgroup nobody configured weighs
+NICE_0_WEIGHT = 1024
 
 
 def quota_us_from_cores(cpu_limit_cores: float, period_us: int = DEFAULT_PERIOD_US) -> int:

@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from cfsim.kernel.limits import NICE_0_WEIGHT
 from cfsim.lab.cgroup import Mounts, parse_keyed
 
-TENANT_SHARES = 1024  # a process in the root cgroup weighs as cpu.shares 1024 (nice 0)
+TENANT_SHARES = NICE_0_WEIGHT  # a process in the root cgroup weighs as cpu.shares 1024 (nice 0)
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ import pandas as pd
 from cfsim.goruntime.gc_cycles import cycle_keys, mark_spans
 from cfsim.io.gctrace import cycle_table
 from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, gc_window_keys_from_samples, window_keys
+from cfsim.kernel.limits import NICE_0_WEIGHT
 from cfsim.lab.buckets import recorded_layout
 from cfsim.lab.kinds import LAB_KINDS
 from cfsim.lab.threads import m_sleeps_per_item
@@ -251,7 +252,7 @@ def recorded_hz(run_dir: Path, manifest: Mapping[str, Any] | None = None) -> tup
 # ------------------------------------------------------------------ neighbours on the host
 
 #: the kernel's default CPU weight of a cgroup (``cpu.shares``), for tenants nobody configured
-DEFAULT_SHARES = 1024
+DEFAULT_SHARES = NICE_0_WEIGHT
 #: the twin never takes more than this share of the host away from the workload
 MAX_BACKGROUND_FRACTION = 0.9
 
@@ -355,9 +356,6 @@ def pre_run_tenants_cores(manifest: Mapping[str, Any]) -> float | None:
     return None if value is None else float(value)
 
 
-#: a task's CPU weight at nice 0 (``sched_prio_to_weight[20]``, ``kernel/sched/core.c``): what each
-#: runnable task of a process outside any configured cgroup weighs on its CPU's root runqueue
-NICE_0_WEIGHT = 1024
 #: a run's pre-run tenants count as busy from this many cores: a quiet host's blips stay one light
 #: neighbour, however many tasks were runnable at the instants the lab counted them
 QUIET_TENANTS_CORES = 0.1
