@@ -26,6 +26,9 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
   as Ms get CPUs; on a host other processes use, the OS may delay it by up to a base slice. A
   woken M that finds nothing burns its wake-up, search and park at once; an M that parks after
   work owes its search and park and burns them at its next run (one engine event fewer).
+* **Resuming.** The M that takes the first P of an idle process pays, with its next segment, what
+  the process's cold caches cost after the idle spell (``host.resume_cold_us``,
+  :mod:`cfsim.kernel.resume`; off by default), once per busy spell however many Ms wake.
 * **SMT.** With ``host.threads_per_core > 1``, segments started while more Ms run than there
   are cores take ``1 + smt_slowdown`` times the CPU for the paired share.
 * **GC.** Trigger when ``heapLive >= trigger`` (pacer) or every 2 minutes; STW sweep
@@ -84,6 +87,7 @@ from cfsim.goruntime.run_accounting import C_USAGE, CPU_CLASSES, RuntimeReports
 from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, Sysmon, may_spin,
                                    netpoll_wakeups, smt_inflation)
 from cfsim.kernel import memory as kmem
+from cfsim.kernel.resume import ResumeCost
 from cfsim.kernel.wakeup import LINUX_TIMER_SLACK_NS, WakeupCost
 
 MiB = 1 << 20
@@ -188,6 +192,7 @@ class GoParams:
     page_release_ns: float = 140.0            # returning a page to the OS
     tlb_shootdown_ns: float = 0.0             # flushing another CPU's TLB after a release (host.tlb_shootdown_us)
     wakeup: WakeupCost = WakeupCost()         # the host's CPU per sleep and wake-up of a thread
+    resume: ResumeCost = ResumeCost()         # the process's CPU to resume after idling (cold caches)
 
     @classmethod
     def from_scenario(cls, sc) -> "GoParams":
@@ -214,7 +219,7 @@ class GoParams:
                    background_cores=sc["host.background_cores"],
                    alloc_ns_per_byte=go["alloc_ns_per_kb"] / 1024, page_fault_ns=go["page_fault_us"] * 1e3,
                    page_release_ns=go["page_release_us"] * 1e3, tlb_shootdown_ns=sc["host.tlb_shootdown_us"] * 1e3,
-                   wakeup=WakeupCost.from_scenario(sc))
+                   wakeup=WakeupCost.from_scenario(sc), resume=ResumeCost.from_scenario(sc))
 
 
 def scan_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float, procs: int = 1, cpus: int = 1,
@@ -330,6 +335,8 @@ class GoRuntime(RuntimeReports):
         self.holders: dict[_M, None] = {}   # insertion-ordered set: iteration is deterministic
         self.free_ps = list(range(self.nprocs - 1, -1, -1))
         self.nmspinning = 0
+        self.resume_on = params.resume.enabled
+        self.idle_since_ns = 0              # when the process last released its last busy P
         self.spin_ends: list[int] = []      # end times of searches decided at once (see _schedule)
         # P-time accounting
         # P-time per class, integrated exactly in integer ns: acc_i(t) = ni_i * t - neg_i, where
@@ -568,8 +575,14 @@ class GoRuntime(RuntimeReports):
         return total
 
     def _acquire_p(self, m: _M) -> None:
-        if self.sysmon is not None and len(self.free_ps) == self.nprocs:
-            self._sysmon_busy()
+        if len(self.free_ps) == self.nprocs:
+            # the first P of an idle process: it resumes
+            if self.sysmon is not None:
+                self._sysmon_busy()
+            if self.resume_on:
+                # its code and data went cold while nothing of it ran (cfsim.kernel.resume): the M
+                # that resumes it runs that much slower, paid with its next segment
+                m.debt += self.params.resume.cost_ns(self.engine.now - self.idle_since_ns)
         m.p = self.free_ps.pop()
         m.seg = PARK
         self.holders[m] = None
@@ -583,8 +596,10 @@ class GoRuntime(RuntimeReports):
         if m.spinning:
             m.spinning = False
             self.nmspinning -= 1
-        if self.sysmon is not None and len(self.free_ps) == self.nprocs:
-            self._sysmon_idle()
+        if len(self.free_ps) == self.nprocs:
+            self.idle_since_ns = self.engine.now
+            if self.sysmon is not None:
+                self._sysmon_idle()
 
     # ------------------------------------------------------------------ sysmon
     def _sysmon_busy(self) -> None:

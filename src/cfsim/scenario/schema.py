@@ -137,6 +137,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                             "refilled meanwhile) [us], approached as 1 - exp(-idle / wakeup_cold_ms)",
                               _between(0, 10_000)),
         "wakeup_cold_ms": Key(10.0, "float", "idle time over which a wake-up turns cold [ms]", _between(0.001, 10_000)),
+        "resume_cold_us": Key(0.0, "float", "CPU a process pays when it resumes after idling (its caches, TLB and "
+                                            "branch predictors refilled: the program runs slower) [us], approached as "
+                                            "1 - exp(-idle / resume_cold_ms) with idle the time nothing of it ran; "
+                                            "charged once per busy spell to the Go M that takes the first P "
+                                            "(cfsim.kernel.resume; the lab's idle-cost grid measures it)",
+                              _between(0, 100_000)),
+        "resume_cold_ms": Key(1.0, "float", "idle time over which a process turns cold [ms]", _between(0.001, 10_000)),
         "wakeup_latency_us": Key(0.0, "float", "time from a thread's wake-up (futex_wake, a network event) to the "
                                                "woken thread running on an idle CPU [us] (the inter-processor "
                                                "interrupt and the CPU's exit from idle; a few us on bare metal, "
