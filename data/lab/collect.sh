@@ -9,7 +9,8 @@
 #   kernel-switches 12, kernel-switches-stream 10, wakeups 15, tenant-ab 9, gc-memory-tenants 11,
 #   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
 #   gc-near-limit-256 7, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
-#   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, tenant-root 29.
+#   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, tenant-root 29,
+#   idle-cost 32.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -119,3 +120,8 @@ if [ -z "$ARGS" ] || want tenant-root; then
   # their own or in the root cgroup (1024 a runnable loop), GOMAXPROCS 1/2/8, quiet host otherwise
   grid $S/open-latency.toml --design $S/tenant-root.designs.toml --set lab.quiet_host_cores=0.3 \
     --set cgroup.cpu_limit=1.5 --set lab.load_fraction=0.6 --out data/lab/tenant-root; fi
+if [ -z "$ARGS" ] || want idle-cost; then
+  # what a request costs as the gap before it grows: the open service at 100-2,400 requests/s
+  # under a 1.5-core limit, GOMAXPROCS 1 and 2 twice, 8 once, quiet host
+  grid $S/open-latency.toml --design $S/idle-cost.designs.toml --set lab.quiet_host_cores=0.3 \
+    --set cgroup.cpu_limit=1.5 --out data/lab/idle-cost; fi
