@@ -32,8 +32,9 @@ No public source gives its size for a Go service; it is off (0) by default.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+from cfsim.kernel.wakeup import cold_share
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class ResumeCost:
         """CPU of resuming after ``idle_ns`` [ns] of idling."""
         if self.cold_ns <= 0 or idle_ns <= 0:
             return 0
-        return int(self.cold_ns * -math.expm1(-idle_ns / self.tau_ns))
+        return int(self.cold_ns * cold_share(idle_ns, self.tau_ns))
 
     @classmethod
     def from_scenario(cls, sc) -> "ResumeCost":

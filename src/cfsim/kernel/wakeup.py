@@ -44,6 +44,16 @@ from typing import Iterable
 LINUX_TIMER_SLACK_NS = 50_000   # init_task.timer_slack_ns (include/linux/init_task.h)
 
 
+def cold_share(idle_ns: float, tau_ns: float) -> float:
+    """How far towards cold caches a CPU (or a process) has gone after ``idle_ns`` away:
+    ``1 - exp(-idle / tau)``, the share of the whole cold cost a return then pays.
+
+    >>> round(cold_share(8_000_000, 8_000_000), 4), round(cold_share(40_000_000, 8_000_000), 4)
+    (0.6321, 0.9933)
+    """
+    return -math.expm1(-idle_ns / tau_ns)
+
+
 @dataclass(frozen=True)
 class WakeupCost:
     """CPU [ns] charged to a thread for one block-and-wake cycle after a sleep of ``sleep_ns``."""
@@ -62,7 +72,7 @@ class WakeupCost:
         """CPU of one cycle after sleeping ``sleep_ns`` [ns]."""
         if self.cold_ns <= 0 or sleep_ns <= 0:
             return int(self.base_ns)
-        return int(self.base_ns + self.cold_ns * -math.expm1(-sleep_ns / self.cold_tau_ns))
+        return int(self.base_ns + self.cold_ns * cold_share(sleep_ns, self.cold_tau_ns))
 
     @classmethod
     def from_scenario(cls, sc) -> "WakeupCost":
