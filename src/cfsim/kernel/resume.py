@@ -19,8 +19,9 @@ only the first finds everything cold; the spinning Ms that follow run a few micr
 scheduler and park again. On the lab's 2-CPU virtual machine a request's CPU falls with the rate
 at every GOMAXPROCS, by more than the runtime's own costs per busy spell explain (sysmon's polls,
 the wake-ups and parks), and the extra Ms of GOMAXPROCS 8 cost little (docs/model-notes.md);
-the ``idle-cost`` grid measures the curve and ``cfsim calibrate`` fits it there
-(``docs/params/lab-host-resume.toml``).
+the ``idle-cost`` grid measures the curve, and ``docs/params/lab-host-resume.toml`` holds the
+pair of values that fitted its GOMAXPROCS 1 and 2 runs best (a grid of pairs, each scored with
+``cfsim validate``; docs/model-notes.md).
 
 No public source gives its size for a Go service; it is off (0) by default.
 
