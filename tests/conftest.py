@@ -7,3 +7,28 @@ settings.register_profile("ci", max_examples=40, deadline=None,
 settings.register_profile("dev", max_examples=15, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# One on-disk simulation cache for the whole session (cfsim.advice.simcache; CFSIM_SIM_CACHE),
+# inherited by the process pools and by the notebooks' kernels: the calibration runs' twins that a
+# validation test simulates are read back by the notebooks that validate the same grids, instead
+# of simulated again (the summaries are identical either way; the folder is keyed by the model's
+# source). A CFSIM_SIM_CACHE set by the caller is left as it is.
+_SESSION_CACHE: str | None = None
+
+
+def pytest_configure(config):
+    global _SESSION_CACHE
+    if not os.environ.get("CFSIM_SIM_CACHE"):
+        import tempfile
+
+        _SESSION_CACHE = tempfile.mkdtemp(prefix="cfsim-test-simcache-")
+        os.environ["CFSIM_SIM_CACHE"] = _SESSION_CACHE
+
+
+def pytest_unconfigure(config):
+    if _SESSION_CACHE is not None:
+        import shutil
+
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+        os.environ.pop("CFSIM_SIM_CACHE", None)

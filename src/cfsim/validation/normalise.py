@@ -29,7 +29,7 @@ import numpy as np
 from cfsim.lab.loadgen_cost import loadgen_cpu_us
 from cfsim.scenario import Scenario
 from cfsim.validation.twin import (is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
-                                   run_scenario, twin)
+                                   run_scenario, twin_spec)
 from cfsim.workloads import kind_names, workload_kind
 from cfsim.workloads.arrivals import lognormal_median_from_mean
 
@@ -296,8 +296,15 @@ def calibration_overrides(params: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def calibration_twin_summary(run: Path, overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """The summary of a calibration run's twin (a process pool's unit of work)."""
-    return twin(run, dict(overrides)).summary
+    """The summary of a calibration run's twin (a process pool's unit of work), reused when the
+    same twin scenario was simulated before: in this process, and across processes through the
+    on-disk simulation cache that ``CFSIM_SIM_CACHE`` names (:mod:`cfsim.advice.simcache`, keyed
+    by the whole scenario and the model's source; identical summaries either way). Every grid's
+    validation, calibration fit and audit starts from its calibration runs' twins, so they are
+    the simulations most often asked for twice."""
+    from cfsim.advice.simcache import summary_of
+
+    return summary_of(twin_spec(run, dict(overrides)).scenario)
 
 
 def cache_held_share(gc_over_cost: float, miss_factor: float) -> float:
