@@ -170,3 +170,22 @@ def test_same_answer_on_any_number_of_workers_with_and_without_reuse(exports, tm
     assert texts[0] == texts[1] == texts[2]
     assert runs[1].sim_stats["workers"] == 2 and runs[1].sim_stats["simulated"] > 0
     assert runs[2].sim_stats["simulated"] == 0 and runs[2].sim_stats["reused"] > 0
+
+
+@pytest.mark.parametrize("direction, limit, demand", [("raise", 1.0, 0.3), ("lower", 0.5, 1.6)])
+def test_a_limit_fix_stays_on_its_side_of_todays_limit(direction, limit, demand):
+    """A raise never answers below today's limit, a cut never above it, however the simulations of
+    the other side would fare: a light stream "throttled" at 1 core would meet the SLO far lower,
+    a heavy one with "headroom" at 0.5 core only higher."""
+    from cfsim.advice.audit.fixes import _cheapest_limit
+    from cfsim.advice.slo import SLO
+    from cfsim.scenario import load_scenario
+
+    sc = load_scenario(SCENARIO, ["run.duration_s=2", "run.warmup_s=0.5", f"cgroup.cpu_limit={limit}",
+                                  "go.gomaxprocs=2", f"workload.rate_per_s={demand * 1000 / 0.6:g}",
+                                  "workload.cpu_ms_per_item=0.6"])
+    win = _cheapest_limit(sc, [SLO("throttled_ratio", "<=", 0.1)], [2, "ceil"], direction)
+    if direction == "raise":
+        assert win is not None and win.candidate.limit == limit   # today's limit already keeps it
+    else:
+        assert win is None                                       # no cut keeps it

@@ -4,7 +4,8 @@ A lab run's container is simulated with its own scenario (its grid's calibrated 
 an exported or live container with a proxy stream workload whose demand is estimated from its
 series (the estimate is stated in the effect). Trapped and over-threaded containers get an
 explicit ``GOMAXPROCS = ceil(limit)``; throttling below the limit a CFS burst; throttling at the
-limit and headroom the cheapest limit that keeps the service as it is (:mod:`cfsim.advice.search`).
+limit and headroom the cheapest limit that keeps the service as it is (:mod:`cfsim.advice.search`),
+searched from today's limit up for a raise and at or below it for a cut.
 """
 from __future__ import annotations
 
@@ -154,12 +155,17 @@ def _keep_slos(flag: str, before: dict[str, Any]) -> list:
     return slos
 
 
-def _cheapest_limit(sc: Scenario, slos: Sequence, kinds: Sequence[str | int]):
+def _cheapest_limit(sc: Scenario, slos: Sequence, kinds: Sequence[str | int], direction: str):
     """The cheapest limit meeting ``slos`` robustly (the scenario carries its calibrated cost;
-    the safety margin is the default +10 % per-item CPU)."""
+    the safety margin is the default +10 % per-item CPU), searched on the side of today's limit
+    the fix goes: ``"raise"`` from it up to the node, ``"lower"`` up to it. A raise that ended
+    below today's limit, or a cut above it, would contradict its own finding, and every limit on
+    the other side is a simulation the answer cannot use."""
     from cfsim.advice.search import SearchOptions, Searcher, uncertainty_for
 
-    s = Searcher(sc, uncertainty_for(sc), SearchOptions(burst=False, gomaxprocs=list(kinds)))
+    limit = sc["cgroup.cpu_limit"]
+    bounds = {} if limit is None else {"raise": {"min_limit": limit}, "lower": {"max_limit": limit}}[direction]
+    s = Searcher(sc, uncertainty_for(sc), SearchOptions(burst=False, gomaxprocs=list(kinds), **bounds))
     return s.search(slos).winner
 
 
@@ -213,24 +219,26 @@ def simulate_fixes(findings: Sequence[Finding], st: Stats, sim: FixSimulator) ->
             f.fix = f"CFS burst {quota_us / 1000:g} ms (cpu.max.burst = quota) at the same limit"
         else:  # throttled at the limit, or headroom: the cheapest adequate limit
             slos = _keep_slos(f.flag, before)
-            win = _cheapest_limit(base, slos, [base["go.gomaxprocs"], "ceil"])
+            verb = "lower" if f.flag == "headroom" else "raise"
+            win = _cheapest_limit(base, slos, [base["go.gomaxprocs"], "ceil"], verb)
             texts = ", ".join(x.text for x in slos)
             if win is None:
-                f.fix = f"no limit up to {base['host.cpus']} cores keeps {texts}"
+                f.fix = (f"no limit at or below today's {L:g} cores keeps {texts}" if verb == "lower" and L is not None
+                         else f"no limit up to {base['host.cpus']} cores keeps {texts}")
                 f.before, f.after = before, {}
                 f.effect = "none found [simulated on " + how + "]"
                 f.impact = 0.0
                 continue
             over = list(win.candidate.overrides(base))
-            verb = "lower" if f.flag == "headroom" else "raise"
-            f.fix = (f"{verb} the limit to {win.candidate.limit:g} cores ({win.candidate.describe()}; "
-                     f"cheapest keeping {texts})")
+            change = (f"keep the limit at {win.candidate.limit:g} cores" if L is not None and win.candidate.limit == L
+                      else f"{verb} the limit to {win.candidate.limit:g} cores")
+            f.fix = f"{change} ({win.candidate.describe()}; cheapest keeping {texts})"
         f.fix_overrides = over
         f.after = sim.run(base, over)
         f.before = before
         if f.flag == "trapped" and (f.after.get("throttled_ratio") or 0.0) >= THROTTLED_MIN:
             # the trap hid demand above the limit too: say what limit that demand needs
-            win = _cheapest_limit(base, _keep_slos("throttled", before), ["ceil", "go1.25"])
+            win = _cheapest_limit(base, _keep_slos("throttled", before), ["ceil", "go1.25"], "raise")
             f.fix += ("; demand is above the limit as well: " + (
                 f"the cheapest adequate configuration is {win.candidate.describe()}" if win is not None
                 else f"no limit up to {base['host.cpus']} cores is adequate"))
