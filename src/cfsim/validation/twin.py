@@ -357,9 +357,11 @@ def pre_run_tenants_cores(manifest: Mapping[str, Any]) -> float | None:
     return None if value is None else float(value)
 
 
-#: a run's pre-run tenants count as busy from this many cores: a quiet host's blips stay one light
-#: neighbour, however many tasks were runnable at the instants the lab counted them
-QUIET_TENANTS_CORES = 0.1
+#: a twin takes the lab's count of the tenants' runnable tasks only from this many pre-run tenant
+#: cores: below it a quiet host's blips stay one light neighbour, however many tasks were runnable
+#: at the instants the lab counted them (not the report's quiet/busy split,
+#: :data:`cfsim.validation.regimes.QUIET_TENANTS_CORES`)
+COUNTED_TENANTS_MIN_CORES = 0.1
 
 
 def tenant_tasks(manifest: Mapping[str, Any]) -> tuple[float, str] | None:
@@ -470,7 +472,7 @@ def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario, client_mod
     if tenants is not None:
         group = shares("tenant_shares", None, None)
         # a count only for tenants that were busy: a quiet host's blips stay one light neighbour
-        tasks = tenant_tasks(manifest) if tenants >= QUIET_TENANTS_CORES else None
+        tasks = tenant_tasks(manifest) if tenants >= COUNTED_TENANTS_MIN_CORES else None
         if tasks is not None:
             sources.append(tasks[1])
         neighbours += tenant_neighbours(manifest, float(tenants), tasks[0] if tasks else None, group)
