@@ -561,3 +561,25 @@ def test_the_report_splits_errors_by_the_hosts_state_before_each_run(grid):
     text = to_markdown(rep)
     assert "By the host's state" in text and "| busy | 1 |" in text
     assert set(rep.to_json()["by_host_state"]) == {"busy", "quiet"}
+
+
+def test_a_byte_beyond_the_cache_costs_its_miss_at_the_machines_speed_not_the_slower_scans():
+    """A grid whose GC marked g = GC factor / cost factor times slower than its code (lines its
+    calibration runs' cache should have held missed) scans the cached part of a bigger heap that
+    much slower, but a byte beyond the cache misses anyway: its cost stays miss x the machine's
+    speed, so the twin's miss factor is divided by g (never below 1); with g <= 1 it is left."""
+    from pathlib import Path
+
+    from cfsim.validation.calibrate import apply_params
+
+    run = sorted((Path(__file__).resolve().parents[2] / "data/lab/gc-memory").glob("p001_*"))
+    if not run:
+        pytest.skip("data/lab/gc-memory is not in this checkout")
+    params = {"go.gc_scan_miss_factor": 2.88}
+    slow = apply_params(run[0], params, base_factor=1.1, gc_factor=1.65)
+    assert slow["go.gc_scan_miss_factor"] == pytest.approx(2.88 * 1.1 / 1.65)
+    # the cost of a missed byte: the scan rate (divided by the GC factor) x the miss factor
+    before = 2.88 * 1.65
+    assert slow["go.gc_scan_miss_factor"] * 1.65 == pytest.approx(before / 1.5)
+    assert apply_params(run[0], params, 1.1, 4.0)["go.gc_scan_miss_factor"] == 1.0
+    assert apply_params(run[0], params, 1.1, 1.0)["go.gc_scan_miss_factor"] == 2.88
