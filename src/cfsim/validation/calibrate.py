@@ -184,7 +184,12 @@ def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
     rate by the GC's speed (the grid's ``gc_factor`` x ``cost_factor``; the cost factor when the
     grid has none, :class:`cfsim.validation.normalise.GridNorm`). ``rounds_ratio``: the run's
     workload loop rounds per item over the calibration runs' (:func:`cfsim.validation.normalise.
-    rounds_ratio`), which scales the per-item CPU only (the loop's work, not mallocgc's)."""
+    rounds_ratio`), which scales the per-item CPU only (the loop's work, not mallocgc's). Where
+    the GC was slower than the code (GC factor over cost factor ``g`` > 1, read as cached lines
+    that missed: :func:`cfsim.validation.normalise.cache_held_share`), the cost of lines the
+    marking CPUs pass between them applies to the share the cache still held, and the miss factor
+    of a heap beyond the cache is divided by ``g`` (never below 1): a byte that misses anyway
+    costs its miss at the machine's speed."""
     scenario = run_scenario(run)
     factor = base_factor * params.get("cost_factor", 1.0)
     gc = (base_factor if gc_factor is None else gc_factor) * params.get("cost_factor", 1.0)
