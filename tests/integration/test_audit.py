@@ -189,3 +189,27 @@ def test_a_limit_fix_stays_on_its_side_of_todays_limit(direction, limit, demand)
         assert win is not None and win.candidate.limit == limit   # today's limit already keeps it
     else:
         assert win is None                                       # no cut keeps it
+
+
+def test_a_lab_runs_fix_starts_from_its_twins_scenario():
+    """The audit simulates a lab run's fixes from the scenario the validation's twin of that run
+    takes on its grid's host (cfsim.validation.calibrate.apply_grid: per-item CPU, the allocation's
+    CPU per KiB, the GC's speed), not from a second copy of those rules."""
+    from types import SimpleNamespace
+
+    from cfsim.advice.audit.fixes import FixSimulator
+    from cfsim.validation.calibrate import apply_grid
+    from cfsim.validation.normalise import grid_norm
+    from cfsim.validation.twin import find_runs, run_scenario
+
+    run = next(iter(sorted((ROOT / "data/lab/gc-memory").glob("p001_*"))), None)
+    if run is None:
+        pytest.skip("data/lab/gc-memory is not in this checkout (data/lab comes from the lab)")
+    sc, note = FixSimulator(20.0).base(SimpleNamespace(run_dir=run), None, 0.0)
+    norm = grid_norm(find_runs(run.parent), gc_priors=False)
+    want = apply_grid(run, {}, norm)
+    raw = run_scenario(run)
+    assert norm.factor != 1.0 and want["go.alloc_ns_per_kb"] != raw["go.alloc_ns_per_kb"]
+    for key, value in want.items():
+        assert sc[key] == value, key
+    assert f"grid cost factor {norm.factor:.3g}" in note

@@ -91,7 +91,12 @@ def test_uncertainty_from_params_file(tmp_path, scenario):
     nom, pes = dict(u.nominal), dict(u.pessimistic)
     assert nom["workload.cpu_ms_per_item"] == pytest.approx(1.0 * 0.5 * 1.2)
     assert pes["workload.cpu_ms_per_item"] == pytest.approx(0.6 * math.exp(0.2))
-    assert pes["go.gc_scan_mb_per_ms"] == pytest.approx(2.0 * math.exp(-0.5))   # slower scan = costlier
+    # without a grid GC factor the GC runs at the machine's speed (the cost factor), as for the
+    # validation's twins (cfsim.validation.calibrate.grid_overrides); a slower scan = costlier
+    assert nom["go.gc_scan_mb_per_ms"] == pytest.approx(2.0 / (0.5 * 1.2))
+    assert pes["go.gc_scan_mb_per_ms"] == pytest.approx(2.0 / (0.5 * 1.2) * math.exp(-0.5))
+    # the allocation's CPU per KiB runs at the machine's speed too
+    assert nom["go.alloc_ns_per_kb"] == pytest.approx(scenario["go.alloc_ns_per_kb"] * 0.5 * 1.2)
     default = uncertainty_for(scenario)
     assert dict(default.pessimistic)["workload.cpu_ms_per_item"] == pytest.approx(1.1)
     # a grid's GC factor divides the scan rate, the file's (x its cost factor) or the scenario's

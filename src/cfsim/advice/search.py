@@ -148,14 +148,18 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
                     default_rel: float = DEFAULT_REL_UNCERTAINTY, gc_factor: float | None = None) -> Uncertainty:
     """Nominal and pessimistic overrides for ``scenario``.
 
-    ``base_factor`` scales the workload's per-item CPU (a grid's calibration factor, see
-    :func:`cfsim.validation.normalise.grid_norm`); ``gc_factor``, a grid's GC speed from the same
-    runs, divides the GC's scan rate (the file's, else the scenario's) as it does for the
-    validation's twins (None: the scan rate as given). A params file (``cfsim calibrate --out``) adds its
+    The nominal side is what the validation's twins take on a lab grid's host
+    (:func:`cfsim.validation.calibrate.grid_overrides`): ``base_factor`` (a grid's calibration
+    factor, see :func:`cfsim.validation.normalise.grid_norm`) scales the workload's per-item CPU
+    and the allocation's CPU per KiB; ``gc_factor``, a grid's GC speed from the same runs, divides
+    the GC's scan rate (the file's, else the scenario's; the cost factor does when it is None), and
+    where it is slower than the code the miss and sharing costs follow the twins' rules. A params file (``cfsim calibrate --out``) adds its
     ``cost_factor`` and runtime keys; the pessimistic side moves each by ``exp(sigma_log)`` in its
     costly direction (the per-item cost up, scan rates down, runtime CPU costs up). Without a file,
     or for a parameter without a finite sigma, the cost moves by ``default_rel`` (10 %).
     """
+    from cfsim.validation.calibrate import grid_overrides
+
     cost_key = COST_KEYS.get(scenario["workload.kind"])
     params: dict[str, float] = {}
     sigma: dict[str, float] = {}
@@ -163,24 +167,20 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
         params, sigma = _read_uncertainty(params_path)
     factor = base_factor * params.get("cost_factor", 1.0)
     cost_sigma = sigma.get("cost_factor", math.log1p(default_rel))
-    nominal: list[tuple[str, Any]] = []
-    pess: list[tuple[str, Any]] = []
+    # the nominal side is what the validation's twins take on the grid's host (one rule)
+    nominal_map = grid_overrides(scenario, params, base_factor, gc_factor)
     if cost_key is not None:
-        base = scenario[cost_key]
-        nominal.append((cost_key, base * factor))
-        pess.append((cost_key, base * factor * math.exp(cost_sigma)))
-    scan_key = "go.gc_scan_mb_per_ms"
-    gc = None if gc_factor is None else gc_factor * params.get("cost_factor", 1.0)
-    if gc is not None and scan_key not in params:
-        params = {**params, scan_key: scenario[scan_key]}
-    for k, v in params.items():
-        if k == "cost_factor":
-            continue
-        if k == scan_key and gc is not None:
-            v = v / gc
-        nominal.append((k, v))
+        nominal_map.setdefault(cost_key, scenario[cost_key] * factor)
+    pess_map = dict(nominal_map)
+    if cost_key is not None:
+        pess_map[cost_key] = nominal_map[cost_key] * math.exp(cost_sigma)
+    for k in params:
         s = sigma.get(k, 0.0)
-        pess.append((k, v * (math.exp(-s) if k in _SMALLER_IS_WORSE else math.exp(s))))
+        if k != "cost_factor" and s:
+            pess_map[k] = nominal_map[k] * (math.exp(-s) if k in _SMALLER_IS_WORSE else math.exp(s))
+    nominal = list(nominal_map.items())
+    pess = list(pess_map.items())
+    gc = None if gc_factor is None else gc_factor * params.get("cost_factor", 1.0)
     if params_path is not None:
         desc = (f"params {params_path}: cost x{factor:.3g}; pessimistic cost x{math.exp(cost_sigma):.3g}"
                 + (f" (sigma_log {cost_sigma:.3g})" if "cost_factor" in sigma else " (default)")

@@ -26,7 +26,7 @@ import numpy as np
 import tomli_w
 from scipy.optimize import least_squares
 
-from cfsim.scenario import parse_value
+from cfsim.scenario import Scenario, parse_value
 from cfsim.validation import metrics as vm
 from cfsim.validation.normalise import cache_held_share, grid_norm, grid_priors
 from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
@@ -177,20 +177,23 @@ def read_train_runs(path: str | Path) -> list[str]:
     return [str(r) for r in (data.get("fit") or {}).get("train_runs", [])]
 
 
-def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
-                 gc_factor: float | None = None, rounds_ratio: float = 1.0) -> dict[str, Any]:
-    """Scenario overrides for one run: ``params``, and the per-item CPU and the allocation's CPU
-    per KiB scaled by the machine's speed (the grid's cost factor x ``cost_factor``), the GC's scan
-    rate by the GC's speed (the grid's ``gc_factor`` x ``cost_factor``; the cost factor when the
-    grid has none, :class:`cfsim.validation.normalise.GridNorm`). ``rounds_ratio``: the run's
-    workload loop rounds per item over the calibration runs' (:func:`cfsim.validation.normalise.
-    rounds_ratio`), which scales the per-item CPU only (the loop's work, not mallocgc's). Where
-    the GC was slower than the code (GC factor over cost factor ``g`` > 1, read as cached lines
-    that missed: :func:`cfsim.validation.normalise.cache_held_share`), the cost of lines the
-    marking CPUs pass between them applies to the share the cache still held, and the miss factor
-    of a heap beyond the cache is divided by ``g`` (never below 1): a byte that misses anyway
-    costs its miss at the machine's speed."""
-    scenario = run_scenario(run)
+def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor: float,
+                   gc_factor: float | None = None, rounds_ratio: float = 1.0) -> dict[str, Any]:
+    """Scenario overrides for a workload measured on a lab grid's host: ``params``, and the
+    per-item CPU and the allocation's CPU per KiB scaled by the machine's speed (the grid's cost
+    factor x ``cost_factor``), the GC's scan rate by the GC's speed (the grid's ``gc_factor`` x
+    ``cost_factor``; the cost factor when the grid has none, :class:`cfsim.validation.normalise.
+    GridNorm`). ``rounds_ratio``: the run's workload loop rounds per item over the calibration
+    runs' (:func:`cfsim.validation.normalise.rounds_ratio`), which scales the per-item CPU only
+    (the loop's work, not mallocgc's). Where the GC was slower than the code (GC factor over cost
+    factor ``g`` > 1, read as cached lines that missed: :func:`cfsim.validation.normalise.
+    cache_held_share`), the cost of lines the marking CPUs pass between them applies to the share
+    the cache still held, and the miss factor of a heap beyond the cache is divided by ``g``
+    (never below 1): a byte that misses anyway costs its miss at the machine's speed.
+
+    The one rule for every simulation of a lab host's workload: the validation's twins
+    (:func:`apply_params`), the audit's fixes of lab runs and the search's nominal parameters
+    (:func:`cfsim.advice.search.uncertainty_for`)."""
     factor = base_factor * params.get("cost_factor", 1.0)
     gc = (base_factor if gc_factor is None else gc_factor) * params.get("cost_factor", 1.0)
     from cfsim.validation.normalise import COST_KEYS
@@ -204,16 +207,24 @@ def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
         out.setdefault(key, scenario[key] * factor * rounds_ratio)
         out["go.gc_scan_mb_per_ms"] = out.get("go.gc_scan_mb_per_ms", scenario["go.gc_scan_mb_per_ms"]) / gc
         out["go.alloc_ns_per_kb"] = out.get("go.alloc_ns_per_kb", scenario["go.alloc_ns_per_kb"]) * factor
-        sharing = out.get("go.gc_parallel_cost", scenario["go.gc_parallel_cost"])
-        miss = out.get("go.gc_scan_miss_factor", scenario["go.gc_scan_miss_factor"])
-        if sharing and gc > factor:
-            out["go.gc_parallel_cost"] = sharing * cache_held_share(gc / factor, miss)
-        if miss > 1.0 and gc > factor:
+        if gc > factor:
             # the calibration runs' GC was slower than their code because lines their cache
-            # should have held missed (cache_held_share); a byte beyond the cache misses anyway
-            # and costs its miss at the machine's speed, not the slower scan's
-            out["go.gc_scan_miss_factor"] = max(1.0, miss * factor / gc)
+            # should have held missed (cache_held_share): only the lines it held pay the sharing
+            # cost, and a byte beyond the cache misses anyway and costs its miss at the machine's
+            # speed, not the slower scan's
+            sharing = out.get("go.gc_parallel_cost", scenario["go.gc_parallel_cost"])
+            miss = out.get("go.gc_scan_miss_factor", scenario["go.gc_scan_miss_factor"])
+            if sharing:
+                out["go.gc_parallel_cost"] = sharing * cache_held_share(gc / factor, miss)
+            if miss > 1.0:
+                out["go.gc_scan_miss_factor"] = max(1.0, miss * factor / gc)
     return out
+
+
+def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
+                 gc_factor: float | None = None, rounds_ratio: float = 1.0) -> dict[str, Any]:
+    """Scenario overrides for one lab run's twin: :func:`grid_overrides` of the run's scenario."""
+    return grid_overrides(run_scenario(run), params, base_factor, gc_factor, rounds_ratio)
 
 
 def apply_grid(run: Path, params: Mapping[str, float], norm: Any) -> dict[str, Any]:

@@ -46,45 +46,36 @@ class FixSimulator:
 
     def __init__(self, duration_s: float):
         self.duration_s = duration_s
-        self.norms: dict[Path, float] = {}
-        self.gc_norms: dict[Path, float | None] = {}
-        self.rounds: dict[Path, float | None] = {}  # grid -> its calibration runs' start-up loop rounds
+        self.norms: dict[Path, Any] = {}   # grid -> its GridNorm (None without calibration runs)
 
-    def grid_factor(self, grid: Path) -> float:
-        """A lab grid's calibration cost factor (1.0 without calibration runs), once per grid; its
-        GC factor (None without one) in ``gc_norms``."""
+    def grid_norm(self, grid: Path) -> Any:
+        """A lab grid's :class:`cfsim.validation.normalise.GridNorm` from its calibration runs, once
+        per grid (None without them)."""
         if grid not in self.norms:
             from cfsim.validation.normalise import grid_norm
             from cfsim.validation.twin import find_runs
 
             try:
-                norm = grid_norm(find_runs(grid), gc_priors=False)
-                self.norms[grid], self.gc_norms[grid] = norm.factor, norm.gc_factor
-                self.rounds[grid] = norm.rounds_per_cpu_ms
+                self.norms[grid] = grid_norm(find_runs(grid), gc_priors=False)
             except FileNotFoundError:
-                self.norms[grid], self.gc_norms[grid] = 1.0, None
+                self.norms[grid] = None
         return self.norms[grid]
 
     def base(self, c: Container, st: Stats, demand_cores: float) -> tuple[Scenario, str]:
         if c.run_dir is not None:
-            from cfsim.validation.normalise import COST_KEYS, rounds_ratio
+            from cfsim.validation.calibrate import apply_grid
             from cfsim.validation.twin import run_scenario
 
-            sc = run_scenario(c.run_dir)
-            grid = c.run_dir.parent
-            self.grid_factor(grid)
-            over: list[tuple[str, Any]] = []   # the run's own load profile and length
-            key = COST_KEYS.get(sc["workload.kind"])
-            # the per-item work of this run's workload: the grid's speed x its own loop rounds
-            work = self.norms[grid] * rounds_ratio(c.run_dir, self.rounds.get(grid))
-            if key and work != 1.0:
-                over.append((key, sc[key] * work))
-            gc = self.gc_norms.get(grid)
-            if key and gc is not None:
-                # the GC's speed on the grid's host, as the validation's twins take it
-                over.append(("go.gc_scan_mb_per_ms", sc["go.gc_scan_mb_per_ms"] / gc))
-            return sc.with_overrides(over), (f"the lab run's scenario (grid cost factor {self.norms[grid]:.3g}"
-                                             + (f", GC factor {gc:.3g})" if gc is not None else ")"))
+            sc = run_scenario(c.run_dir)   # the run's own load profile and length
+            norm = self.grid_norm(c.run_dir.parent)
+            if norm is None:
+                return sc, "the lab run's scenario (no grid calibration)"
+            # the machine's and the GC's speed on the grid's host, as the validation's twins take them
+            over = apply_grid(c.run_dir, {}, norm)
+            gc = norm.gc_factor
+            return sc.with_overrides(list(over.items())), (
+                f"the lab run's scenario (grid cost factor {norm.factor:.3g}"
+                + (f", GC factor {gc:.3g})" if gc is not None else ")"))
         return proxy_scenario(c, st, demand_cores, self.duration_s), \
             f"a proxy stream workload of {demand_cores:.2f} cores demand"
 
