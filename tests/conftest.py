@@ -9,7 +9,7 @@ settings.register_profile("dev", max_examples=15, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-# One on-disk simulation cache for the whole session (cfsim.advice.simcache; CFSIM_SIM_CACHE),
+# One on-disk simulation cache for the whole session (cfsim.sweep.simcache; CFSIM_SIM_CACHE),
 # inherited by the process pools and by the notebooks' kernels: the calibration runs' twins that a
 # validation test simulates are read back by the notebooks that validate the same grids, instead
 # of simulated again (the summaries are identical either way; the folder is keyed by the model's

@@ -1,8 +1,8 @@
-"""Reuse of identical simulations (cfsim.advice.simcache): the key, and identical answers."""
+"""Reuse of identical simulations (cfsim.sweep.simcache): the key, and identical answers."""
 import pickle
 
 from cfsim import load_scenario, simulate
-from cfsim.advice.simcache import SimCache, code_fingerprint, scenario_key
+from cfsim.sweep.simcache import SimCache, code_fingerprint, scenario_key
 
 SCENARIO = "data/lab/scenarios/cpu-stream.toml"
 SHORT = ["run.duration_s=3", "run.warmup_s=1"]

@@ -227,8 +227,8 @@ def _clean_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 def simulate_point(task: tuple[Scenario, tuple[tuple[str, Any], ...]]) -> dict[str, Any]:
     """Picklable point function: the summary of ``scenario`` with ``overrides`` (reused when an
-    identical scenario was simulated before in this process; :mod:`cfsim.advice.simcache`)."""
-    from cfsim.advice.simcache import summary_of
+    identical scenario was simulated before in this process; :mod:`cfsim.sweep.simcache`)."""
+    from cfsim.sweep.simcache import summary_of
 
     scenario, overrides = task
     return _clean_summary(summary_of(scenario.with_overrides(list(overrides))))

@@ -298,11 +298,11 @@ def calibration_overrides(params: Mapping[str, Any] | None) -> dict[str, Any]:
 def calibration_twin_summary(run: Path, overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The summary of a calibration run's twin (a process pool's unit of work), reused when the
     same twin scenario was simulated before: in this process, and across processes through the
-    on-disk simulation cache that ``CFSIM_SIM_CACHE`` names (:mod:`cfsim.advice.simcache`, keyed
+    on-disk simulation cache that ``CFSIM_SIM_CACHE`` names (:mod:`cfsim.sweep.simcache`, keyed
     by the whole scenario and the model's source; identical summaries either way). Every grid's
     validation, calibration fit and audit starts from its calibration runs' twins, so they are
     the simulations most often asked for twice."""
-    from cfsim.advice.simcache import summary_of
+    from cfsim.sweep.simcache import summary_of
 
     return summary_of(twin_spec(run, dict(overrides)).scenario)
 

@@ -157,7 +157,7 @@ def _grid_norm_task(grid: Path) -> float:
 def _use_cache(cache_dir: str | None | bool) -> None:
     """This process's simulation cache: on disk under ``cache_dir``, in memory (None), or no
     reuse at all (False)."""
-    from cfsim.advice import simcache
+    from cfsim.sweep import simcache
 
     cur = simcache.default_cache()
     if cache_dir is False:
@@ -173,7 +173,7 @@ def _audit_task(task: tuple) -> tuple[int, Stats, list[Finding], dict[str, float
     """Picklable: one container's statistics, flags and simulated fixes, and what it cost (the
     cache's counts). The findings come back without their container (the caller re-attaches its
     own object)."""
-    from cfsim.advice.simcache import default_cache
+    from cfsim.sweep.simcache import default_cache
 
     i, c, simulate, duration_s, norms, cache_dir = task
     _use_cache(cache_dir)
@@ -205,7 +205,7 @@ def audit(path: str | Path | None = None, containers: Sequence[Container] | None
     opened and closes), each with its own seed-carrying
     scenarios, and the results are put back in input order: the answer does not depend on the
     executor or the number of workers. Identical simulations run once per process, and once in
-    all when ``cache_dir`` names a folder the workers share (:mod:`cfsim.advice.simcache`);
+    all when ``cache_dir`` names a folder the workers share (:mod:`cfsim.sweep.simcache`);
     ``cache_dir=False`` reuses nothing (every simulation runs: the reference).
     """
     from cfsim.sweep import make_executor

@@ -81,8 +81,8 @@ class FixSimulator:
 
     @staticmethod
     def run(sc: Scenario, over: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
-        """The summary, reused when an identical scenario was simulated before (:mod:`cfsim.advice.simcache`)."""
-        from cfsim.advice.simcache import summary_of
+        """The summary, reused when an identical scenario was simulated before (:mod:`cfsim.sweep.simcache`)."""
+        from cfsim.sweep.simcache import summary_of
 
         return summary_of(sc.with_overrides(list(over)))
 
