@@ -153,8 +153,8 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
     factor, see :func:`cfsim.validation.normalise.grid_norm`) scales the workload's per-item CPU
     and the allocation's CPU per KiB; ``gc_factor``, a grid's GC speed from the same runs, divides
     the GC's scan rate (the file's, else the scenario's; the cost factor does when it is None), and
-    where it is slower than the code the miss and sharing costs follow the twins' rules. A params file (``cfsim calibrate --out``) adds its
-    ``cost_factor`` and runtime keys; the pessimistic side moves each by ``exp(sigma_log)`` in its
+    where it is slower than the code the miss and sharing costs follow the twins' rules. A params
+    file (``cfsim calibrate --out``) adds its ``cost_factor`` and runtime keys; the pessimistic side moves each by ``exp(sigma_log)`` in its
     costly direction (the per-item cost up, scan rates down, runtime CPU costs up). Without a file,
     or for a parameter without a finite sigma, the cost moves by ``default_rel`` (10 %).
     """
@@ -180,7 +180,9 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
             pess_map[k] = nominal_map[k] * (math.exp(-s) if k in _SMALLER_IS_WORSE else math.exp(s))
     nominal = list(nominal_map.items())
     pess = list(pess_map.items())
-    gc = None if gc_factor is None else gc_factor * params.get("cost_factor", 1.0)
+    # the GC's speed the scan rate was divided by (grid_overrides: the cost factor without a GC factor)
+    gc = (base_factor if gc_factor is None else gc_factor) * params.get("cost_factor", 1.0)
+    gc = gc if cost_key is not None and gc != 1.0 else None
     if params_path is not None:
         desc = (f"params {params_path}: cost x{factor:.3g}; pessimistic cost x{math.exp(cost_sigma):.3g}"
                 + (f" (sigma_log {cost_sigma:.3g})" if "cost_factor" in sigma else " (default)")
