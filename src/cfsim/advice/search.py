@@ -154,11 +154,12 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
     and the allocation's CPU per KiB; ``gc_factor``, a grid's GC speed from the same runs, divides
     the GC's scan rate (the file's, else the scenario's; the cost factor does when it is None), and
     where it is slower than the code the miss and sharing costs follow the twins' rules. A params
-    file (``cfsim calibrate --out``) adds its ``cost_factor`` and runtime keys; the pessimistic side moves each by ``exp(sigma_log)`` in its
-    costly direction (the per-item cost up, scan rates down, runtime CPU costs up). Without a file,
-    or for a parameter without a finite sigma, the cost moves by ``default_rel`` (10 %).
+    file (``cfsim calibrate --out``) adds its ``cost_factor`` and runtime keys; the pessimistic side
+    moves each by ``exp(sigma_log)`` in its costly direction (the per-item cost up, scan rates down,
+    runtime CPU costs up). Without a file, or for a parameter without a finite sigma, the cost moves
+    by ``default_rel`` (10 %).
     """
-    from cfsim.validation.calibrate import grid_overrides
+    from cfsim.validation.calibrate import gc_speed, grid_overrides
 
     cost_key = COST_KEYS.get(scenario["workload.kind"])
     params: dict[str, float] = {}
@@ -169,10 +170,9 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
     cost_sigma = sigma.get("cost_factor", math.log1p(default_rel))
     # the nominal side is what the validation's twins take on the grid's host (one rule)
     nominal_map = grid_overrides(scenario, params, base_factor, gc_factor)
-    if cost_key is not None:
-        nominal_map.setdefault(cost_key, scenario[cost_key] * factor)
     pess_map = dict(nominal_map)
     if cost_key is not None:
+        nominal_map.setdefault(cost_key, scenario[cost_key] * factor)
         pess_map[cost_key] = nominal_map[cost_key] * math.exp(cost_sigma)
     for k in params:
         s = sigma.get(k, 0.0)
@@ -180,8 +180,7 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
             pess_map[k] = nominal_map[k] * (math.exp(-s) if k in _SMALLER_IS_WORSE else math.exp(s))
     nominal = list(nominal_map.items())
     pess = list(pess_map.items())
-    # the GC's speed the scan rate was divided by (grid_overrides: the cost factor without a GC factor)
-    gc = (base_factor if gc_factor is None else gc_factor) * params.get("cost_factor", 1.0)
+    gc = gc_speed(params, base_factor, gc_factor)   # what grid_overrides divided the scan rate by
     gc = gc if cost_key is not None and gc != 1.0 else None
     if params_path is not None:
         desc = (f"params {params_path}: cost x{factor:.3g}; pessimistic cost x{math.exp(cost_sigma):.3g}"

@@ -177,6 +177,12 @@ def read_train_runs(path: str | Path) -> list[str]:
     return [str(r) for r in (data.get("fit") or {}).get("train_runs", [])]
 
 
+def gc_speed(params: Mapping[str, float], base_factor: float, gc_factor: float | None = None) -> float:
+    """The factor a lab grid's GC scan rate is divided by: the grid's GC factor, or its cost factor
+    when it has none, times the file's ``cost_factor``."""
+    return (base_factor if gc_factor is None else gc_factor) * params.get("cost_factor", 1.0)
+
+
 def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor: float,
                    gc_factor: float | None = None, rounds_ratio: float = 1.0) -> dict[str, Any]:
     """Scenario overrides for a workload measured on a lab grid's host: ``params``, and the
@@ -195,7 +201,7 @@ def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor:
     (:func:`apply_params`), the audit's fixes of lab runs and the search's nominal parameters
     (:func:`cfsim.advice.search.uncertainty_for`)."""
     factor = base_factor * params.get("cost_factor", 1.0)
-    gc = (base_factor if gc_factor is None else gc_factor) * params.get("cost_factor", 1.0)
+    gc = gc_speed(params, base_factor, gc_factor)
     from cfsim.validation.normalise import COST_KEYS
 
     key = COST_KEYS.get(scenario["workload.kind"])
