@@ -213,3 +213,54 @@ def test_a_lab_runs_fix_starts_from_its_twins_scenario():
     for key, value in want.items():
         assert sc[key] == value, key
     assert f"grid cost factor {norm.factor:.3g}" in note
+
+
+def _small_lab_grid(tmp_path, points=("p025_cpu_limit=1.5_gomaxprocs=1",)):
+    """A copy of cpu-stream's calibration runs and a few of its points (None without data/lab)."""
+    import shutil
+
+    src = ROOT / "data/lab/cpu-stream"
+    if not all((src / p).is_dir() for p in ("calib-start", "calib-end", *points)):
+        return None
+    grid = tmp_path / "cpu-stream"
+    grid.mkdir()
+    for f in ("grid.json", "scenario.toml"):
+        if (src / f).is_file():
+            shutil.copy(src / f, grid / f)
+    for p in ("calib-start", "calib-end", *points):
+        shutil.copytree(src / p, grid / p)
+    return grid
+
+
+def test_cli_simulates_a_lab_grids_fixes_with_params(tmp_path, capsys):
+    """`cfsim audit GRID --params FILE`: the grid's calibration twins, then each flagged run's fix
+    simulated from the run's scenario at the grid's cost factor and the file's parameters."""
+    grid = _small_lab_grid(tmp_path)
+    if grid is None:
+        pytest.skip("data/lab/cpu-stream is not in this checkout (data/lab comes from the lab)")
+    params = tmp_path / "host.toml"
+    params.write_text('[params]\n"host.context_switch_us" = 17.5\n')
+    rc = main(["audit", str(grid), "--no-report", "--workers", "0", "--duration", "2", "--no-progress",
+               "--params", str(params)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "[trapped]" in out and "simulated on the lab run's scenario (grid cost factor" in out, out
+
+    from types import SimpleNamespace
+
+    from cfsim.advice.audit.fixes import FixSimulator
+
+    (run,) = sorted(grid.glob("p025_*"))
+    sc, _ = FixSimulator(2.0, {"host.context_switch_us": 17.5}).base(SimpleNamespace(run_dir=run), None, 0.0)
+    assert sc["host.context_switch_us"] == 17.5
+    assert FixSimulator(2.0).base(SimpleNamespace(run_dir=run), None, 0.0)[0]["host.context_switch_us"] != 17.5
+
+
+def test_cli_refuses_params_it_cannot_use(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[params]\n"host.contxt_switch_us" = 17.5\n')
+    assert main(["audit", str(tmp_path), "--params", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "--params" in err and "host.contxt_switch_us: unknown key" in err
+    assert main(["audit", str(tmp_path), "--params", str(tmp_path / "missing.toml")]) == 2
+    assert "missing.toml" in capsys.readouterr().err

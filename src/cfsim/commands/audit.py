@@ -1,4 +1,4 @@
-"""``python -m cfsim audit EXPORTS... | --prometheus-url URL [--report PREFIX] [--format F] [--emit E]``.
+"""``python -m cfsim audit EXPORTS... | --prometheus-url URL [--report PREFIX] [--params TOML ...] [--format F] [--emit E]``.
 
 Reads Prometheus query_range JSON exports, lab run folders, or a live Prometheus (cAdvisor CPU and
 CFS counters, kube-state-metrics requests/limits/owners/VPA, the Go runtime's GOMAXPROCS, GOGC,
@@ -25,6 +25,9 @@ def add_parser(sub) -> None:
     p.add_argument("--no-simulate", action="store_true", help="flags and evidence only, no simulated fixes")
     p.add_argument("--duration", type=float, default=20.0, help="seconds simulated per fix (default 20)")
     p.add_argument("--include-calibration", action="store_true", help="audit lab calib-* runs too")
+    p.add_argument("--params", metavar="TOML", action="append", default=[],
+                   help="model parameters for every simulated fix (cfsim calibrate --out; a host's measured costs), "
+                        "as validate takes them; repeat for several files")
     add_format_argument(p, "the findings (json/yaml: containers, flags, statistics, unknowns and findings; "
                            "csv/markdown/html: the ranked findings)")
     p.add_argument("--emit", choices=("report", "patch", "vpa-status"), default="report",
@@ -104,6 +107,17 @@ def run(args) -> int:
     if args.workers is not None and args.workers < 0:
         print(f"error: --workers must be >= 0 (got {args.workers})", file=sys.stderr)
         return 2
+    from cfsim.validation.calibrate import read_params_files
+
+    from cfsim.scenario import ScenarioError, load_scenario
+
+    try:
+        params = read_params_files(args.params)[0] if args.params else {}
+        # a key the scenarios do not know fails here, named, before any container is read
+        load_scenario("cpu-bound-threads").with_overrides([(k, v) for k, v in params.items() if k != "cost_factor"])
+    except (OSError, ValueError, ScenarioError) as exc:   # tomllib's decode error is a ValueError
+        print(f"error: --params: {exc}", file=sys.stderr)
+        return 2
     from cfsim.sweep import ExecutorUnavailable, make_executor
 
     meta: dict = {}
@@ -123,7 +137,7 @@ def run(args) -> int:
             cache = args.cache or stack.enter_context(tempfile.TemporaryDirectory(prefix="cfsim-audit-cache-"))
             with Progress(len(containers), "audit", "container", enabled=not args.no_progress, lines=True) as bar:
                 result = audit(containers=containers, simulate=not args.no_simulate, duration_s=args.duration,
-                               progress=bar, meta=meta, executor=executor, cache_dir=cache)
+                               progress=bar, meta=meta, executor=executor, cache_dir=cache, params=params)
     except ExecutorUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

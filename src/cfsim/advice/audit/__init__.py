@@ -19,7 +19,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -149,9 +149,11 @@ def _grid_of(c: Container) -> Path | None:
     return c.run_dir.parent if c.run_dir is not None else None
 
 
-def _grid_norm_task(grid: Path) -> float:
-    """A lab grid's calibration factor (the twins of its calibration runs; 1.0 without any)."""
-    return FixSimulator(0.0).grid_factor(grid)
+def _grid_norm_task(task: tuple[Path, dict[str, Any]]) -> tuple[Path, Any]:
+    """Picklable: a lab grid's :class:`cfsim.validation.normalise.GridNorm` from the twins of its
+    calibration runs (None without any), at the audit's model parameters."""
+    grid, params = task
+    return grid, FixSimulator(0.0, params).grid_norm(grid)
 
 
 def _use_cache(cache_dir: str | None | bool) -> None:
@@ -175,12 +177,12 @@ def _audit_task(task: tuple) -> tuple[int, Stats, list[Finding], dict[str, float
     own object)."""
     from cfsim.sweep.simcache import default_cache
 
-    i, c, simulate, duration_s, norms, cache_dir = task
+    i, c, simulate, duration_s, norms, cache_dir, params = task
     _use_cache(cache_dir)
     before = default_cache().stats()
     st, fs = analyse(c)
     if simulate:
-        sim = FixSimulator(duration_s)
+        sim = FixSimulator(duration_s, params)
         sim.norms.update(norms)
         simulate_fixes(fs, st, sim)
     else:
@@ -195,10 +197,13 @@ def _audit_task(task: tuple) -> tuple[int, Stats, list[Finding], dict[str, float
 def audit(path: str | Path | None = None, containers: Sequence[Container] | None = None, simulate: bool = True,
           duration_s: float = 20.0, progress: Callable[[int, int], None] | None = None,
           meta: dict[str, Any] | None = None, workers: int | None = 0, dask: str | None = None,
-          executor: Any = None, cache_dir: str | Path | None | bool = None) -> AuditResult:
+          executor: Any = None, cache_dir: str | Path | None | bool = None,
+          params: Mapping[str, Any] | None = None) -> AuditResult:
     """Flag every container found at ``path`` (or given), simulate the fixes, rank the findings
     (performance findings first, then headroom; by simulated impact, or by
     :func:`evidence_severity` without simulation). ``progress(done, total)`` after each container.
+    ``params``: model parameters every fix is simulated with (``cfsim calibrate`` files, merged by
+    :func:`cfsim.validation.calibrate.read_params_files`), as the validation's twins take them.
 
     The containers run on the sweep's executors (:func:`cfsim.sweep.make_executor`: ``workers=0``
     in this process, ``None`` all cores, ``dask`` a cluster; or an ``executor`` the caller has
@@ -216,14 +221,15 @@ def audit(path: str | Path | None = None, containers: Sequence[Container] | None
     sim_stats: dict[str, float] = {}
     with (nullcontext(ex) if executor is not None else ex):   # a caller's executor stays open
         cs = list(containers) if containers is not None else load_containers(path, executor=ex)
-        norms: dict[Path, float] = {}
+        params = dict(params or {})
+        norms: dict[Path, Any] = {}
         grids = sorted({g for c in cs if (g := _grid_of(c)) is not None}) if simulate else []
         if grids:  # the grids' calibration twins first, once each, on all workers
-            for grid, factor, exc in ex.imap_unordered(_grid_norm_task, grids):
+            for _, res, exc in ex.imap_unordered(_grid_norm_task, ((g, params) for g in grids)):
                 if exc is not None:
                     raise exc
-                norms[grid] = factor
-        tasks = ((i, c, simulate, duration_s, norms, cache) for i, c in enumerate(cs))
+                norms[res[0]] = res[1]
+        tasks = ((i, c, simulate, duration_s, norms, cache, params) for i, c in enumerate(cs))
         for task, res, exc in ex.imap_unordered(_audit_task, tasks):
             if exc is not None:
                 raise exc

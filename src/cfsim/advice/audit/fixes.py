@@ -2,7 +2,8 @@
 
 A lab run's container is simulated with its own scenario (its grid's calibrated per-item cost);
 an exported or live container with a proxy stream workload whose demand is estimated from its
-series (the estimate is stated in the effect). Trapped and over-threaded containers get an
+series (the estimate is stated in the effect). Model parameters from ``cfsim calibrate`` files
+(a host's measured costs, a fit) apply to both, as the validation's twins take them. Trapped and over-threaded containers get an
 explicit ``GOMAXPROCS = ceil(limit)``; throttling below the limit a CFS burst; throttling at the
 limit and headroom the cheapest limit that keeps the service as it is (:mod:`cfsim.advice.search`),
 searched from today's limit up for a raise and at or below it for a cut.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from cfsim.advice.audit.flags import THROTTLED_MIN, Finding, Stats, ceil_gomaxprocs
 from cfsim.advice.audit.load import Container
@@ -44,8 +45,10 @@ def proxy_scenario(c: Container, st: Stats, demand_cores: float, duration_s: flo
 class FixSimulator:
     """Simulations for the fixes, cached; lab runs use their own scenario and grid calibration."""
 
-    def __init__(self, duration_s: float):
+    def __init__(self, duration_s: float, params: Mapping[str, Any] | None = None):
         self.duration_s = duration_s
+        #: model parameters (``section.key`` -> value, and a fit's ``cost_factor``) every fix takes
+        self.params: dict[str, Any] = dict(params or {})
         self.norms: dict[Path, Any] = {}   # grid -> its GridNorm (None without calibration runs)
 
     def grid_norm(self, grid: Path) -> Any:
@@ -56,27 +59,32 @@ class FixSimulator:
             from cfsim.validation.twin import find_runs
 
             try:
-                self.norms[grid] = grid_norm(find_runs(grid), gc_priors=False)
+                self.norms[grid] = grid_norm(find_runs(grid), self.params or None, gc_priors=False)
             except FileNotFoundError:
                 self.norms[grid] = None
         return self.norms[grid]
 
     def base(self, c: Container, st: Stats, demand_cores: float) -> tuple[Scenario, str]:
         if c.run_dir is not None:
-            from cfsim.validation.calibrate import apply_grid
+            from cfsim.validation.calibrate import apply_grid, grid_overrides
             from cfsim.validation.twin import run_scenario
 
             sc = run_scenario(c.run_dir)   # the run's own load profile and length
             norm = self.grid_norm(c.run_dir.parent)
             if norm is None:
-                return sc, "the lab run's scenario (no grid calibration)"
+                return sc.with_overrides(list(grid_overrides(sc, self.params, 1.0).items())), \
+                    "the lab run's scenario (no grid calibration)"
             # the machine's and the GC's speed on the grid's host, as the validation's twins take them
-            over = apply_grid(c.run_dir, {}, norm)
+            over = apply_grid(c.run_dir, self.params, norm)
             gc = norm.gc_factor
             return sc.with_overrides(list(over.items())), (
                 f"the lab run's scenario (grid cost factor {norm.factor:.3g}"
                 + (f", GC factor {gc:.3g})" if gc is not None else ")"))
-        return proxy_scenario(c, st, demand_cores, self.duration_s), \
+        sc = proxy_scenario(c, st, demand_cores, self.duration_s)
+        # the proxy's CPU per record comes from the container's own usage: a fit's cost factor
+        # (the lab host's speed) does not apply, its runtime and host costs do
+        over = [(k, v) for k, v in self.params.items() if k != "cost_factor"]
+        return sc.with_overrides(over) if over else sc, \
             f"a proxy stream workload of {demand_cores:.2f} cores demand"
 
     @staticmethod
