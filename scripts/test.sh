@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/env.sh
-python -m pytest -q "$@"
+# the 20 slowest tests at the end: where the suite's time goes (the guide's budget is ~15 min)
+python -m pytest -q --durations=20 "$@"
