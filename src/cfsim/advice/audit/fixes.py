@@ -2,11 +2,12 @@
 
 A lab run's container is simulated with its own scenario (its grid's calibrated per-item cost);
 an exported or live container with a proxy stream workload whose demand is estimated from its
-series (the estimate is stated in the effect). Model parameters from ``cfsim calibrate`` files
-(a host's measured costs, a fit) apply to both, as the validation's twins take them. Trapped and over-threaded containers get an
-explicit ``GOMAXPROCS = ceil(limit)``; throttling below the limit a CFS burst; throttling at the
-limit and headroom the cheapest limit that keeps the service as it is (:mod:`cfsim.advice.search`),
-searched from today's limit up for a raise and at or below it for a cut.
+series (the estimate is stated in the effect). Model parameters from ``cfsim calibrate`` files (a
+host's measured costs, a fit) apply to both, as the validation's twins take them. Trapped and
+over-threaded containers get an explicit ``GOMAXPROCS = ceil(limit)``; throttling below the limit a
+CFS burst; throttling at the limit and headroom the cheapest limit that keeps the service as it is
+(:mod:`cfsim.advice.search`), searched from today's limit up for a raise and at or below it for a
+cut.
 """
 from __future__ import annotations
 
