@@ -264,3 +264,22 @@ def test_cli_refuses_params_it_cannot_use(tmp_path, capsys):
     assert "--params" in err and "host.contxt_switch_us: unknown key" in err
     assert main(["audit", str(tmp_path), "--params", str(tmp_path / "missing.toml")]) == 2
     assert "missing.toml" in capsys.readouterr().err
+
+
+def test_lab_runs_memory_evidence_flags_kills_and_collapses():
+    """A lab run's memory and GC series (cgroup memory, the runtime's cycle count and GC CPU
+    limiter) and what the lab measured apart from them (the OOM record, read after a kill the
+    scrapes only saw as a counter already at 1) flag a run the kernel OOM-killed 3 s in and a
+    GOMEMLIMIT near the live heap; a GOGC-100 run without a memory limit gets no memory flag."""
+    runs = {name: next(iter(sorted((ROOT / "data/lab/gc-memory").glob(name + "_*"))), None)
+            for name in ("p049", "p028", "p006")}
+    if None in runs.values():
+        pytest.skip("data/lab/gc-memory is not in this checkout (data/lab comes from the lab)")
+    flags = {}
+    for name, run in runs.items():
+        (c,) = load_containers(run)
+        assert "go_gc_cycles_total_gc_cycles_total" in c.memory and c.memory_measured, name
+        flags[name] = set(audit(containers=[c], simulate=False).flags_by_container()[c.name])
+    assert "oom_killed" in flags["p049"]             # killed 3 s in, before a rate window ends
+    assert "memory_limit_collapse" in flags["p028"]   # GOMEMLIMIT 17.6 MiB over 16 MiB of live heap
+    assert not flags["p006"] & {"oom_killed", "near_oom", "memory_limit_collapse"}   # GOGC 100, no limit

@@ -139,9 +139,9 @@ def evidence_severity(f: Finding, st: Stats) -> float:
         return min(1.0, (G - L) / (G or 1)) if L is not None and G else 0.0
     if f.flag == "headroom" and L:
         return 0.5 * (L - st.usage_p99) / L
-    from cfsim.advice.memory import MEMORY_FLAGS, memory_fix, summary_from_series
+    from cfsim.advice.memory import MEMORY_FLAGS, memory_fix
     if f.flag in MEMORY_FLAGS:
-        return memory_fix(f.flag, summary_from_series(f.container.memory))[1]
+        return memory_fix(f.flag, f.container.memory_summary())[1]
     return 0.0
 
 

@@ -195,13 +195,13 @@ def simulate_fixes(findings: Sequence[Finding], st: Stats, sim: FixSimulator) ->
         note = "the run's own load profile"
     base, how = sim.base(c, st, demand)
     before = sim.run(base)
-    from cfsim.advice.memory import MEMORY_FLAGS, memory_fix, summary_from_series
+    from cfsim.advice.memory import MEMORY_FLAGS, memory_fix
     from cfsim.overheads.report import audit_note   # band and coverage of the simulated container
     cover = audit_note(base, before)
     for f in findings:
         over: list[tuple[str, Any]]
         if f.flag in MEMORY_FLAGS:   # a memory setting, from the evidence (cfsim.advice.memory)
-            f.fix, f.impact = memory_fix(f.flag, summary_from_series(c.memory))
+            f.fix, f.impact = memory_fix(f.flag, c.memory_summary())
             f.before, f.effect = before, "memory: not simulated from the export (the heap's size is unknown)"
             continue
         if f.flag == "trapped":

@@ -167,9 +167,9 @@ def analyse(c: Container) -> tuple[Stats, list[Finding]]:
         out.append(Finding(c, "headroom", f"{L - st.usage_p99:.2f} cores above p99 usage",
                            f"p99 usage {st.usage_p99:.3f} of {L:g} cores ({pct(st.usage_p99 / L)}), max "
                            f"{st.usage_max:.3f}; throttled {pct(thr or 0.0)} of periods"))
-    if c.memory:   # memory: OOM kills, near the limit, a GOMEMLIMIT collapse (cfsim.advice.memory)
-        from cfsim.advice.memory import memory_flags, summary_from_series
-        for mf in memory_flags(summary_from_series(c.memory)):
+    if c.memory or c.memory_measured:   # OOM kills, near the limit, a GOMEMLIMIT collapse (cfsim.advice.memory)
+        from cfsim.advice.memory import memory_flags
+        for mf in memory_flags(c.memory_summary()):
             out.append(Finding(c, mf.flag, mf.detail, mf.evidence))
     return st, out
 

@@ -80,6 +80,10 @@ class Container:
     gomaxprocs_source: str = ""                        # the metric GOMAXPROCS came from ("" = unknown)
     go_settings: dict[str, float] = field(default_factory=dict)   # "gogc", "gomemlimit_mb"
     memory: dict[str, np.ndarray] = field(default_factory=dict)   # memory/GC series (cfsim.advice.memory)
+    #: memory/GC summary keys measured apart from the exported series (a lab run's cgroup memory
+    #: counters, OOM record and runtime metrics: the lab reads them also after a kill its scrapes
+    #: saw only as an OOM counter already at 1)
+    memory_measured: dict[str, Any] = field(default_factory=dict)
     workload: tuple[str, str] | None = None           # (kind, name) of the pod's owner
     workload_source: str = ""
     vpa: dict[str, Any] | None = None                  # {"name", "target_m", "lowerBound_m", ...}
@@ -89,6 +93,14 @@ class Container:
     @property
     def name(self) -> str:
         return "/".join(self.key)
+
+    def memory_summary(self) -> dict[str, Any]:
+        """The keys :func:`cfsim.advice.memory.memory_flags` reads: what was measured apart from
+        the exported series where it was (a lab run's counters, read also after a kill that the
+        last scrape did not see), else from the series."""
+        from cfsim.advice.memory import summary_from_series
+
+        return {**summary_from_series(self.memory), **self.memory_measured}
 
 
 def _key_of(labels: str) -> Key | None:
@@ -367,9 +379,31 @@ def _attach_vpa(containers: list[Container], frame: pd.DataFrame) -> None:
                 break
 
 
+#: the memory/GC keys of a lab run's summary the audit's memory flags and fixes read
+LAB_MEMORY_KEYS = ("oom_kills", "memory_limit_bytes", "memory_max_usage_bytes", "memory_at_oom_bytes",
+                   "memory_working_set_bytes", "gomemlimit_bytes", "gc_heap_live_bytes", "gc_heap_goal_bytes",
+                   "gc_heap_goal_mean_bytes", "gc_limiter_last_enabled_cycle", "gc_cycles_total")
+
+
+def _lab_memory(run: Path) -> dict[str, Any]:
+    """What a lab run measured of its memory (cgroup counters, the OOM record, the runtime's GC
+    metrics: :func:`cfsim.validation.twin.observed_summary`), as summary keys; {} if unreadable."""
+    from cfsim.validation.twin import observed_summary
+
+    try:
+        obs = observed_summary(run)
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {k: obs[k] for k in LAB_MEMORY_KEYS if obs.get(k) is not None}
+
+
 def _lab_container(run: Path) -> Container | None:
+    from cfsim.advice.memory import SERIES_KEYS
+
     frames, meta = read_lab_run(run)
-    parts = [frames[m] for m in WANTED if m in frames and len(frames[m])]
+    # the memory and GC series the export kept too (go_gc_cycles_total, the limiter's last cycle)
+    wanted = [*WANTED, *(m for m in SERIES_KEYS if m not in WANTED)]
+    parts = [frames[m] for m in wanted if m in frames and len(frames[m])]
     if not parts:
         return None
     frame = pd.concat(parts, ignore_index=True)
@@ -378,10 +412,15 @@ def _lab_container(run: Path) -> Container | None:
     if "window_start_unix_s" in times and "window_end_unix_s" in times:
         window = (float(times["window_start_unix_s"]), float(times["window_end_unix_s"]) + 1.0)
     cs = containers_from_frame(frame, str(run), window, single=True)
+    if not cs and window is not None:
+        # a run the kernel killed early may end before its rate windows cover the window: its
+        # whole series then, so that the kill is audited at all
+        cs = containers_from_frame(frame, str(run), None, single=True)
     if not cs:
         return None
     c = cs[0]
     c.run_dir = run
+    c.memory_measured = _lab_memory(run)
     if c.limit is None or np.all(np.isnan(c.limit)):
         sc = load_scenario(run / "scenario.toml")
         if sc["cgroup.cpu_limit"] is not None and not sc["cgroup.limit_schedule"]:
