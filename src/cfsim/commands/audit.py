@@ -107,14 +107,14 @@ def run(args) -> int:
     if args.workers is not None and args.workers < 0:
         print(f"error: --workers must be >= 0 (got {args.workers})", file=sys.stderr)
         return 2
-    from cfsim.validation.calibrate import read_params_files
-
     from cfsim.scenario import ScenarioError, load_scenario
+    from cfsim.validation.calibrate import read_params_files
+    from cfsim.validation.normalise import calibration_overrides
 
     try:
         params = read_params_files(args.params)[0] if args.params else {}
         # a key the scenarios do not know fails here, named, before any container is read
-        load_scenario("cpu-bound-threads").with_overrides([(k, v) for k, v in params.items() if k != "cost_factor"])
+        load_scenario("cpu-bound-threads").with_overrides(list(calibration_overrides(params).items()))
     except (OSError, ValueError, ScenarioError) as exc:   # tomllib's decode error is a ValueError
         print(f"error: --params: {exc}", file=sys.stderr)
         return 2

@@ -28,7 +28,7 @@ from scipy.optimize import least_squares
 
 from cfsim.scenario import Scenario, parse_value
 from cfsim.validation import metrics as vm
-from cfsim.validation.normalise import cache_held_share, grid_norm, grid_priors
+from cfsim.validation.normalise import cache_held_share, calibration_overrides, grid_norm, grid_priors
 from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
                                    run_scenario, twin)
 
@@ -205,7 +205,7 @@ def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor:
     from cfsim.validation.normalise import COST_KEYS
 
     key = COST_KEYS.get(scenario["workload.kind"])
-    out: dict[str, Any] = {k: v for k, v in params.items() if k != "cost_factor"}
+    out: dict[str, Any] = calibration_overrides(params)
     if key is not None and (factor != 1.0 or gc != 1.0 or rounds_ratio != 1.0):
         # the factors are the machine's speed during the grid: mallocgc runs on the same CPUs at
         # the same speed as the workload's code; the GC's marking at the speed its calibration

@@ -81,10 +81,12 @@ class FixSimulator:
             return sc.with_overrides(list(over.items())), (
                 f"the lab run's scenario (grid cost factor {norm.factor:.3g}"
                 + (f", GC factor {gc:.3g})" if gc is not None else ")"))
+        from cfsim.validation.normalise import calibration_overrides
+
         sc = proxy_scenario(c, st, demand_cores, self.duration_s)
         # the proxy's CPU per record comes from the container's own usage: a fit's cost factor
         # (the lab host's speed) does not apply, its runtime and host costs do
-        over = [(k, v) for k, v in self.params.items() if k != "cost_factor"]
+        over = list(calibration_overrides(self.params).items())
         return sc.with_overrides(over) if over else sc, \
             f"a proxy stream workload of {demand_cores:.2f} cores demand"
 

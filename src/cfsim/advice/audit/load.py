@@ -379,22 +379,20 @@ def _attach_vpa(containers: list[Container], frame: pd.DataFrame) -> None:
                 break
 
 
-#: the memory/GC keys of a lab run's summary the audit's memory flags and fixes read
-LAB_MEMORY_KEYS = ("oom_kills", "memory_limit_bytes", "memory_max_usage_bytes", "memory_at_oom_bytes",
-                   "memory_working_set_bytes", "gomemlimit_bytes", "gc_heap_live_bytes", "gc_heap_goal_bytes",
-                   "gc_heap_goal_mean_bytes", "gc_limiter_last_enabled_cycle", "gc_cycles_total")
-
-
 def _lab_memory(run: Path) -> dict[str, Any]:
     """What a lab run measured of its memory (cgroup counters, the OOM record, the runtime's GC
-    metrics: :func:`cfsim.validation.twin.observed_summary`), as summary keys; {} if unreadable."""
+    metrics: :func:`cfsim.validation.twin.observed_summary`), as the summary keys its series would
+    give (:func:`cfsim.advice.memory.summary_from_series`) and the memory at the kill; {} if
+    unreadable."""
+    from cfsim.advice.memory import SERIES_KEYS
     from cfsim.validation.twin import observed_summary
 
     try:
         obs = observed_summary(run)
     except (OSError, ValueError, KeyError):
         return {}
-    return {k: obs[k] for k in LAB_MEMORY_KEYS if obs.get(k) is not None}
+    keys = {*SERIES_KEYS.values(), "memory_max_usage_bytes", "gc_heap_goal_mean_bytes", "memory_at_oom_bytes"}
+    return {k: obs[k] for k in sorted(keys) if obs.get(k) is not None}
 
 
 def _lab_container(run: Path) -> Container | None:
