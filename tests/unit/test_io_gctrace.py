@@ -101,3 +101,17 @@ def test_cycle_keys_are_the_same_for_the_lab_table_and_the_model_table():
     assert cycle_table(lab)["run_t_s"].tolist() == [pytest.approx(2.0 + (1.3 + 84 + 0.24) / 1e3)]
     assert cycle_keys(cycle_table(lab), 2.0, 3.0)["gc_cycle_count"] == 1     # began at 2.0, ended inside
     assert cycle_keys(cycle_table(lab), 1.0, 2.08)["gc_cycle_marked_median_bytes"] is None   # not yet ended
+
+
+def test_a_lab_trace_near_the_memory_limit_is_mostly_paced_by_assists():
+    # gc-near-limit p001 (GOMEMLIMIT 17.6 MiB over a 16 MiB heap, GOGC off, GOMAXPROCS 2 in one
+    # core): the assists hold most marks to 1.1 x the goal (18 -> 20 MB), and the others, the GC
+    # CPU limiter on, run 10-20 MiB past it, longer: about half the window's wall time
+    from pathlib import Path
+
+    from cfsim.validation.twin import observed_summary
+
+    run = Path(__file__).parents[2] / "data/lab/gc-near-limit/p001_trace_gomaxprocs=2"
+    k = observed_summary(run)
+    assert 0.4 < k["gc_cycle_unpaced_time_share"] < 0.55
+    assert k["gc_cycle_past_goal_share"] > 0.9        # past the goal by 2 %: paced and unpaced alike

@@ -14,7 +14,11 @@ as marked (``mgcmark.go``, ``gcmarknewobject``), so what the mutators allocate w
 (``alloc_during_mark``) and how far past the goal the heap ends (``end_over_goal``) set the
 marked heap, the goal and the cycle rate; the assist share says who did the marking. The share
 of cycles ending 2 % or more past the goal and the largest overshoot are the tail that a memory
-limit meets.
+limit meets. The share of the window's wall time spent in cycles whose heap ended a quarter or
+more past the goal tells the two ways a cycle near its goal runs apart: assists pace the heap to
+at most 1.1 x its (extended) goal (``revise``'s ``maxOvershoot``), and only a mark the assists left
+(the GC CPU limiter on: ``gcAssistAlloc`` returns at once) or a goal extended by GOGC runs far
+beyond it.
 """
 from __future__ import annotations
 
@@ -26,11 +30,17 @@ import pandas as pd
 #: summary keys (all None when no cycle ended in the window)
 CYCLE_KEYS = ("gc_cycle_count", "gc_cycle_marked_median_bytes", "gc_cycle_goal_median_bytes",
               "gc_cycle_alloc_during_mark_median_bytes", "gc_cycle_end_over_goal_median", "gc_cycle_mark_median_s",
-              "gc_cycle_assist_share", "gc_cycle_past_goal_share", "gc_cycle_end_over_goal_max")
+              "gc_cycle_assist_share", "gc_cycle_past_goal_share", "gc_cycle_end_over_goal_max",
+              "gc_cycle_unpaced_time_share")
 #: a cycle whose heap ends this far past its goal counts as past it: the overshoots that raise the
 #: next goal (by twice the overshoot) and, near a memory limit, decide an OOM kill; the runtime's
 #: own pacing lands within about 1 % of the goal otherwise (gc-trace, gc-exectrace grids)
 PAST_GOAL = 0.02
+#: a cycle whose heap ends this far past its goal was not paced by assists, which hold it to
+#: 1.1 x the goal (``revise``, ``src/runtime/mgcpacer.go``); a quarter leaves room for gctrace's
+#: whole megabytes at a 16 MiB heap (18 -> 20 MB is a paced cycle). On `gc-near-limit`-like runs
+#: the cycles fall on either side of it by 10 MiB or more, so the share moves little with it
+UNPACED = 0.25
 
 
 def cycle_keys(cycles: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, Any]:
@@ -48,12 +58,24 @@ def cycle_keys(cycles: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, Any]
     (1.0557, 0.4)
     >>> k["gc_cycle_past_goal_share"], round(k["gc_cycle_end_over_goal_max"], 4)
     (1.0, 1.0714)
+
+    A cycle's wall time runs from the previous cycle's end to its own (the first one's: its mark):
+
+    >>> t.loc[2, "heap_end_bytes"] = 180                     # 1.29 x its goal: the assists let go
+    >>> round(cycle_keys(t, 0.0, 3.0)["gc_cycle_unpaced_time_share"], 4)   # 1 s of 0.01 + 1 + 1
+    0.4975
+    >>> cycle_keys(t, 1.0, 3.0)["gc_cycle_unpaced_time_share"]             # 1 s of 1 + 1
+    0.5
     """
     out: dict[str, Any] = dict.fromkeys(CYCLE_KEYS)
     if cycles is None or cycles.empty:
         out["gc_cycle_count"] = 0
         return out
-    c = cycles[(cycles["run_t_s"] > t0_s) & (cycles["run_t_s"] <= t1_s)]
+    # each cycle's wall time from the previous one's end, before the window cuts the table
+    span = cycles["run_t_s"].diff()
+    span.iloc[0] = cycles["mark_ms"].iloc[0] / 1e3
+    inside = (cycles["run_t_s"] > t0_s) & (cycles["run_t_s"] <= t1_s)
+    c, span = cycles[inside], span[inside]
     out["gc_cycle_count"] = int(len(c))
     if c.empty:
         return out
@@ -71,6 +93,9 @@ def cycle_keys(cycles: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, Any]
     if len(end_over):
         out["gc_cycle_past_goal_share"] = float((end_over >= 1.0 + PAST_GOAL).mean())
         out["gc_cycle_end_over_goal_max"] = float(end_over.max())
+        unpaced = (c["heap_end_bytes"] / c["goal_bytes"]) >= 1.0 + UNPACED
+        total = float(span.sum())
+        out["gc_cycle_unpaced_time_share"] = float(span[unpaced].sum()) / total if total > 0 else None
     mark = float((c["assist_cpu_ms"] + c["background_cpu_ms"] + c["idle_cpu_ms"]).sum())
     out["gc_cycle_assist_share"] = float(c["assist_cpu_ms"].sum()) / mark if mark > 0 else None
     return out

@@ -110,6 +110,9 @@ GC_CYCLE_METRICS: tuple[Metric, ...] = (
            "share of the window's cycles whose heap ended 2 % or more past the goal"),
     Metric("gc_cycle_end_over_goal_max", "absolute", _key("gc_cycle_end_over_goal_max"), None,
            "heap when the mark ended over the goal, largest of the window's cycles"),
+    Metric("gc_cycle_unpaced_time_share", "absolute", _key("gc_cycle_unpaced_time_share"), None,
+           "share of the window's wall time in cycles whose heap ended 25 % or more past the goal: marks "
+           "the assists did not pace (the GC CPU limiter on, or a goal GOGC extended)"),
 )
 
 #: the CPU from one ~0.1 s to the next (runs with the watcher's samples, ``cpu_watch.csv.gz``;
