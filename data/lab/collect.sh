@@ -10,7 +10,7 @@
 #   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
 #   gc-near-limit-256 7, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, tenant-root 29,
-#   idle-cost 32.
+#   idle-cost 32, gc-limiter 10.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -89,6 +89,9 @@ if [ -z "$ARGS" ] || want gc-vector-scan; then
 if [ -z "$ARGS" ] || want gc-near-limit; then
   # the stream near a 16 MiB heap's GOMEMLIMIT at GOMAXPROCS 1 and 2: per-cycle trace and pprof split
   grid $S/gc-memory.toml --design $S/gc-near-limit.designs.toml --out data/lab/gc-near-limit; fi
+if [ -z "$ARGS" ] || want gc-limiter; then
+  # gc-near-limit's point at GOMAXPROCS 1, 2 and 8 with the trace and the GC CPU limiter read after each cycle
+  grid $S/gc-memory.toml --design $S/gc-limiter.designs.toml --out data/lab/gc-limiter; fi
 if [ -z "$ARGS" ] || want gc-near-limit-256; then
   # the stream near a 256 MiB heap's GOMEMLIMIT at GOMAXPROCS 1 and 2: per-cycle trace and pprof split
   grid $S/gc-memory.toml --design $S/gc-near-limit-256.designs.toml --out data/lab/gc-near-limit-256; fi

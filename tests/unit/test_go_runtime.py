@@ -331,6 +331,12 @@ def test_near_the_memory_limit_the_limiter_lets_marks_alternate_as_the_runtime_d
     assert 0.2 < (c.background_cpu_ms == 0).mean() < 0.8
     assert c.mark_ms.quantile(0.75) > 1.8 * c.mark_ms.quantile(0.25)
     assert r.summary["gc_limiter_enabled_s"] > 0.5
+    # the table names the cycles the limiter turned on in, as the lab's reads of
+    # /gc/limiter/last-enabled do (cfsim.io.gclimiter): the last of them is the runtime's metric,
+    # and the marks it turned on in are the long ones
+    on = r.gc_cycles.index[r.gc_cycles.limiter_turned_on == 1.0] + 1
+    assert len(on) >= 10 and r.summary["gc_limiter_last_enabled_cycle"] in (on.max(), len(r.gc_cycles) + 1)
+    assert c.mark_ms[c.limiter_turned_on == 1.0].median() > 1.5 * c.mark_ms[c.limiter_turned_on == 0.0].median()
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

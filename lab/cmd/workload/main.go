@@ -50,6 +50,7 @@ type config struct {
 	allocKBPerRequest float64
 	liveHeapMB        float64
 	warmupS           float64
+	gcLimiterLog      string
 	seed              uint64
 }
 
@@ -75,6 +76,7 @@ func parseFlags() *config {
 	flag.Float64Var(&c.cpuMsPerRequest, "cpu-ms-per-request", 10, "CPU per request [ms] (closed, open)")
 	flag.Float64Var(&c.allocKBPerRequest, "alloc-kb-per-request", 16, "heap allocation per request [KiB]")
 	flag.Float64Var(&c.liveHeapMB, "live-heap-mb", 16, "pointerful live heap kept reachable [MiB]")
+	flag.StringVar(&c.gcLimiterLog, "gc-limiter-log", "", "file for the GC CPU limiter's last-enabled cycle, read after each GC cycle")
 	flag.Float64Var(&c.warmupS, "warmup-s", 0, "burns starting before this are left out of cfsim_burn_max_seconds")
 	flag.Uint64Var(&c.seed, "seed", 0, "random seed")
 	flag.Parse()
@@ -122,6 +124,11 @@ func applyMemlimit(c *config) {
 func main() {
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	cfg := parseFlags()
+	if cfg.gcLimiterLog != "" {
+		if err := watchGCLimiter(cfg.gcLimiterLog); err != nil {
+			log.Fatal(err)
+		}
+	}
 	applyMaxprocs(cfg)
 	applyMemlimit(cfg)
 	rng := rand.New(rand.NewPCG(cfg.seed, 0x9e3779b97f4a7c15))

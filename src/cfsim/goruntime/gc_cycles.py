@@ -18,7 +18,9 @@ limit meets. The share of the window's wall time spent in cycles whose heap ende
 more past the goal tells the two ways a cycle near its goal runs apart: assists pace the heap to
 at most 1.1 x its (extended) goal (``revise``'s ``maxOvershoot``), and only a mark the assists left
 (the GC CPU limiter on: ``gcAssistAlloc`` returns at once) or a goal extended by GOGC runs far
-beyond it.
+beyond it. Where the GC CPU limiter's turn-ons are known cycle by cycle (the model's, and the
+lab's runs whose workload read it after its cycles, :mod:`cfsim.io.gclimiter`), the share of the
+cycles it turned on in says which of the two it was.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ import pandas as pd
 CYCLE_KEYS = ("gc_cycle_count", "gc_cycle_marked_median_bytes", "gc_cycle_goal_median_bytes",
               "gc_cycle_alloc_during_mark_median_bytes", "gc_cycle_end_over_goal_median", "gc_cycle_mark_median_s",
               "gc_cycle_assist_share", "gc_cycle_past_goal_share", "gc_cycle_end_over_goal_max",
-              "gc_cycle_unpaced_time_share")
+              "gc_cycle_unpaced_time_share", "gc_cycle_limiter_on_share")
 #: a cycle whose heap ends this far past its goal counts as past it: the overshoots that raise the
 #: next goal (by twice the overshoot) and, near a memory limit, decide an OOM kill; the runtime's
 #: own pacing lands within about 1 % of the goal otherwise (gc-trace, gc-exectrace grids)
@@ -66,6 +68,9 @@ def cycle_keys(cycles: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, Any]
     0.4975
     >>> cycle_keys(t, 1.0, 3.0)["gc_cycle_unpaced_time_share"]             # 1 s of 1 + 1
     0.5
+    >>> t["limiter_turned_on"] = [1.0, float("nan"), 0.0]                    # the second not known
+    >>> cycle_keys(t, 0.0, 3.0)["gc_cycle_limiter_on_share"]
+    0.5
     """
     out: dict[str, Any] = dict.fromkeys(CYCLE_KEYS)
     if cycles is None or cycles.empty:
@@ -96,9 +101,17 @@ def cycle_keys(cycles: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, Any]
         unpaced = (c["heap_end_bytes"] / c["goal_bytes"]) >= 1.0 + UNPACED
         total = float(span.sum())
         out["gc_cycle_unpaced_time_share"] = float(span[unpaced].sum()) / total if total > 0 else None
+    if "limiter_turned_on" in c:
+        # where it is known: the model knows every cycle, the lab's reads most (cfsim.io.gclimiter)
+        out["gc_cycle_limiter_on_share"] = _mean(c["limiter_turned_on"])
     mark = float((c["assist_cpu_ms"] + c["background_cpu_ms"] + c["idle_cpu_ms"]).sum())
     out["gc_cycle_assist_share"] = float(c["assist_cpu_ms"].sum()) / mark if mark > 0 else None
     return out
+
+
+def _mean(x: pd.Series) -> float | None:
+    x = pd.to_numeric(x, errors="coerce").dropna()
+    return float(x.mean()) if len(x) else None
 
 
 def mark_spans(cycles: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:

@@ -246,6 +246,9 @@ class GcCpuLimiter:
     enabled: bool = False
     overflow: float = 0.0
     last_enabled_cycle: int = 0
+    #: every cycle the limiter turned on in (``numgc + 1`` at each turn-on, as ``lastEnabledCycle``
+    #: stores it): the model's side of the lab's per-cycle reads (cfsim.io.gclimiter)
+    turned_on_cycles: list[int] = field(default_factory=list)
 
     @property
     def capacity(self) -> float:
@@ -271,6 +274,7 @@ class GcCpuLimiter:
             if not was:
                 self.enabled = True
                 self.last_enabled_cycle = cycle + 1
+                self.turned_on_cycles.append(cycle + 1)
             return
         if change < 0 and self.fill <= -change:
             self.fill = 0.0

@@ -150,13 +150,18 @@ class RuntimeReports:
         pacer's trigger, ``heap0_bytes`` the heap when it was seen crossed (``gcStart``),
         ``triggered_bytes`` when the mark began (``startCycle``), ``heap_end_bytes`` when it ended
         (``endCycle``), ``marked_bytes`` the marked heap, ``goal_bytes`` the cycle's goal; assist /
-        dedicated / idle mark P-time [ms] (gctrace's ``ms cpu``)."""
+        dedicated / idle mark P-time [ms] (gctrace's ``ms cpu``); ``limiter_turned_on`` 1 where the
+        GC CPU limiter turned on in the cycle (from the previous cycle's end to its own)."""
         cols = ["run_t_s", "sweepterm_ms", "mark_ms", "barrier_ms", "trigger_bytes", "heap0_bytes", "triggered_bytes",
                 "heap_end_bytes", "marked_bytes", "goal_bytes", "assist_cpu_ms", "background_cpu_ms", "idle_cpu_ms",
-                "procs", "forced", "markterm_ms"]
+                "procs", "forced", "markterm_ms", "limiter_turned_on"]
+        on = set(self.limiter.turned_on_cycles)
+        # the log's n-th row is cycle n + 1: rows are appended as cycles end, numbered as numgc counts
         rows = [(t / 1e9, (tm - t0) / 1e6, (t - tm) / 1e6, (t - tw) / 1e6 if tw >= tm else 0.0, trig_at, h0, trig,
-                 end, marked, goal, a / 1e6, d / 1e6, i / 1e6, procs, bool(forced), (t - stw0) / 1e6)
-                for t, t0, tm, tw, h0, trig_at, trig, end, marked, goal, a, d, i, procs, forced, stw0 in self.cycle_log]
+                 end, marked, goal, a / 1e6, d / 1e6, i / 1e6, procs, bool(forced), (t - stw0) / 1e6,
+                 1.0 if n + 1 in on else 0.0)
+                for n, (t, t0, tm, tw, h0, trig_at, trig, end, marked, goal, a, d, i, procs, forced, stw0)
+                in enumerate(self.cycle_log)]
         return pd.DataFrame(rows, columns=cols)
 
     def series(self, step_ns: int) -> pd.DataFrame:

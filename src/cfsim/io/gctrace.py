@@ -163,10 +163,12 @@ def cycle_table(cycles: pd.DataFrame) -> pd.DataFrame:
     for phase in ("sweepterm_ms", "markterm_ms"):
         if phase in cycles:
             clock_ms = clock_ms + cycles[phase].fillna(0.0)
+    # runs whose workload read the GC CPU limiter after its cycles (cfsim.io.gclimiter)
+    limiter = cycles["limiter_turned_on"] if "limiter_turned_on" in cycles else float("nan")
     return pd.DataFrame({
         "run_t_s": (cycles["run_t_s"] + clock_ms / 1e3).round(6), "mark_ms": cycles["mark_ms"],
         "triggered_bytes": cycles["triggered_bytes"], "heap_end_bytes": cycles["heap_end_bytes"],
         "marked_bytes": cycles["marked_mib"] * _MiB + _MiB // 2,
         "goal_bytes": (cycles["heap_end_bytes"] - cycles["goal_delta_bytes"]).fillna(floor_mid),
         "assist_cpu_ms": cycles["assist_cpu_ms"], "background_cpu_ms": cycles["background_cpu_ms"],
-        "idle_cpu_ms": cycles["idle_cpu_ms"]})
+        "idle_cpu_ms": cycles["idle_cpu_ms"], "limiter_turned_on": limiter})

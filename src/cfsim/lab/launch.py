@@ -38,7 +38,9 @@ def gomaxprocs_env(policy: Any) -> tuple[dict[str, str], list[str]]:
     return {}, []  # go1.25: the runtime's container-aware default, updated by sysmon every second
 
 
-def workload_command(binary: Path, sc: Scenario, listen: str) -> list[str]:
+def workload_command(binary: Path, sc: Scenario, listen: str, gc_limiter_log: Path | None = None) -> list[str]:
+    """The workload's argv; ``gc_limiter_log``: where it writes the GC CPU limiter's reads
+    (``lab.gctrace`` runs, :mod:`cfsim.io.gclimiter`)."""
     w, g = sc.section("workload"), sc.section("go")
     rate = resolve_rate(w["rate_per_s"], sc["run.duration_s"])
     argv = [str(binary), "-listen", listen, "-kind", w["kind"],
@@ -52,6 +54,8 @@ def workload_command(binary: Path, sc: Scenario, listen: str) -> list[str]:
             "-seed", str(sc["run.seed"]), "-round", g["round"]]
     if g["gomemlimit_policy"] == "automemlimit":
         argv += ["-automemlimit", "-automemlimit-ratio", f"{g['automemlimit_ratio']:g}"]
+    if gc_limiter_log is not None:
+        argv += ["-gc-limiter-log", str(gc_limiter_log)]
     return argv + gomaxprocs_env(g["gomaxprocs"])[1]
 
 

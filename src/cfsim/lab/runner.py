@@ -53,6 +53,7 @@ from cfsim.kernel.cpu_windows import CPU_WATCH_COLUMNS, CPU_WATCH_FILE
 from cfsim.kernel.hostinfo import kernel_hz
 from cfsim.io import gotrace
 from cfsim.io.errors import CfsimParseError
+from cfsim.io.gclimiter import LIMITER_LOG, limiter_turned_on, read_gc_limiter
 from cfsim.io.gctrace import GODEBUG_GCTRACE, read_gctrace
 from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, preflight, prometheus, queries, quiet, summary
 from cfsim.lab import threads as lab_threads
@@ -478,7 +479,8 @@ def start_workload(sc: Scenario, binary: Path, cgs: RunCgroups, procs: Processes
     loop calibrated."""
     port = prometheus.free_port()
     url = f"http://127.0.0.1:{port}"
-    argv = launch.workload_command(binary, sc, f"127.0.0.1:{port}")
+    argv = launch.workload_command(binary, sc, f"127.0.0.1:{port}",
+                                   logs / LIMITER_LOG if sc["lab.gctrace"] else None)
     env = launch.workload_env(sc)
     log = logs / "workload.log"
     t_launch = time.time()
@@ -1086,21 +1088,42 @@ def write_gc_cycles(out_dir: Path, launch_unix_s: float, start_unix_s: float) ->
     ``@t`` is the cycle's sweep termination, ``work.tSweepTerm`` in ``src/runtime/mgc.go``, counted
     from the process's start, taken as its launch; a few ms early; :func:`cfsim.io.gctrace.cycle_table`
     adds the cycle's wall-clock phases to give its end). The log, ~300 KB
-    a run with the trace, is kept gzipped (``logs/workload.log.gz``). Idempotent: a second call
-    reads the gzipped log."""
+    a run with the trace, is kept gzipped (``logs/workload.log.gz``). Where the workload read the GC
+    CPU limiter after its cycles (``logs/gc_limiter.log``, :mod:`cfsim.io.gclimiter`), the table
+    says in which cycles the limiter turned on (``limiter_turned_on``) and that log is kept gzipped
+    too. Idempotent: a second call reads the gzipped logs."""
     logs = out_dir / "logs"
-    log, gz = logs / "workload.log", logs / "workload.log.gz"
-    if log.is_file():
-        with open(log, "rb") as f, gzip.open(gz, "wb") as g:
-            shutil.copyfileobj(f, g)
-        log.unlink()
+    gz = _gzip_log(logs / "workload.log")
+    if gz is None:
+        raise FileNotFoundError(f"{logs / 'workload.log'}: no such GC trace file")
     cycles, meta = read_gctrace(gz)
     cycles.insert(2, "run_t_s", (cycles["t_s"] + (launch_unix_s - start_unix_s)).round(4))
+    limiter = _gzip_log(logs / LIMITER_LOG)
+    info: dict[str, Any] = {}
+    if limiter is not None:
+        reads, lmeta = read_gc_limiter(limiter)
+        cycles["limiter_turned_on"] = limiter_turned_on(cycles["cycle"], reads)
+        known = cycles["limiter_turned_on"].notna()
+        info = {"limiter_log": f"logs/{limiter.name}", "limiter_reads": lmeta["reads"],
+                "limiter_cycles_known": int(known.sum()),
+                "limiter_note": "limiter_turned_on: 1 the GC CPU limiter turned on in the cycle, 0 it did not, "
+                                "empty unknown (cfsim.io.gclimiter.limiter_turned_on)"}
     cycles.to_csv(out_dir / "gc_cycles.csv.gz", index=False)
     return {"file": "gc_cycles.csv.gz", "cycles": meta["cycles"], "with_pacer": meta["with_pacer"],
             "godebug": GODEBUG_GCTRACE, "log": "logs/workload.log.gz",
             "note": "cfsim.io.gctrace.read_gctrace reads the log back; run_t_s = t_s + launch_unix_s - start_unix_s, "
-                    "the cycle's start (gctrace @t)"}
+                    "the cycle's start (gctrace @t)", **info}
+
+
+def _gzip_log(log: Path) -> Path | None:
+    """``log`` gzipped beside itself (``log.gz``, the plain file removed); the ``.gz`` if only it
+    is there (a second call); None if neither is."""
+    gz = log.with_name(log.name + ".gz")
+    if log.is_file():
+        with open(log, "rb") as f, gzip.open(gz, "wb") as g:
+            shutil.copyfileobj(f, g)
+        log.unlink()
+    return gz if gz.is_file() else None
 
 
 def _write_startup_oom(sc: Scenario, out_dir: Path, run_id: str, command: list[str], tools: preflight.Tools,

@@ -113,6 +113,9 @@ GC_CYCLE_METRICS: tuple[Metric, ...] = (
     Metric("gc_cycle_unpaced_time_share", "absolute", _key("gc_cycle_unpaced_time_share"), None,
            "share of the window's wall time in cycles whose heap ended 25 % or more past the goal: marks "
            "the assists did not pace (the GC CPU limiter on, or a goal GOGC extended)"),
+    Metric("gc_cycle_limiter_on_share", "absolute", _key("gc_cycle_limiter_on_share"), None,
+           "share of the window's cycles the GC CPU limiter turned on in, of those where it is known (lab: "
+           "/gc/limiter/last-enabled read after each cycle, runs since 2026-11-30)"),
 )
 
 #: the CPU from one ~0.1 s to the next (runs with the watcher's samples, ``cpu_watch.csv.gz``;

@@ -1,0 +1,89 @@
+"""Read when the Go runtime's GC CPU limiter turned on, cycle by cycle.
+
+The runtime's gctrace says how each GC cycle ran, not whether the GC CPU limiter was on, which
+turns the assists off (``src/runtime/mgcmark.go``, ``gcAssistAlloc``) and so decides how far past
+its goal a heap near its memory limit runs. The runtime keeps one number for it,
+``/gc/limiter/last-enabled:gc-cycle`` (``src/runtime/mgclimit.go``: when the limiter turns on it
+stores ``numgc + 1``, the cycle under way, or between cycles the next one; reference: the
+``runtime/metrics`` package documentation, https://pkg.go.dev/runtime/metrics). The lab's
+workload (``lab/cmd/workload``, ``-gc-limiter-log``) reads it with ``/gc/cycles/total:gc-cycles``
+each time its finalizer goroutine runs after a cycle, one line a read::
+
+    gcs=276 last-enabled=274
+
+:func:`read_gc_limiter` returns ``(reads, meta)`` (the pvlib ``read_*`` convention);
+:func:`limiter_turned_on` says for each cycle whether the limiter turned on in it, where the
+reads tell.
+"""
+from __future__ import annotations
+
+import gzip
+import math
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from cfsim.io.errors import CfsimParseError
+
+__all__ = ["read_gc_limiter", "parse_gc_limiter", "limiter_turned_on", "LIMITER_LOG"]
+
+#: the workload's file of reads, in a lab run's ``logs/`` (gzipped once the run is written)
+LIMITER_LOG = "gc_limiter.log"
+
+_READ = re.compile(r"^gcs=(\d+) last-enabled=(\d+)$")
+
+
+def parse_gc_limiter(lines: Iterable[str], source: str = "<buffer>") -> pd.DataFrame:
+    """The reads of a limiter log (columns ``gcs``, ``last_enabled``); ``source`` names it in
+    errors. Blank lines are skipped; anything else that is not a read raises
+    :class:`~cfsim.io.errors.CfsimParseError` naming the file and line.
+
+    >>> parse_gc_limiter(["gcs=3 last-enabled=0", "", "gcs=5 last-enabled=4"]).values.tolist()
+    [[3, 0], [5, 4]]
+    """
+    rows = []
+    for i, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line:
+            continue
+        m = _READ.match(line)
+        if m is None:
+            raise CfsimParseError(source, "not a 'gcs=N last-enabled=M' line", line=i, column=1)
+        rows.append((int(m.group(1)), int(m.group(2))))
+    return pd.DataFrame(rows, columns=["gcs", "last_enabled"], dtype="int64")
+
+
+def read_gc_limiter(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``(reads, meta)`` from a limiter log (plain or ``.gz``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such GC limiter log")
+    opener = gzip.open if p.suffix == ".gz" else open
+    with opener(p, "rt", encoding="utf-8", errors="replace") as f:
+        reads = parse_gc_limiter(f, str(p))
+    return reads, {"source": str(p), "reads": int(len(reads)),
+                   "cycles_read_after": int(reads["gcs"].nunique()) if len(reads) else 0}
+
+
+def limiter_turned_on(cycles: Iterable[int], reads: pd.DataFrame) -> list[float]:
+    """For each cycle number: 1.0 if the limiter turned on in it (from the end of the cycle before
+    to its own end, the runtime's ``numgc + 1``), 0.0 if the reads show it did not, NaN where
+    they cannot tell.
+
+    A read after ``gcs`` cycles showing ``last_enabled = M`` says the limiter last turned on in
+    cycle ``M`` and in none of ``M + 1 .. gcs``; a later turn-on hides the earlier ones, so a
+    cycle before ``M`` that no earlier read covers stays unknown.
+
+    >>> reads = pd.DataFrame({"gcs": [2, 5, 10], "last_enabled": [0, 4, 11]})
+    >>> limiter_turned_on(range(1, 12), reads)
+    [0.0, 0.0, nan, 1.0, 0.0, nan, nan, nan, nan, nan, 1.0]
+    """
+    on: set[int] = set()
+    off: set[int] = set()
+    for gcs, last in zip(reads["gcs"], reads["last_enabled"]):
+        if last > 0:
+            on.add(int(last))
+        off.update(range(int(last) + 1, int(gcs) + 1))
+    return [1.0 if c in on else 0.0 if c in off else math.nan for c in (int(x) for x in cycles)]
