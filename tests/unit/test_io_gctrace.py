@@ -120,12 +120,14 @@ def test_a_lab_trace_near_the_memory_limit_is_mostly_paced_by_assists():
 def test_the_limiter_log_reads_back_per_cycle_and_names_a_bad_line(tmp_path):
     from cfsim.io.gclimiter import limiter_turned_on, read_gc_limiter
 
-    log = write(tmp_path / "gc_limiter.log.gz", ["gcs=3 last-enabled=0", "gcs=6 last-enabled=5"], gz=True)
+    log = write(tmp_path / "gc_limiter.log.gz", ["gcs=3 last-enabled=0", "gcs=6 last-enabled=6",
+                                                 "gcs=7 last-enabled=6", "gcs=8 last-enabled=9"], gz=True)
     reads, meta = read_gc_limiter(log)
-    assert meta["reads"] == 2 and reads["last_enabled"].tolist() == [0, 5]
-    flags = limiter_turned_on(range(1, 8), reads)
-    assert flags[:6] == [0.0, 0.0, 0.0, pytest.approx(math.nan, nan_ok=True), 1.0, 0.0]
-    assert math.isnan(flags[6])                                       # after the last read
+    assert meta["reads"] == 4 and reads["last_enabled"].tolist() == [0, 6, 6, 9]
+    flags = limiter_turned_on(range(1, 10), reads)
+    # judged: the cycles read right after (3 off, 6 on, 7 off); 8's read saw a turn-on after it
+    assert [i + 1 for i, f in enumerate(flags) if not math.isnan(f)] == [3, 6, 7]
+    assert [flags[2], flags[5], flags[6]] == [0.0, 1.0, 0.0]
     bad = write(tmp_path / "bad.log", ["gcs=3 last-enabled=0", "gcs=x last-enabled=1"])
     with pytest.raises(CfsimParseError, match=r"bad.log:2:1: not a"):
         read_gc_limiter(bad)
@@ -134,11 +136,10 @@ def test_the_limiter_log_reads_back_per_cycle_and_names_a_bad_line(tmp_path):
 
 
 def test_lab_runs_with_the_trace_read_the_limiter_into_the_cycle_table(tmp_path):
-    from cfsim.goruntime.gc_cycles import cycle_keys
-    from cfsim.io.gctrace import cycle_table
     from cfsim.lab.runner import write_gc_cycles
+    from cfsim.validation.twin import observed_summary
 
-    sc = load_scenario({"lab": {"gctrace": True}})
+    sc = load_scenario({"lab": {"gctrace": True}, "run": {"warmup_s": 0.0, "duration_s": 10.0}})
     argv = launch.workload_command(tmp_path / "workload", sc, "127.0.0.1:1", tmp_path / "logs" / "gc_limiter.log")
     assert argv[argv.index("-gc-limiter-log") + 1] == str(tmp_path / "logs" / "gc_limiter.log")
     assert "-gc-limiter-log" not in launch.workload_command(tmp_path / "workload", sc, "127.0.0.1:1")
@@ -147,9 +148,11 @@ def test_lab_runs_with_the_trace_read_the_limiter_into_the_cycle_table(tmp_path)
     write(tmp_path / "logs" / "workload.log", [PACER, GC, PACER, second])
     write(tmp_path / "logs" / "gc_limiter.log", ["gcs=40 last-enabled=40", "gcs=41 last-enabled=40"])
     info = write_gc_cycles(tmp_path, launch_unix_s=100.0, start_unix_s=100.0)
-    assert info["limiter_reads"] == 2 and info["limiter_cycles_known"] == 2
+    assert info["limiter_reads"] == 2 and info["limiter_cycles_judged"] == 2 and info["limiter_cycles_turned_on"] == 1
     assert (tmp_path / "logs" / "gc_limiter.log.gz").is_file() and not (tmp_path / "logs" / "gc_limiter.log").exists()
-    df = pd.read_csv(tmp_path / "gc_cycles.csv.gz")
-    assert df["limiter_turned_on"].tolist() == [1.0, 0.0]
-    assert cycle_keys(cycle_table(df), 0.0, 10.0)["gc_cycle_limiter_on_share"] == 0.5
     assert write_gc_cycles(tmp_path, 100.0, 100.0) == info             # again, from the gzipped logs
+    # read with the run: the share of the window's judged cycles the limiter turned on in
+    (tmp_path / "scenario.toml").write_text(sc.to_toml())
+    (tmp_path / "summary.json").write_text("{}")
+    (tmp_path / "manifest.json").write_text("{}")
+    assert observed_summary(tmp_path)["gc_cycle_limiter_on_share"] == 0.5

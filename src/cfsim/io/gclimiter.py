@@ -69,21 +69,26 @@ def read_gc_limiter(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
 
 def limiter_turned_on(cycles: Iterable[int], reads: pd.DataFrame) -> list[float]:
     """For each cycle number: 1.0 if the limiter turned on in it (from the end of the cycle before
-    to its own end, the runtime's ``numgc + 1``), 0.0 if the reads show it did not, NaN where
-    they cannot tell.
+    to its own end: the runtime's ``numgc + 1``), 0.0 if it did not, NaN where no read was taken
+    right after it.
 
-    A read after ``gcs`` cycles showing ``last_enabled = M`` says the limiter last turned on in
-    cycle ``M`` and in none of ``M + 1 .. gcs``; a later turn-on hides the earlier ones, so a
-    cycle before ``M`` that no earlier read covers stays unknown.
+    A read after ``gcs`` cycles showing ``last_enabled = M`` says the limiter turned on in cycle
+    ``gcs`` if ``M == gcs`` and not if ``M < gcs`` (a later ``M``: it turned on after that cycle
+    ended, before the read). Only the cycle just before a read is judged: a read also rules out
+    turn-ons in the cycles between ``M`` and ``gcs``, but a cycle before ``M`` stays unknown, so
+    counting those would leave out the cycles a later turn-on hid and overstate the share of
+    turn-ons. When the reads are taken does not depend on the limiter, so the cycles read right
+    after are a fair sample of them all.
 
-    >>> reads = pd.DataFrame({"gcs": [2, 5, 10], "last_enabled": [0, 4, 11]})
-    >>> limiter_turned_on(range(1, 12), reads)
-    [0.0, 0.0, nan, 1.0, 0.0, nan, nan, nan, nan, nan, 1.0]
+    >>> reads = pd.DataFrame({"gcs": [2, 4, 5, 7, 7], "last_enabled": [0, 4, 4, 8, 8]})
+    >>> limiter_turned_on(range(1, 9), reads)
+    [nan, 0.0, nan, 1.0, 0.0, nan, nan, nan]
     """
-    on: set[int] = set()
-    off: set[int] = set()
+    first: dict[int, int] = {}
     for gcs, last in zip(reads["gcs"], reads["last_enabled"]):
-        if last > 0:
-            on.add(int(last))
-        off.update(range(int(last) + 1, int(gcs) + 1))
-    return [1.0 if c in on else 0.0 if c in off else math.nan for c in (int(x) for x in cycles)]
+        first.setdefault(int(gcs), int(last))
+    out = []
+    for c in (int(x) for x in cycles):
+        last = first.get(c)
+        out.append(math.nan if last is None or last > c else 1.0 if last == c else 0.0)
+    return out

@@ -1089,9 +1089,9 @@ def write_gc_cycles(out_dir: Path, launch_unix_s: float, start_unix_s: float) ->
     from the process's start, taken as its launch; a few ms early; :func:`cfsim.io.gctrace.cycle_table`
     adds the cycle's wall-clock phases to give its end). The log, ~300 KB
     a run with the trace, is kept gzipped (``logs/workload.log.gz``). Where the workload read the GC
-    CPU limiter after its cycles (``logs/gc_limiter.log``, :mod:`cfsim.io.gclimiter`), the table
-    says in which cycles the limiter turned on (``limiter_turned_on``) and that log is kept gzipped
-    too. Idempotent: a second call reads the gzipped logs."""
+    CPU limiter after its cycles (``logs/gc_limiter.log``, :mod:`cfsim.io.gclimiter`), that log is
+    kept gzipped too, read with the run (:func:`cfsim.validation.twin.observed_summary`).
+    Idempotent: a second call reads the gzipped logs."""
     logs = out_dir / "logs"
     gz = _gzip_log(logs / "workload.log")
     if gz is None:
@@ -1102,12 +1102,11 @@ def write_gc_cycles(out_dir: Path, launch_unix_s: float, start_unix_s: float) ->
     info: dict[str, Any] = {}
     if limiter is not None:
         reads, lmeta = read_gc_limiter(limiter)
-        cycles["limiter_turned_on"] = limiter_turned_on(cycles["cycle"], reads)
-        known = cycles["limiter_turned_on"].notna()
+        judged = [f for f in limiter_turned_on(cycles["cycle"], reads) if f == f]
         info = {"limiter_log": f"logs/{limiter.name}", "limiter_reads": lmeta["reads"],
-                "limiter_cycles_known": int(known.sum()),
-                "limiter_note": "limiter_turned_on: 1 the GC CPU limiter turned on in the cycle, 0 it did not, "
-                                "empty unknown (cfsim.io.gclimiter.limiter_turned_on)"}
+                "limiter_cycles_judged": len(judged), "limiter_cycles_turned_on": int(sum(judged)),
+                "limiter_note": "the GC CPU limiter's last-enabled cycle read after GC cycles; which cycles it "
+                                "turned on in: cfsim.io.gclimiter.limiter_turned_on (read with the run)"}
     cycles.to_csv(out_dir / "gc_cycles.csv.gz", index=False)
     return {"file": "gc_cycles.csv.gz", "cycles": meta["cycles"], "with_pacer": meta["with_pacer"],
             "godebug": GODEBUG_GCTRACE, "log": "logs/workload.log.gz",

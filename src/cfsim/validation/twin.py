@@ -68,6 +68,7 @@ from typing import Any, Mapping, NamedTuple
 import pandas as pd
 
 from cfsim.goruntime.gc_cycles import cycle_keys, mark_spans
+from cfsim.io.gclimiter import LIMITER_LOG, limiter_turned_on, read_gc_limiter
 from cfsim.io.gctrace import cycle_table
 from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, gc_window_keys_from_samples, window_keys
 from cfsim.kernel.limits import NICE_0_WEIGHT
@@ -168,7 +169,12 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     trace = run_dir / "gc_cycles.csv.gz"
     if trace.is_file() and not out.get("oom_kills"):
         sc = run_scenario(run_dir)
-        cycles = cycle_table(pd.read_csv(trace))
+        raw = pd.read_csv(trace)
+        limiter = run_dir / "logs" / (LIMITER_LOG + ".gz")
+        if limiter.is_file():
+            # the cycles the GC CPU limiter turned on in, where a read right after tells
+            raw["limiter_turned_on"] = limiter_turned_on(raw["cycle"], read_gc_limiter(limiter)[0])
+        cycles = cycle_table(raw)
         out.update(cycle_keys(cycles, sc["run.warmup_s"], sc["run.duration_s"]))
         if w is not None:
             # the watcher's t_s counts from the window's start; run_t_s from the run's
