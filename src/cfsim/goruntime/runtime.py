@@ -112,6 +112,7 @@ OFF, SWEEPTERM, MARK, MARKTERM = range(4)
 # runway per P, 1/MARK_QUANTA of the heap left before the goal during the mark (at least
 # ALLOC_QUANTUM_MIN), and takes at least CLAIM_MIN_NS of CPU
 ALLOC_QUANTA = 8
+SWEEP_PAGE = 8192         # the runtime's page (pageSize): spans are swept in these
 MARK_QUANTA = 32          # during the mark: at most 1/32 of the heap left before the goal per P
 ALLOC_QUANTUM_MIN = 64 << 10
 CLAIM_MIN_NS = 20_000
@@ -189,6 +190,7 @@ class GoParams:
     background_cores: float = 0.0
     alloc_ns_per_byte: float = 165.0 / 1024   # mallocgc per allocated byte (see schema go.alloc_ns_per_kb)
     page_fault_ns: float = 1_000.0            # a page fault on grown or released heap memory
+    sweep_ns_per_page: float = 0.0            # sweeping one 8 KiB page of the heap in use, once a cycle
     page_release_ns: float = 140.0            # returning a page to the OS
     tlb_shootdown_ns: float = 0.0             # flushing another CPU's TLB after a release (host.tlb_shootdown_us)
     wakeup: WakeupCost = WakeupCost()         # the host's CPU per sleep and wake-up of a thread
@@ -218,6 +220,7 @@ class GoParams:
                    threads_per_core=sc["host.threads_per_core"], smt_slowdown=sc["host.smt_slowdown"],
                    background_cores=sc["host.background_cores"],
                    alloc_ns_per_byte=go["alloc_ns_per_kb"] / 1024, page_fault_ns=go["page_fault_us"] * 1e3,
+                   sweep_ns_per_page=go["sweep_ns_per_page"],
                    page_release_ns=go["page_release_us"] * 1e3, tlb_shootdown_ns=sc["host.tlb_shootdown_us"] * 1e3,
                    wakeup=WakeupCost.from_scenario(sc), resume=ResumeCost.from_scenario(sc))
 
@@ -277,7 +280,8 @@ def barrier_wait_ns(k: float, now_ns: int, tick_ns: int, slice_ns: int, flush_ns
 
 class _M:
     __slots__ = ("tid", "p", "seg", "work", "pre", "debt", "t_seg", "claim", "spinning", "mark_bytes",
-                 "stopped", "coord", "charged", "owed", "infl", "t_sched", "excess", "a_id", "preempt", "trig")
+                 "stopped", "coord", "charged", "owed", "infl", "t_sched", "excess", "a_id", "preempt", "trig",
+                 "sweep")
 
     def __init__(self, tid: int):
         self.tid = tid
@@ -300,6 +304,7 @@ class _M:
         self.trig: Claim | None = None   # the chunk whose allocation started the GC this M coordinates
         self.excess = 0.0  # scan work of the current assist pass beyond its debt (credited ahead)
         self.a_id = 0      # the current assist pass (its limiter check finds it by this number)
+        self.sweep = 0.0   # sweeping [ns] the current chunk does before its own work
 
 
 class GoRuntime(RuntimeReports):
@@ -364,6 +369,9 @@ class GoRuntime(RuntimeReports):
         self.cycle_pause_ns: list[tuple[int, int]] = []
         # one row a completed cycle, the runtime's gctrace/gcpacertrace fields (see gc_cycle_table())
         self.cycle_log: list[tuple] = []
+        self.sweep_left = 0.0       # sweeping after the last mark termination not yet claimed [ns]
+        self.sweep_inflight = 0.0   # sweeping in chunks still running [ns]
+        self.sweep_share = 0.0
         self._cycle_start: tuple = (0, 0, 0)
         self._work_done_ns = 0
         self._sweepterm_pause = 0
@@ -828,7 +836,7 @@ class GoRuntime(RuntimeReports):
             if c is not None:
                 self.inflight_alloc += c.alloc
                 m.claim = c
-                return self._seg(m, USER, c.work, extra, self._user_infl(c))
+                return self._seg(m, USER, c.work + self._sweep_take(m), extra, self._user_infl(c))
         m.t_sched = self.engine.now
         if self.phase == MARK:
             w = self._gc_worker(m, extra)
@@ -844,14 +852,14 @@ class GoRuntime(RuntimeReports):
                 if m.spinning:
                     pre += self.c_steal
                     m.claim = c
-                    w = self._seg(m, USER, c.work, pre, self._user_infl(c))
+                    w = self._seg(m, USER, c.work + self._sweep_take(m), pre, self._user_infl(c))
                     m.spinning = False
                     self.nmspinning -= 1
                     if self.nmspinning == 0:
                         self.wakep()   # resetspinning
                     return w
                 m.claim = c
-                return self._seg(m, USER, c.work, pre, self._user_infl(c))
+                return self._seg(m, USER, c.work + self._sweep_take(m), pre, self._user_infl(c))
         # Nothing runnable: spin (steal) if the "half the busy Ps" rule allows it, then an idle
         # mark worker or park. The search is decided at once (no work appears in its few us in
         # this model) and its CPU is owed by the M, burnt at its next run. For the rule, an M
@@ -888,10 +896,28 @@ class GoRuntime(RuntimeReports):
         return None
 
     # ------------------------------------------------------------------ user work
+    def _sweep_take(self, m: _M) -> float:
+        """Sweeping the chunk claimed on ``m`` does first: after a mark termination every span in
+        use is swept once (``src/runtime/mgcsweep.go``), by the allocating goroutines in proportion
+        to their allocation (``deductSweepCredit``: all at once where the trigger is at hand, as
+        near a memory limit) and, at the trigger, by the goroutine that starts the next cycle
+        (``gcStart`` sweeps what is left before the stop). Shared among the CPUs that can run at
+        once (each sweeps its own spans, ``sweepone``)."""
+        if self.sweep_left <= 0:
+            return 0.0
+        x = min(self.sweep_left, self.sweep_share)
+        self.sweep_left -= x
+        self.sweep_inflight += x
+        m.sweep += x
+        return x
+
     def _user_done(self, m: _M) -> int | None:
         c = m.claim
         m.claim = None
         self.inflight_alloc -= c.alloc
+        if m.sweep:
+            self.sweep_inflight -= m.sweep
+            m.sweep = 0.0
         # the goroutine's own completion (and anything it readies) waits for its allocation's
         # accounting: the assist it owes, or the GC it triggers (see _allocated); readied goroutines
         # go to the P's runnext and are woken after the M has chosen its next work
@@ -1090,13 +1116,19 @@ class GoRuntime(RuntimeReports):
             if debt > 0:
                 return self._assist(m, c, t0, debt)
         self.source.done(c, t0, self.engine.now)
-        if self.phase == OFF and not self.stw and self.goal and (
+        if self.phase == OFF and not self.stw and self.goal and self._swept() and (
                 self.heap_live >= self.trigger_bytes
                 or (self.heap_live + self.inflight_alloc >= self.trigger_bytes
                     and self._heap_live_now() >= self.trigger_bytes)):
             m.trig = c
             return self._gc_start(m, periodic=False)
         return None
+
+    def _swept(self) -> bool:
+        """``gcStart`` begins a cycle only once the last one's sweep is done: what is left it
+        sweeps itself (``sweepone`` until none is), and the stop waits for the sweepers still at
+        work (``finishsweep_m``); here the next chunk claimed takes what is left."""
+        return self.sweep_left <= 0 and self.sweep_inflight <= 1e-6
 
     def _heap_live_now(self) -> int:
         """``heapLive`` as the runtime's trigger test reads it (``gcTrigger.test``): the chunks
@@ -1410,6 +1442,9 @@ class GoRuntime(RuntimeReports):
         self.base_live += self._kept_in_mark
         self._kept_in_mark = 0
         self.mem.sweep(self.heap_marked)
+        if p_sweep := self.params.sweep_ns_per_page:
+            self.sweep_left = self.mem.last_inuse / SWEEP_PAGE * p_sweep
+            self.sweep_share = self.sweep_left / max(1, min(self.nprocs, self.cpus))
         self.phase = OFF
         self.gc_cycles += 1
         self.gc_forced += int(self.periodic)

@@ -216,6 +216,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                                "Go 1.26 on the lab host, lab/cmd/mallocbench: 0.17 us/KiB at best, "
                                                "0.17-0.35 with the host shared)",
                                _between(0, 100_000)),
+        "sweep_ns_per_page": Key(0.0, "float", "CPU of sweeping one 8 KiB page of the heap in use, once a GC cycle "
+                                               "(mgcsweep.go), done by the allocating goroutines before the next cycle "
+                                               "may start (gcStart); 0: folded into alloc_ns_per_kb",
+                                 _between(0, 100_000)),
         "page_fault_us": Key(1.0, "float", "CPU of a page fault on a heap page the runtime grew or had released "
                                            "[us per 4 KiB page] (lab host, lab/cmd/faultbench: 1.5 us first touch, "
                                            "0.35 us after a release)", _between(0, 10_000)),
