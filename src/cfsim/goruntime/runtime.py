@@ -112,10 +112,10 @@ OFF, SWEEPTERM, MARK, MARKTERM = range(4)
 # runway per P, 1/MARK_QUANTA of the heap left before the goal during the mark (at least
 # ALLOC_QUANTUM_MIN), and takes at least CLAIM_MIN_NS of CPU
 ALLOC_QUANTA = 8
-SWEEP_PAGE = 8192         # the runtime's page (pageSize): spans are swept in these
 MARK_QUANTA = 32          # during the mark: at most 1/32 of the heap left before the goal per P
 ALLOC_QUANTUM_MIN = 64 << 10
 CLAIM_MIN_NS = 20_000
+SWEEP_PAGE = 8192         # the runtime's page (pageSize): the heap in use is swept in these
 # one pass of an assist's gcDrainN: it stops at the goroutine's preemption request (sysmon, 10-20
 # ms) or when the limiter turns on, whose flag changes only at its updates: the end of each assist
 # longer than gcAssistTimeSlack, findRunnableGCWorker once gcCPULimiterUpdatePeriod (10 ms) has
@@ -1757,6 +1757,11 @@ class GoRuntime(RuntimeReports):
             c = m.claim
             m.claim = None
             self.inflight_alloc -= c.alloc
+            if m.sweep:
+                # a stop finds the sweep this chunk began with counted as done: only the
+                # goroutine's own work goes back to the queue
+                self.sweep_inflight -= m.sweep
+                m.sweep = 0.0
             left = min(int(left / m.infl), c.work)
             if left > 0 and c.work > 0:
                 done_alloc = int(c.alloc * (1 - left / c.work))
