@@ -17,7 +17,6 @@ reads tell.
 """
 from __future__ import annotations
 
-import gzip
 import math
 import re
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from cfsim.io.errors import CfsimParseError
+from cfsim.io.gctrace import open_log
 
 __all__ = ["read_gc_limiter", "parse_gc_limiter", "limiter_turned_on", "LIMITER_LOG"]
 
@@ -58,10 +58,7 @@ def parse_gc_limiter(lines: Iterable[str], source: str = "<buffer>") -> pd.DataF
 def read_gc_limiter(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``(reads, meta)`` from a limiter log (plain or ``.gz``)."""
     p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"{p}: no such GC limiter log")
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt", encoding="utf-8", errors="replace") as f:
+    with open_log(p, "GC limiter log") as f:
         reads = parse_gc_limiter(f, str(p))
     return reads, {"source": str(p), "reads": int(len(reads)),
                    "cycles_read_after": int(reads["gcs"].nunique()) if len(reads) else 0}

@@ -25,13 +25,13 @@ import gzip
 import math
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import IO, Any, Iterable
 
 import pandas as pd
 
 from cfsim.io.errors import CfsimParseError
 
-__all__ = ["COLUMNS", "parse_gctrace", "read_gctrace", "cycle_table", "GODEBUG_GCTRACE"]
+__all__ = ["COLUMNS", "parse_gctrace", "read_gctrace", "cycle_table", "open_log", "GODEBUG_GCTRACE"]
 
 #: the GODEBUG settings that make the runtime print both lines
 GODEBUG_GCTRACE = "gctrace=1,gcpacertrace=1"
@@ -105,6 +105,16 @@ def parse_gctrace(lines: Iterable[str], source: str = "<buffer>") -> pd.DataFram
     return df.astype({"cycle": "int64", "procs": "int64", "forced": "bool"}) if len(df) else df
 
 
+def open_log(path: str | Path, what: str) -> IO[str]:
+    """A log the lab kept, plain or gzipped (``.gz``), open as text (undecodable bytes replaced:
+    another writer's output may share it); ``FileNotFoundError`` naming ``what`` if it is absent."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such {what}")
+    opener = gzip.open if p.suffix == ".gz" else open
+    return opener(p, "rt", encoding="utf-8", errors="replace")
+
+
 def read_gctrace(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``(cycles, meta)`` from a log file (plain or ``.gz``) holding a runtime's trace.
 
@@ -121,10 +131,7 @@ def read_gctrace(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     (149821712, 3.63)
     """
     p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"{p}: no such GC trace file")
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt", encoding="utf-8", errors="replace") as f:
+    with open_log(p, "GC trace file") as f:
         df = parse_gctrace(f, str(p))
     meta = {"source": str(p), "cycles": int(len(df)),
             "with_pacer": int(df["triggered_bytes"].notna().sum()) if len(df) else 0,
