@@ -86,6 +86,7 @@ from cfsim.goruntime import gcpacer, gomaxprocs as gmp, memory as gmem
 from cfsim.goruntime.run_accounting import C_USAGE, CPU_CLASSES, RuntimeReports
 from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, Sysmon, may_spin,
                                    netpoll_wakeups, smt_inflation)
+from cfsim.goruntime.syncpool import PerPPool
 from cfsim.kernel import memory as kmem
 from cfsim.kernel.resume import ResumeCost
 from cfsim.kernel.wakeup import LINUX_TIMER_SLACK_NS, WakeupCost
@@ -383,6 +384,9 @@ class GoRuntime(RuntimeReports):
         self.noscan_live = 0     # of base_live: pointer-free objects kept for the run (retain)
         self._retained_in_mark = 0   # retained during the current mark, live from the next cycle on
         self._kept_in_mark = 0       # the same for pointerful objects (keep_live)
+        # sync.Pools of large objects (new_pool): what their caches hold is live heap the cycle marks
+        self.pools: list[PerPPool] = []
+        self._pool_marked = 0        # pooled bytes the current cycle marks, allocated before its mark
         self.alloc_total = 0
         # allocation of the user chunks running now (counted into heap_live when they end): the
         # runtime's heapLive sees it as it happens (each span an mcache takes), see _heap_live_now
@@ -1066,6 +1070,14 @@ class GoRuntime(RuntimeReports):
         if heap_bytes > 0:
             self._count_alloc(heap_bytes, 0)
 
+    def new_pool(self, obj_bytes: int) -> PerPPool:
+        """A ``sync.Pool`` of ``obj_bytes`` objects whose caches this runtime clears at each GC's
+        start (``clearpools`` in ``gcStart``, ``src/runtime/mgc.go``); its users count a ``New``'s
+        bytes as their allocation (:mod:`cfsim.goruntime.syncpool`)."""
+        pool = PerPPool(self.nprocs, obj_bytes)
+        self.pools.append(pool)
+        return pool
+
     def keep_live(self, heap_bytes: int) -> None:
         """Pointerful objects a goroutine already allocated (counted as its chunks ended) stay
         reachable for the rest of the run: live heap that every later mark scans (the workload
@@ -1397,6 +1409,9 @@ class GoRuntime(RuntimeReports):
         self.worker_counts = gcpacer.worker_counts(self.nprocs, self.periodic)
         self.mark_start = self.engine.now
         self.triggered = self.heap_live
+        # gcStart's clearpools, with the world stopped: the primary caches become the victims the
+        # cycle marks (pointer-free buffers: marked, not scanned)
+        self._pool_marked = sum(pool.clear() for pool in self.pools)
         # pointer-free objects (a connection's byte buffers) are marked, never scanned
         self.scan_expected = self.base_live - self.noscan_live + p.roots_bytes
         # mark work: scanning (heap + roots) plus the per-cycle overheads (c0 + c1 P), in scan units
@@ -1429,13 +1444,13 @@ class GoRuntime(RuntimeReports):
         self.cons.update(cur)
         t_gc, heap0, trig = self._cycle_start
         self.cycle_log.append((now, t_gc, self.mark_start, self._work_done_ns, heap0, trig, self.triggered,
-                               self.heap_live, self.base_live + max(0, alloc_during), self.goal,
+                               self.heap_live, self.base_live + max(0, alloc_during) + self._pool_marked, self.goal,
                                acc[PC_ASSIST] - self.assist_pt0, acc[PC_DED] - self.ded_pt0,
                                acc[PC_IDLEMARK] - self.idlemark_pt0, self.nprocs, self.periodic, self.stw_t0))
         self._wake_all_assists()
         # allocate-black: objects allocated during mark count as marked
         self.last_goal = self.goal          # endCycle: lastHeapGoal
-        self.heap_marked = self.base_live + max(0, alloc_during)
+        self.heap_marked = self.base_live + max(0, alloc_during) + self._pool_marked
         self.heap_live = self.heap_marked
         self._add_noscan_live(self._retained_in_mark)
         self._retained_in_mark = 0

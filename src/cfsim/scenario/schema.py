@@ -541,5 +541,11 @@ register_section("workload", {
     "scrape_cpu_ms": Key(2.5, "float", "CPU of serving one /metrics scrape [ms] (client_golang with every "
                                        "runtime/metrics series: ~2.4 ms on the lab host)", _ge(0)),
     "scrape_alloc_kb": Key(400.0, "float", "heap garbage of one /metrics scrape [KiB]", _ge(0)),
+    "scrape_pool_kb": Key(796.0, "float", "the buffer a /metrics scrape takes from a sync.Pool and puts back on its P "
+                                          "[KiB]: client_golang's promhttp compresses each response with a pooled "
+                                          "gzip.Writer (its compress/flate state, 814,699 bytes with Go 1.26) when the "
+                                          "scraper asks for gzip, as Prometheus does; every P that served a scrape "
+                                          "keeps one, so the heap the GC marks grows with GOMAXPROCS "
+                                          "(cfsim.goruntime.syncpool); 0 = no pool (a scraper without gzip)", _ge(0)),
 })
 # --- end runtime overheads ---

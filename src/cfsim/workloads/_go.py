@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from cfsim.goruntime.runtime import ALLOC_QUANTUM_MIN, Claim, GoParams, GoRuntime, MiB
+from cfsim.goruntime.syncpool import PerPPool
 from cfsim.monitoring.histogram import quantiles_through_buckets
 
 SAMPLE_NS = GoRuntime.SAMPLE_NS
@@ -65,14 +66,18 @@ def merge_series(rt_df: pd.DataFrame, wl_df: pd.DataFrame) -> pd.DataFrame:
 
 class _SideG:
     """A goroutine of side work (a /metrics scrape, the start-up's heap build): its remaining CPU
-    and its allocation; ``keeps``: what it allocates stays reachable (:meth:`GoRuntime.keep_live`)."""
+    and its allocation; ``keeps``: what it allocates stays reachable (:meth:`GoRuntime.keep_live`);
+    ``pool``: the ``sync.Pool`` it takes one object from when it starts and puts it back to when
+    it ends, on the P it ends on (:class:`~cfsim.goruntime.syncpool.PerPPool`)."""
 
-    __slots__ = ("left", "alloc_per_ns", "keeps")
+    __slots__ = ("left", "alloc_per_ns", "keeps", "pool", "got")
 
-    def __init__(self, work_ns: int, alloc_bytes: float, keeps: bool = False):
+    def __init__(self, work_ns: int, alloc_bytes: float, keeps: bool = False, pool: PerPPool | None = None):
         self.left = int(work_ns)
         self.alloc_per_ns = alloc_bytes / max(1, work_ns)
         self.keeps = keeps
+        self.pool = pool
+        self.got = False
 
 
 class WithSideWork:
@@ -100,7 +105,12 @@ class WithSideWork:
                 # each span it takes, so each chunk allocates at most the runtime's smallest
                 # allocation quantum (the first chunk comes before it has seen any allocation)
                 work = max(1, min(work, int(ALLOC_QUANTUM_MIN / g.alloc_per_ns)))
-            return Claim(work, int(work * g.alloc_per_ns), g)
+            alloc = int(work * g.alloc_per_ns)
+            if g.pool is not None and not g.got:
+                g.got = True
+                if g.pool.get(max(p, 0)):   # New: the pool had nothing for this P
+                    alloc += g.pool.obj_bytes
+            return Claim(work, alloc, g, p=p)
         return self.main.claim(max_ns, p)
 
     def done(self, claim, t0: int, t1: int) -> None:
@@ -111,6 +121,8 @@ class WithSideWork:
                 self.rt.keep_live(claim.alloc)
             if g.left > 0:
                 self.side.append(g)
+            elif g.pool is not None:
+                g.pool.put(max(claim.p, 0))
             return
         self.main.done(claim, t0, t1)
 
@@ -137,19 +149,22 @@ class WithSideWork:
 class Scrapes:
     """A Prometheus scrape of the process every ``scrape_interval_s``: the HTTP request arrives
     through the netpoller and a goroutine serves ``/metrics`` (``scrape_cpu_ms`` of CPU,
-    ``scrape_alloc_kb`` of garbage). The first scrape falls at a random phase of the interval."""
+    ``scrape_alloc_kb`` of garbage), compressing it with a writer from a ``sync.Pool`` of
+    ``pool_bytes`` objects (client_golang's ``gzipPool``; 0: no pool). The first scrape falls at
+    a random phase of the interval."""
 
     def __init__(self, engine, rt: GoRuntime, side: WithSideWork, interval_ns: int, cpu_ns: int,
-                 alloc_bytes: float, phase_ns: int):
+                 alloc_bytes: float, phase_ns: int, pool_bytes: int = 0):
         self.engine, self.rt, self.side = engine, rt, side
         self.interval_ns, self.cpu_ns, self.alloc = interval_ns, cpu_ns, alloc_bytes
         self.phase_ns = phase_ns
+        self.pool = rt.new_pool(pool_bytes) if pool_bytes > 0 else None
 
     def start(self) -> None:
         self.engine.call_at(self.phase_ns, self._scrape)
 
     def _scrape(self) -> None:
-        self.side.inject(_SideG(self.cpu_ns, self.alloc))
+        self.side.inject(_SideG(self.cpu_ns, self.alloc, pool=self.pool))
         self.rt.ready(1)
         self.engine.call_later(self.interval_ns, self._scrape)
 
@@ -174,6 +189,7 @@ def with_side_work(engine, rt: GoRuntime, source, scenario) -> Scrapes | None:
     interval = scenario["workload.scrape_interval_s"]
     cpu_ms = scenario["workload.scrape_cpu_ms"]
     alloc_kb = scenario["workload.scrape_alloc_kb"]
+    pool_bytes = int(round(scenario["workload.scrape_pool_kb"] * 1024))
     build = heap_build(scenario)
     scraped = bool(interval) and cpu_ms > 0
     if not scraped and build is None:
@@ -188,4 +204,4 @@ def with_side_work(engine, rt: GoRuntime, source, scenario) -> Scrapes | None:
     interval_ns = int(round(interval * 1e9))
     phase = int(np.random.default_rng([scenario["run.seed"], 0x5C4A9E]).integers(0, interval_ns))
     return Scrapes(engine, rt, side, interval_ns, max(1, int(round(cpu_ms * 1e6))),
-                   alloc_kb * 1024, phase)
+                   alloc_kb * 1024, phase, pool_bytes)

@@ -17,7 +17,7 @@ REQUEST_KEYS = ("fanout", "cpu_ms_per_request", "alloc_kb_per_request", "server_
                 "server_alloc_kb_per_request", "client_rtt_ms", "client_rtt_p99_ms", "client_cpu_us_per_request",
                 "conn_heap_kb", "conn_stack_kb", "client_max_conns", "cpu_cv", "cpu_drift_cv", "cpu_drift_tau_s",
                 "http_background_read",
-                "scrape_interval_s", "scrape_cpu_ms", "scrape_alloc_kb")
+                "scrape_interval_s", "scrape_cpu_ms", "scrape_alloc_kb", "scrape_pool_kb")
 
 
 def request_batching(scenario) -> bool:

@@ -35,7 +35,7 @@ def work_shape(w) -> WorkShape:
 
 KIND = WorkloadKind("stream", ("rate_per_s", "workers", "cpu_ms_per_item", "alloc_kb_per_item", "initial_backlog",
                                "fetch_interval_ms", "cpu_cv", "scrape_interval_s", "scrape_cpu_ms",
-                               "scrape_alloc_kb"), "cpu_ms_per_item", work_shape,
+                               "scrape_alloc_kb", "scrape_pool_kb"), "cpu_ms_per_item", work_shape,
                     alloc_key="alloc_kb_per_item")
 
 # Kafka consumers fetch continuously; a fetch returns the records produced since the previous
