@@ -48,8 +48,10 @@ CASES = {
     ("cpu-stream", "p041_cpu_limit=2.0_gomaxprocs=2"): ("contended", {
         "throughput_per_s": 0.01, "cpu_usage_cores": 0.13, "throttled_ratio": 0.01, "gomaxprocs": 0.0}),
     # (gcmem + overheads together: throttled ratio +0.064, was within 0.06: a worsening)
+    # (the scrape's pooled gzip writer on each of its 4 Ps, 2026-11-30: +0.064 -> +0.076, the twin
+    # throttled in a few more of its periods against the lab's none: a worsening)
     ("alloc-stream", "p042_cpu_limit=2.0_gomaxprocs=4"): ("contended", {
-        "throughput_per_s": 0.26, "cpu_usage_cores": 0.19, "throttled_ratio": 0.07, "gomaxprocs": 0.0,
+        "throughput_per_s": 0.26, "cpu_usage_cores": 0.19, "throttled_ratio": 0.08, "gomaxprocs": 0.0,
         "gc_cpu_share": 0.04}),
     # contended, with the neighbours measured apart from the workload (pre-run tenants, harness)
     # with the default scan-rate prior (no cache-miss factor) +22 %, +34 % since a fractional mark worker
