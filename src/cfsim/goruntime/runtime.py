@@ -1443,14 +1443,16 @@ class GoRuntime(RuntimeReports):
                                         acc[PC_IDLEMARK] - self.idlemark_pt0, wall, self.nprocs)
         self.cons.update(cur)
         t_gc, heap0, trig = self._cycle_start
+        # allocate-black: objects allocated during mark count as marked, beside the live heap and
+        # the pooled objects the cycle's start handed to the victim caches
+        marked = self.base_live + max(0, alloc_during) + self._pool_marked
         self.cycle_log.append((now, t_gc, self.mark_start, self._work_done_ns, heap0, trig, self.triggered,
-                               self.heap_live, self.base_live + max(0, alloc_during) + self._pool_marked, self.goal,
+                               self.heap_live, marked, self.goal,
                                acc[PC_ASSIST] - self.assist_pt0, acc[PC_DED] - self.ded_pt0,
                                acc[PC_IDLEMARK] - self.idlemark_pt0, self.nprocs, self.periodic, self.stw_t0))
         self._wake_all_assists()
-        # allocate-black: objects allocated during mark count as marked
         self.last_goal = self.goal          # endCycle: lastHeapGoal
-        self.heap_marked = self.base_live + max(0, alloc_during) + self._pool_marked
+        self.heap_marked = marked
         self.heap_live = self.heap_marked
         self._add_noscan_live(self._retained_in_mark)
         self._retained_in_mark = 0

@@ -119,8 +119,8 @@ MODEL_PRIOR_KEYS = (
                             "resume_cold_us", "resume_cold_ms")),
     *(f"workload.{k}" for k in ("server_cpu_us_per_request", "server_alloc_kb_per_request", "conn_heap_kb",
                                 "conn_stack_kb", "cpu_cv", "cpu_drift_cv", "cpu_drift_tau_s", "scrape_cpu_ms",
-                                "scrape_alloc_kb", "scrape_pool_kb", "client_rtt_ms", "client_rtt_p99_ms", "client_send_late_ms",
-                                "client_send_late_p99_ms", "client_cpu_us_per_request")),
+                                "scrape_alloc_kb", "scrape_pool_kb", "client_rtt_ms", "client_rtt_p99_ms",
+                                "client_send_late_ms", "client_send_late_p99_ms", "client_cpu_us_per_request")),
 )
 
 
