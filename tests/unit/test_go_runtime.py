@@ -56,10 +56,32 @@ def test_p_time_classes_conserve_gomaxprocs_times_wall():
     s = r.summary
     parts = sum(s[f"go_cpu_classes_{k}_cpu_seconds_total"] for k in ("user", "gc_total", "idle"))
     assert parts == pytest.approx(s["go_cpu_classes_total_cpu_seconds_total"], rel=1e-9)
-    assert s["go_cpu_classes_total_cpu_seconds_total"] == pytest.approx(6 * 2.0, rel=1e-9)
+    # GOMAXPROCS x the wall time the published counters cover (whole cycles, not the window)
+    assert s["gc_cycles"] >= 1 and 0 < s["go_cpu_classes_span_s"] < 2.0
+    assert s["go_cpu_classes_total_cpu_seconds_total"] == pytest.approx(6 * s["go_cpu_classes_span_s"], rel=1e-9)
     gc = sum(s[f"go_cpu_classes_gc_{k}_cpu_seconds_total"] for k in ("mark_assist", "mark_dedicated", "mark_idle",
                                                                       "pause"))
     assert gc == pytest.approx(s["go_cpu_classes_gc_total_cpu_seconds_total"])
+
+
+def test_cpu_classes_move_only_when_a_cycle_ends():
+    # mgc.go, gcMarkTermination: work.cpuStats.accumulate; metrics.go, cpuStatsAggregate.compute
+    # copies that snapshot: a reader sees /cpu/classes move at mark terminations only, so a
+    # window's change covers the cycles that ended in it (the lab's /cpu/classes are read so)
+    r = run(rate_per_s=5000, cpu_ms_per_item=0.05, alloc_kb_per_item=4.0, workers=8, dur=4.0, warm=1.0,
+            P=4, go={"live_heap_mb": 16.0, "roots_mb": 0.5})
+    s, ends = r.summary, r.gc_cycles["run_t_s"].to_numpy()
+    first, last = ends[ends <= 1.0].max(), ends[ends <= 4.0].max()
+    assert 3 <= s["gc_cycles"] <= 8 and last - first < 2.9
+    assert s["go_cpu_classes_span_s"] == pytest.approx(last - first, abs=1e-3)
+    assert s["go_cpu_classes_total_cpu_seconds_total"] == pytest.approx(4 * (last - first), abs=4e-3)
+    # a window no cycle ended in: the counters did not move
+    t0 = float(np.ceil(first * 10) / 10)
+    assert not ((ends > t0) & (ends <= t0 + 0.1)).any()
+    quiet = simulate(scen(rate_per_s=5000, cpu_ms_per_item=0.05, alloc_kb_per_item=4.0, workers=8,
+                          dur=t0 + 0.1, warm=t0, P=4, go={"live_heap_mb": 16.0, "roots_mb": 0.5})).summary
+    assert quiet["gc_cycles"] == 0 and quiet["cpu_usage_cores"] > 0.2
+    assert quiet["go_cpu_classes_total_cpu_seconds_total"] == 0.0 and quiet["go_cpu_classes_span_s"] == 0.0
 
 
 def test_gc_frequency_follows_the_pacer():
@@ -169,8 +191,10 @@ def test_go125_follows_an_in_place_resize_within_a_second():
     df = r.workload_series
     g = dict(zip(df["t_s"].round(3), df["go_sched_gomaxprocs_threads"]))
     assert g[2.0] == 4 and g[4.0] == 2
-    # P-time total reflects both values: 4 x 3 s + 2 x 2 s
-    assert r.summary["go_cpu_classes_total_cpu_seconds_total"] == pytest.approx(4 * 3 + 2 * 2, rel=1e-3)
+    # P-time follows both values: the classes' rates add up to 4 Ps before the resize, 2 after
+    busy = df[[c for c in df.columns if c.startswith("go_cpu_classes_") and c.endswith("_cores")]].sum(axis=1)
+    p_time = dict(zip(df["t_s"].round(3), busy))
+    assert p_time[2.0] == pytest.approx(4, rel=1e-3) and p_time[4.0] == pytest.approx(2, rel=1e-3)
     # automaxprocs reads once: no change; Go 1.24 with go1.25 policy: the CPU count
     sc2 = sc.with_overrides(["go.gomaxprocs=automaxprocs"])
     assert simulate(sc2).summary["gomaxprocs"] == 4

@@ -39,6 +39,23 @@ class RuntimeReports:
         """Cumulative ``/cpu/classes`` [cpu-seconds] in the runtime's P-time accounting."""
         return _pclasses(self._acc())
 
+    def _published_ptime(self, t0_ns: int, t1_ns: int) -> tuple[list[int], float]:
+        """The change of ``/cpu/classes`` P-time [ns] that readers at ``t0`` and at ``t1`` see, and
+        the wall time [s] it covers. The runtime publishes these counters only at the end of each
+        mark termination (``pclass_published``), so a window holds the whole cycles that ended in
+        it, from the last publication before its start to the last before its end, not the wall
+        time it spans: all zero where no cycle ended in it, as a lab run's counters stay flat then
+        (with two or three cycles in a window the two spans differ by a large share)."""
+        def seen(t: int) -> tuple[int, tuple[int, ...]]:
+            last: tuple[int, tuple[int, ...]] = (0, (0,) * (C_PTIME.stop - C_PTIME.start))
+            for when, acc in self.pclass_published:
+                if when > t:
+                    break
+                last = (when, acc)
+            return last
+        (a_ns, a), (b_ns, b) = seen(t0_ns), seen(t1_ns)
+        return [y - x for x, y in zip(a, b)], (b_ns - a_ns) / 1e9
+
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
         """Runtime keys over ``(t0, t1]`` (the window starts at the last 100 ms sample at or
         before ``t0``; ``t1`` is now).
@@ -48,15 +65,18 @@ class RuntimeReports:
           ``MemStats.GCCPUFraction``-like view (GC minus idle marking over P-time);
         * ``sched_cpu_fraction``: real CPU of the scheduler's slow paths (spinning, wake, park,
           goroutine switches) over the process's real CPU;
-        * ``go_cpu_classes_*_cpu_seconds_total``: ``/cpu/classes`` in P-time (what Prometheus
-          would show), ``cpu_real_*_s``: the same split in real CPU seconds;
+        * ``go_cpu_classes_*_cpu_seconds_total``: ``/cpu/classes`` in P-time, as a reader sees
+          them: published at mark terminations only, so over the whole cycles that ended in the
+          window (``go_cpu_classes_span_s`` of wall time; :meth:`_published_ptime`);
+          ``cpu_real_*_s``: the real CPU split over the window itself;
         * pause quantiles: each STW phase (sweep termination, mark termination, GOMAXPROCS change).
         """
         now_row = self._row()
         rows = [r for r in self.samples if r[0] <= t0_ns]
         start = rows[-1] if rows else self.samples[0]
         d = [b - a for a, b in zip(start, now_row)]
-        pc = _pclasses(d[C_PTIME])
+        published, published_s = self._published_ptime(t0_ns, now_row[0])
+        pc = _pclasses(published)
         cpu = dict(zip(CPU_CLASSES, (x / 1e9 for x in d[C_CPU])))
         real_total = sum(cpu.values())
         span = (now_row[0] - start[0]) / 1e9 or 1.0
@@ -97,6 +117,7 @@ class RuntimeReports:
             out[f"cpu_real_{k}_s"] = v
         for k, v in pc.items():
             out["go_cpu_classes_" + k.replace("/", "_") + "_cpu_seconds_total"] = v
+        out["go_cpu_classes_span_s"] = published_s
         out.update(self.gc_memory_summary(t0_ns, t1_ns, start, now_row))
         out.update(cycle_keys(self.gc_cycle_table(), t0_ns / 1e9, t1_ns / 1e9))
         return out

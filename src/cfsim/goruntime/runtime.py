@@ -368,6 +368,10 @@ class GoRuntime(RuntimeReports):
         self.pauses_ns: list[int] = []
         self.pause_end_ns: list[int] = []
         self.cycle_pause_ns: list[tuple[int, int]] = []
+        # the /cpu/classes P-time a reader sees: the runtime publishes it only at the end of each
+        # mark termination (mgc.go, gcMarkTermination: work.cpuStats.accumulate; metrics.go,
+        # cpuStatsAggregate.compute copies work.cpuStats), so one (time, P-time per class) a cycle
+        self.pclass_published: list[tuple[int, tuple[int, ...]]] = []
         # one row a completed cycle, the runtime's gctrace/gcpacertrace fields (see gc_cycle_table())
         self.cycle_log: list[tuple] = []
         self.sweep_left = 0.0       # sweeping after the last mark termination not yet claimed [ns]
@@ -1846,6 +1850,7 @@ class GoRuntime(RuntimeReports):
             self._limiter_transition_end()
         elif self.stw_then == self._gc_mark_end:
             self.cycle_pause_ns.append((now, self._sweepterm_pause + pause))
+            self.pclass_published.append((now, tuple(self._acc())))
             self._limiter_transition_end()
         self.stw = False
         self._stw_stopping = False
