@@ -34,6 +34,9 @@ def add_parser(sub) -> None:
                         "metric, which median errors got worse or better")
     p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                    help="processes simulating the twins (default: every CPU; 1 = no pool)")
+    p.add_argument("--seeds", type=_positive_int, default=1, metavar="N",
+                   help="simulate each run's twin at its seed and the next N-1, compare the lab with their mean "
+                        "and report how far apart their errors lie (the twins' own noise; N times the time)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -62,7 +65,7 @@ def run(args) -> int:
     with Progress(len(find_runs(args.path)), "validate", "run", enabled=not args.no_progress) as bar:
         report = validate(args.path, params=params or None, normalise=not args.no_normalise,
                           progress=lambda run_id: bar.advance(1, run_id), train_runs=train or None,
-                          workers=args.workers)
+                          workers=args.workers, seeds=args.seeds)
     if baseline is not None:
         from cfsim.validation.against import compare
 

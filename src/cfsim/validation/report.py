@@ -31,6 +31,7 @@ from cfsim.sweep.executors import map_in_order
 from cfsim.validation.kernel_view import kernel_view
 from cfsim.validation.noise import noise_summary, repeat_spreads
 from cfsim.validation import metrics as vm
+from cfsim.validation.ensemble import ensemble_mean, grid_seed_spread, replica_seeds, seed_spread
 from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
 from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibration_twin_summary,
                                        factored_overrides, grid_norm, grid_priors)
@@ -187,10 +188,26 @@ def _simulate_twin(run: Path, run_params: dict[str, Any]) -> tuple[Any, Any]:
     return spec, simulate(spec.scenario)
 
 
+def _replica_params(run: Path, run_params: dict[str, Any], seeds: int) -> list[dict[str, Any]]:
+    """The inputs of a run's ``seeds`` twins: its own, then the same at the next seeds."""
+    if seeds == 1:
+        return [run_params]
+    base = int(run_params.get("run.seed", run_scenario(run)["run.seed"]))
+    return [run_params] + [{**run_params, "run.seed": s} for s in replica_seeds(base, seeds)[1:]]
+
+
+def _ensembles(twins: Any, seeds: int) -> Any:
+    """``(spec, simulation, replica summaries)`` per run from its ``seeds`` consecutive twins: the
+    first twin's spec and simulation (plots, kernel view, trajectory), every replica's summary."""
+    it = iter(twins)
+    for spec, sim in it:
+        yield spec, sim, [sim.summary] + [s.summary for _, s in islice(it, seeds - 1)]
+
+
 def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalise: bool = True,
              include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
              only: list[Path] | None = None, train_runs: list[str | Path] | None = None,
-             workers: int | None = None) -> ValidationReport:
+             workers: int | None = None, seeds: int = 1) -> ValidationReport:
     """Validate every run folder at or below ``path``.
 
     Parameters
@@ -206,15 +223,18 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     workers : processes simulating the twins (default: every CPU, or this process for fewer than
         :data:`cfsim.sweep.executors.MIN_POOLED` twins; 1 = this process). The report is the same
         for any number (each twin is deterministic; rows keep the runs' order)
+    seeds : twins per run, at the run's seed and the next ``seeds - 1``: the lab is compared with
+        their mean, and each run's ``seed_spread`` (each grid's median in ``grids``) is how far the
+        replicas' errors lie apart (:mod:`cfsim.validation.ensemble`)
     """
     return validate_each([path], params, normalise, include_calibration, progress, only, train_runs,
-                         workers)[0]
+                         workers, seeds)[0]
 
 
 def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = None, normalise: bool = True,
                   include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
                   only: list[Path] | None = None, train_runs: list[str | Path] | None = None,
-                  workers: int | None = None) -> list[ValidationReport]:
+                  workers: int | None = None, seeds: int = 1) -> list[ValidationReport]:
     """:func:`validate` for each of ``paths`` (e.g. the grids of a lab tree, a few runs of each),
     one report per path, the twins of all of them simulated in one process pool."""
     roots = [Path(p) for p in paths]
@@ -236,8 +256,10 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
         factored.update(zip([run for run, _ in todo], map_in_order(calibration_twin_summary, todo, workers)))
     plans = [_plan(root, root_runs, params, normalise, include_calibration, only, summaries, factored)
              for root, root_runs in zip(roots, runs)]
-    twins = map_in_order(_simulate_twin, [(run, run_params) for plan in plans
-                                          for _, run, _, run_params in plan.jobs], workers)
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1 (got {seeds})")
+    twins = _ensembles(map_in_order(_simulate_twin, [(run, p) for plan in plans for _, run, _, run_params in plan.jobs
+                                                     for p in _replica_params(run, run_params, seeds)], workers), seeds)
     return [_assemble(plan, twins, include_calibration, progress, train_runs, params) for plan in plans]
 
 
@@ -288,11 +310,12 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
     report_runs: list[dict[str, Any]] = []
     sims: dict[str, Any] = {}
     rows_by_grid: dict[Path, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for (grid_dir, run, role, run_params), (spec, sim) in zip(jobs, islice(twins, len(jobs))):
+    for (grid_dir, run, role, run_params), (spec, sim, replicas) in zip(jobs, islice(twins, len(jobs))):
         scenario = spec.scenario
         obs_summary = observed_summary(run)
         observed = _derived(obs_summary)
-        simulated = _derived(sim.summary)
+        each = [_derived(s) for s in replicas]
+        simulated = ensemble_mean(each)
         errors = {m.name: vm.error(m, observed[m.name], simulated[m.name]) for m in vm.METRICS}
         if observed.get("oom_killed") or simulated.get("oom_killed"):
             # an OOM-killed run (either side) has no comparable window: only the kill is compared
@@ -315,6 +338,9 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
                "twin": spec.as_dict(), "params": run_params,
                "observed": observed, "simulated": simulated, "errors": errors,
                "gc_regime": gc_regime(scenario)}
+        if len(each) > 1:
+            row["seeds"] = len(each)
+            row["seed_spread"] = seed_spread(observed, each)
         kv = kernel_view(manifest, sim.summary)
         if kv is not None:
             row["kernel"] = kv
@@ -347,6 +373,9 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
                                 "client_cpu_scale": norm.client_cpu_scale,
                                 "server_alloc_kb": norm.server_alloc_kb,
                                 **_noise(grid_rows)}
+        spread = grid_seed_spread([r for r in grid_rows.values() if r.get("held_out")])
+        if spread:
+            grids[grid_dir.name]["seed_spread"] = spread
     by_regime, counts = summarise_by_regime(report_runs)
     return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims, by_regime, counts,
                             gc_by_regime(report_runs), params=dict(params or {}))
@@ -386,6 +415,29 @@ def _gc_markdown(report: ValidationReport) -> list[str]:
                   "| point | runs | lab killed | model oom / near / ok |", "|---|---|---|---|"]
         lines += [f"| {p['point']} | {p['runs']} | {p['lab_killed']} | "
                   f"{p['model']['oom']} / {p['model']['near']} / {p['model']['ok']} |" for p in points]
+    return lines
+
+
+#: the metrics the seed-spread table shows
+SEED_TABLE_METRICS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "gc_cpu_share", "latency_p50_s",
+                      "latency_p99_s", "gc_cycles_per_s", "gc_heap_goal_mean_bytes", "memory_usage_mean_bytes")
+
+
+def _seed_markdown(report: ValidationReport) -> list[str]:
+    """Per grid, how far apart the errors of a run's twins at different seeds lie (``--seeds``)."""
+    grids = {name: g["seed_spread"] for name, g in report.grids.items() if g.get("seed_spread")}
+    if not grids:
+        return []
+    seeds = max((r.get("seeds", 1) for r in report.runs), default=1)
+    lines = ["", f"## The twins' own noise: {seeds} seeds a run (cfsim.validation.ensemble)", "",
+             "Each run's twin was simulated at its seed and the next ones; the errors above are those of the "
+             "replicas' mean. Here, per grid, the median / max over its held-out runs of the spread (max - min) "
+             "of the replicas' errors: a change between two validations smaller than this can be the seed alone.",
+             "", "| grid | " + " | ".join(SEED_TABLE_METRICS) + " |", "|---" * (len(SEED_TABLE_METRICS) + 1) + "|"]
+    for name, spread in grids.items():
+        cells = [f"{spread[m]['median']:.3g} / {spread[m]['max']:.3g}" if m in spread else ""
+                 for m in SEED_TABLE_METRICS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -562,6 +614,7 @@ def to_markdown(report: ValidationReport) -> str:
                      f"{_fmt(g.get('extra_live_mb'))} | {_fmt(g.get('extra_stw_us'))} | "
                      f"{_fmt(g.get('client_cpu_us'))} / {_fmt(g.get('client_cpu_scale'))} | "
                      f"{_fmt(g.get('server_alloc_kb'))} |")
+    lines += _seed_markdown(report)
     lines += ["", "## Runs", "", "| run | regime | limit | GOMAXPROCS | HZ | contention | throughput obs / sim | "
               "CPU obs / sim | throttled obs / sim |", "|---|---|---|---|---|---|---|---|---|"]
     for r in report.runs:
