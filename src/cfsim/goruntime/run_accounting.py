@@ -16,6 +16,7 @@ The runtime keeps the counters and appends one *sample row* every ``sample_ns``
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 import numpy as np
@@ -47,12 +48,8 @@ class RuntimeReports:
         time it spans: all zero where no cycle ended in it, as a lab run's counters stay flat then
         (with two or three cycles in a window the two spans differ by a large share)."""
         def seen(t: int) -> tuple[int, tuple[int, ...]]:
-            last: tuple[int, tuple[int, ...]] = (0, (0,) * (C_PTIME.stop - C_PTIME.start))
-            for when, acc in self.pclass_published:
-                if when > t:
-                    break
-                last = (when, acc)
-            return last
+            i = bisect_right(self.pclass_published, t, key=lambda e: e[0])
+            return self.pclass_published[i - 1] if i else (0, (0,) * (C_PTIME.stop - C_PTIME.start))
         (a_ns, a), (b_ns, b) = seen(t0_ns), seen(t1_ns)
         return [y - x for x, y in zip(a, b)], (b_ns - a_ns) / 1e9
 
