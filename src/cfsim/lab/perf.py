@@ -36,11 +36,17 @@ from typing import Any
 #: The system calls are where an M's context switches come from: ``futex`` (``futexsleep`` /
 #: ``futexwakeup``: M park and wake-up, ``notesleep``), ``nanosleep`` (``usleep``: sysmon's polls,
 #: ``runqgrab``'s 3 us back-off), ``epoll_pwait`` (``netpoll``), ``sched_yield`` (``osyield``);
-#: ``read``/``write`` are the network I/O. Enabling syscall tracepoints slows every system call of
-#: the process by a little (the kernel's tracing entry path).
+#: ``read``/``write`` are the network I/O. ``madvise`` is the scavenger's release of free pages, one
+#: call a contiguous run (``sysUnused`` in ``pageAlloc.scavengeOne``, ``mgcscavenge.go``), and
+#: ``tlb:tlb_flush`` the TLB flushes that ran on the process's threads (the releasing thread's own
+#: and the shootdown interrupts it sent to other CPUs running them: ``arch/x86/mm/tlb.c``), so the
+#: flushes a release costs are counted per call rather than read from the host-wide "TLB" row of
+#: ``/proc/interrupts``. Enabling syscall tracepoints slows every system call of the process by a
+#: little (the kernel's tracing entry path).
 PERF_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults", "signal:signal_deliver",
                "syscalls:sys_enter_futex", "syscalls:sys_enter_nanosleep", "syscalls:sys_enter_epoll_pwait",
-               "syscalls:sys_enter_sched_yield", "syscalls:sys_enter_read", "syscalls:sys_enter_write")
+               "syscalls:sys_enter_sched_yield", "syscalls:sys_enter_read", "syscalls:sys_enter_write",
+               "syscalls:sys_enter_madvise", "tlb:tlb_flush")
 #: sampling frequency of ``perf record`` [Hz] (odd, so it does not beat with HZ = 250/1000 ticks)
 RECORD_HZ = 499
 #: the DSO name perf gives kernel samples
