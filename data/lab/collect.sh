@@ -8,7 +8,7 @@
 #   gc-memory 82, overprovisioned 20, profiles 8, open-latency 218, gc-trace 12, preempt-profile 14,
 #   kernel-switches 12, kernel-switches-stream 10, wakeups 15, tenant-ab 9, gc-memory-tenants 11,
 #   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
-#   gc-near-limit-256 7, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
+#   gc-near-limit-256 7, gc-near-limit-256-gmp8 11, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, tenant-root 29,
 #   idle-cost 32, gc-limiter 10.
 set -euo pipefail
@@ -95,6 +95,10 @@ if [ -z "$ARGS" ] || want gc-limiter; then
 if [ -z "$ARGS" ] || want gc-near-limit-256; then
   # the stream near a 256 MiB heap's GOMEMLIMIT at GOMAXPROCS 1 and 2: per-cycle trace and pprof split
   grid $S/gc-memory.toml --design $S/gc-near-limit-256.designs.toml --out data/lab/gc-near-limit-256; fi
+if [ -z "$ARGS" ] || want gc-near-limit-256-gmp8; then
+  # the same point at GOMAXPROCS 8 (the death spiral's worst twin): trace and pprof split twice, GOGC 100 beside
+  grid $S/gc-memory.toml --design $S/gc-near-limit-256-gmp8.designs.toml --set lab.quiet_host_cores=0.3 \
+    --out data/lab/gc-near-limit-256-gmp8; fi
 if [ -z "$ARGS" ] || want gc-faults; then
   # the stream's minor page faults per record near a 16 and a 256 MiB heap's GOMEMLIMIT and at GOGC 100
   grid $S/gc-memory.toml --design $S/gc-faults.designs.toml --out data/lab/gc-faults; fi
