@@ -194,8 +194,9 @@ def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor:
     (the loop's work, not mallocgc's). Where the GC was slower than the code (GC factor over cost
     factor ``g`` > 1, read as cached lines that missed: :func:`cfsim.validation.normalise.
     cache_held_share`), the cost of lines the marking CPUs pass between them applies to the share
-    the cache still held, and the miss factor of a heap beyond the cache is divided by ``g``
-    (never below 1): a byte that misses anyway costs its miss at the machine's speed.
+    the cache still held. The miss factor of a heap beyond the cache is divided by ``g`` either way
+    (never below 1): a byte that misses anyway costs its miss at the machine's speed, whether the
+    calibration runs' cached scan was slower than their code or faster.
 
     The one rule for every simulation of a lab host's workload: the validation's twins
     (:func:`apply_params`), the audit's fixes of lab runs and the search's nominal parameters
@@ -213,17 +214,21 @@ def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor:
         out.setdefault(key, scenario[key] * factor * rounds_ratio)
         out["go.gc_scan_mb_per_ms"] = out.get("go.gc_scan_mb_per_ms", scenario["go.gc_scan_mb_per_ms"]) / gc
         out["go.alloc_ns_per_kb"] = out.get("go.alloc_ns_per_kb", scenario["go.alloc_ns_per_kb"]) * factor
+        miss = out.get("go.gc_scan_miss_factor", scenario["go.gc_scan_miss_factor"])
         if gc > factor:
             # the calibration runs' GC was slower than their code because lines their cache
             # should have held missed (cache_held_share): only the lines it held pay the sharing
-            # cost, and a byte beyond the cache misses anyway and costs its miss at the machine's
-            # speed, not the slower scan's
+            # cost
             sharing = out.get("go.gc_parallel_cost", scenario["go.gc_parallel_cost"])
-            miss = out.get("go.gc_scan_miss_factor", scenario["go.gc_scan_miss_factor"])
             if sharing:
                 out["go.gc_parallel_cost"] = sharing * cache_held_share(gc / factor, miss)
-            if miss > 1.0:
-                out["go.gc_scan_miss_factor"] = max(1.0, miss * factor / gc)
+        if miss > 1.0 and gc != factor:
+            # a byte beyond the cache misses whatever the calibration runs' cached scan did and
+            # costs its miss at the machine's speed, neither the slower scan's nor the faster
+            # one's: the lab's 256 MiB mark costs the same CPU a cycle in the VM's slow and fast
+            # states (185-209 against 204 ms at GOMAXPROCS 1, 233-241 against 239 at 8) while
+            # the 16 MiB calibration runs' GC moves 1.57x between them
+            out["go.gc_scan_miss_factor"] = max(1.0, miss * factor / gc)
     return out
 
 
