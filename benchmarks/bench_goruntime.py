@@ -7,6 +7,16 @@ GOMAXPROCS 8, 60 s simulated. Goal: at least 100x real time and under 500 MB pea
 
 Speed is the best of ``--repeat`` runs (the machine is shared); peak memory is the maximum
 resident set size of a fresh child process that imports cfsim and runs the scenario once.
+
+Where it went since 2026-11-25 (ae7dc67; measured 2026-12-01 in the VM's slow state, process CPU of
+20 s simulated, best of 5 per tree): 0.225 s -> 0.253 s (+12.7 %; this script: 77x real time for 60
+s, goal 100x). By commit: the time-sliced engine's hooks on the fluid path (f9e3217) +3.3 %, the
+GC's place at a goroutine's scheduling points (bd3112c) +4.3 %, the rest a few tenths of a per cent
+each over the GC and memory rules of 26-30 November. Bit-identical shortcuts on the per-record path
+(a cached source method, inlined guards around the sweep, the memory high-water mark and the
+sweep-done test) changed nothing measurable (0.250 s against 0.251 s, interleaved): what is left is
+the rules' own work, for issue 15's means (fewer events a record, compiled hot modules), not for
+micro-tuning.
 """
 from __future__ import annotations
 
