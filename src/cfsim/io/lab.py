@@ -33,7 +33,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -42,7 +42,7 @@ from cfsim.io.errors import CfsimParseError
 from cfsim.io.prometheus_json import parse_prometheus_response
 from cfsim.io.promql import counter_to_rate, parse_duration
 
-__all__ = ["read_lab_run", "load_lab_run", "check_lab_rates", "prometheus_compat"]
+__all__ = ["read_lab_run", "read_lab_metrics", "load_lab_run", "check_lab_rates", "prometheus_compat"]
 
 _FUNC = r"(rate|increase|irate)\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\[\s*(\w+)\s*\]\s*\)"
 _SINGLE = re.compile(rf"^\s*{_FUNC}\s*$")
@@ -204,6 +204,28 @@ def read_lab_run(folder: str | os.PathLike) -> tuple[dict[str, pd.DataFrame], di
         "summary": summary, "manifest": manifest, "warnings": warnings,
     }
     return frames, out
+
+
+def read_lab_metrics(folder: str | os.PathLike, names: Sequence[str]
+                     ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """Only the raw exports ``names`` of a lab run (what :func:`read_lab_run` gives under those
+    names), reading the export file once and parsing no other line. Names the run did not export
+    are missing from the frames and listed in ``meta["missing"]``.
+
+    Returns ``(frames_by_metric, meta)`` with ``source``, ``manifest``, ``missing`` and ``warnings``.
+    """
+    root, manifest, _ = _manifest_and_summary(folder)
+    exports = dict(manifest.get("exports") or {})
+    listed = exports.get("raw") or {}
+    wanted = {n: listed[n] for n in names if n in listed}
+    frames: dict[str, pd.DataFrame] = {}
+    warnings: list[str] = []
+    if wanted:
+        exports["raw"] = wanted
+        for name, query, obj, where in _export_bodies(root, {"exports": exports}, "raw", warnings):
+            frames[name] = parse_prometheus_response(obj, source=where, query=query)[0]
+    missing = [n for n in names if n not in frames]
+    return frames, {"source": str(root), "manifest": manifest, "missing": missing, "warnings": warnings}
 
 
 _RANGE = re.compile(r"\[\s*(\d+)ms\s*\]\s*$")

@@ -118,8 +118,9 @@ GC_CYCLE_METRICS: tuple[Metric, ...] = (
            "/gc/limiter/last-enabled read after each cycle, runs since 2026-11-30)"),
 )
 
-#: the CPU from one ~0.1 s to the next (runs with the watcher's samples, ``cpu_watch.csv.gz``;
-#: model: its periods); no issue sets goals for them yet
+#: where in time the CPU and the tail lie: the CPU from one ~0.1 s to the next (runs with the
+#: watcher's samples, ``cpu_watch.csv.gz``; model: its periods) and the client's p99 in the seconds
+#: with a GC cycle; no issue sets goals for them yet
 CPU_WINDOW_METRICS: tuple[Metric, ...] = (
     Metric("cpu_window_spread_cores", "relative", _key("cpu_window_spread_cores"), None,
            "90th minus 10th percentile of the CPU in ~0.1 s windows [cores] (lab: watcher samples; model: "
@@ -132,6 +133,9 @@ CPU_WINDOW_METRICS: tuple[Metric, ...] = (
     Metric("throttled_window_gc_share", "absolute", _key("throttled_window_gc_share"), None,
            "share of the throttled ~0.1 s windows that a GC mark overlaps (runs with the gctrace and a "
            "throttled window)"),
+    Metric("latency_p99_gc_ratio", "relative", _key("latency_p99_gc_ratio"), None,
+           "client-side p99 over the 1 s intervals a GC cycle ended in, divided by the other intervals' "
+           "(request services; cfsim.workloads.latency_gc): 1 when the tail is not the GC's"),
 )
 
 def _m_sleeps_per_item(summary: Mapping[str, Any]) -> float | None:

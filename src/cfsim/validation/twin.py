@@ -70,6 +70,8 @@ import pandas as pd
 from cfsim.goruntime.gc_cycles import cycle_keys, mark_spans
 from cfsim.io.gclimiter import LIMITER_LOG, limiter_turned_on, read_gc_limiter
 from cfsim.io.gctrace import cycle_table
+from cfsim.io.lab import read_lab_metrics
+from cfsim.io.labels import parse_labels
 from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, gc_window_keys_from_samples, window_keys
 from cfsim.kernel.limits import NICE_0_WEIGHT
 from cfsim.lab.buckets import recorded_layout
@@ -79,6 +81,7 @@ from cfsim.scenario import Scenario, load_scenario
 from cfsim.scenario.schema import SCHEMA
 from cfsim.simulation import SimulationResult, simulate
 from cfsim.workloads._request_workload import REQUEST_KINDS
+from cfsim.workloads.latency_gc import latency_gc_keys_from_histograms
 
 
 def is_run_folder(path: Path) -> bool:
@@ -166,6 +169,7 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     w = pd.read_csv(watch) if watch.is_file() else None
     if w is not None:
         out.update(window_keys(w["t_s"], w["usage_ns"] / 1e9))
+    out.update(_latency_gc_observed(run_dir))
     trace = run_dir / "gc_cycles.csv.gz"
     if trace.is_file() and not out.get("oom_kills"):
         sc = run_scenario(run_dir)
@@ -182,6 +186,34 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
             out.update(gc_window_keys_from_samples(w["t_s"], w["usage_ns"] / 1e9, w["nr_throttled"],
                                                    start - sc["run.warmup_s"], end - sc["run.warmup_s"]))
     return out
+
+
+#: the load generator's latency histogram and the runtime's completed GC cycles, scraped each second
+CLIENT_LATENCY_BUCKETS = "cfsim_loadgen_request_duration_seconds_bucket"
+GC_CYCLES_TOTAL = "go_gc_cycles_total_gc_cycles_total"
+
+
+def _latency_gc_observed(run_dir: Path) -> dict[str, Any]:
+    """The run's client-side p99 in the scrape intervals a GC cycle ended in against the others
+    (:mod:`cfsim.workloads.latency_gc`), over its window; nothing for a run without both series
+    (streams, runs the OOM killer ended)."""
+    frames, meta = read_lab_metrics(run_dir, [CLIENT_LATENCY_BUCKETS, GC_CYCLES_TOTAL])
+    if meta["missing"]:
+        return {}
+    times = meta["manifest"].get("times") or {}
+    t0, t1 = times.get("window_start_unix_s"), times.get("window_end_unix_s")
+    if t0 is None or t1 is None:
+        return {}
+    b = frames[CLIENT_LATENCY_BUCKETS]
+    le = b["labels"].map(lambda text: float(parse_labels(text)["le"]))
+    counts = b.assign(le=le).pivot_table(index="timestamp", columns="le", values="value", aggfunc="sum")
+    cyc = frames[GC_CYCLES_TOTAL].groupby("timestamp")["value"].sum()
+    both = counts.join(cyc.rename("cycles"), how="inner").dropna()
+    if len(both) < 2:
+        return {}
+    t_s = both.index.map(lambda ts: ts.timestamp()).to_numpy(dtype=float)
+    bounds = [c for c in counts.columns]
+    return latency_gc_keys_from_histograms(t_s, bounds, both[bounds].to_numpy(), both["cycles"].to_numpy(), t0, t1)
 
 
 def run_manifest(run_dir: Path) -> dict[str, Any]:

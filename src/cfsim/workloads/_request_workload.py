@@ -8,6 +8,7 @@ import pandas as pd
 
 from cfsim.workloads._go import make_runtime, merge_series, sample_interval_ns, with_side_work
 from cfsim.workloads._request_source import CpuDrift, RequestSource
+from cfsim.workloads.latency_gc import latency_gc_keys
 
 
 #: the kinds that serve requests through this plumbing
@@ -80,8 +81,14 @@ class RequestWorkload:
         self.engine.call_later(self.sample_ns, self._sample)
 
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
-        out = self.src.summary(t0_ns, t1_ns, self.sc["run.latency_buckets_s"])
+        buckets = self.sc["run.latency_buckets_s"]
+        out = self.src.summary(t0_ns, t1_ns, buckets)
         out.update(self.rt.summary(t0_ns, t1_ns))
+        # the tail in the seconds a GC cycle ended in against the others, as the lab's scrapes see it
+        ends = self.rt.gc_cycle_table()["run_t_s"]
+        out.update(latency_gc_keys(np.asarray(self.src.t_done, dtype=float) / 1e9,
+                                   np.asarray(self.src.lat_ns, dtype=float) / 1e9, ends, t0_ns / 1e9,
+                                   t1_ns / 1e9, buckets))
         return out
 
     def series(self, step_ns: int) -> pd.DataFrame:
