@@ -212,7 +212,7 @@ def _latency_gc_observed(run_dir: Path) -> dict[str, Any]:
     if len(both) < 2:
         return {}
     t_s = both.index.map(lambda ts: ts.timestamp()).to_numpy(dtype=float)
-    bounds = [c for c in counts.columns]
+    bounds = list(counts.columns)
     return latency_gc_keys_from_histograms(t_s, bounds, both[bounds].to_numpy(), both["cycles"].to_numpy(), t0, t1)
 
 
