@@ -71,7 +71,7 @@ from cfsim.goruntime.gc_cycles import cycle_keys, mark_spans
 from cfsim.io.gclimiter import LIMITER_LOG, limiter_turned_on, read_gc_limiter
 from cfsim.io.gctrace import cycle_table
 from cfsim.io.lab import read_lab_metrics
-from cfsim.io.labels import parse_labels
+from cfsim.io.tidy import expand_labels
 from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, gc_window_keys_from_samples, window_keys
 from cfsim.kernel.limits import NICE_0_WEIGHT
 from cfsim.lab.buckets import recorded_layout
@@ -204,9 +204,9 @@ def _latency_gc_observed(run_dir: Path) -> dict[str, Any]:
     t0, t1 = times.get("window_start_unix_s"), times.get("window_end_unix_s")
     if t0 is None or t1 is None:
         return {}
-    b = frames[CLIENT_LATENCY_BUCKETS]
-    le = b["labels"].map(lambda text: float(parse_labels(text)["le"]))
-    counts = b.assign(le=le).pivot_table(index="timestamp", columns="le", values="value", aggfunc="sum")
+    b = expand_labels(frames[CLIENT_LATENCY_BUCKETS])
+    counts = b.assign(le=b["le"].astype(float)).pivot_table(index="timestamp", columns="le", values="value",
+                                                           aggfunc="sum")
     cyc = frames[GC_CYCLES_TOTAL].groupby("timestamp")["value"].sum()
     both = counts.join(cyc.rename("cycles"), how="inner").dropna()
     if len(both) < 2:
