@@ -46,3 +46,27 @@ def test_reused_summary_is_identical_in_memory_and_on_disk(tmp_path):
     off = SimCache(tmp_path, enabled=False)
     off.summary(sc, run)
     assert len(calls) == 2
+
+
+def test_an_in_process_audit_gives_the_process_its_cache_back(tmp_path):
+    """`audit(workers=0, cache_dir=...)` runs its containers in this process and points them at the
+    audit's folder (the CLI's is temporary and deleted at the end): afterwards the process's own
+    cache is the one it had, so later simulations do not write into the deleted folder."""
+    import numpy as np
+
+    from cfsim.advice.audit import audit, containers_from_frame
+    from cfsim.io.tidy import make_frame
+    from cfsim.sweep import simcache
+
+    n = 40
+    lab = '{namespace="a",pod="p",container="app"}'
+    frame = make_frame(np.tile(1_767_225_600_000 + 15_000 * np.arange(n), 2),
+                       ["container_cpu_usage_seconds_total"] * n + ["container_cpu_cfs_periods_total"] * n,
+                       [lab] * (2 * n), np.concatenate([np.arange(n) * 7.5, np.arange(n) * 150.0]))
+    before = simcache.default_cache()
+    result = audit(containers=containers_from_frame(frame), simulate=False, workers=0, cache_dir=tmp_path / "audit")
+    assert len(result.containers) == 1                                 # the container went through a task
+    with simcache.kept_default_cache():
+        simcache.set_default_cache(tmp_path / "elsewhere")
+        assert simcache.default_cache() is not before
+    assert simcache.default_cache() is before

@@ -17,6 +17,7 @@ float bit for bit): results are identical with and without reuse.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -24,11 +25,12 @@ import pickle
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from cfsim.scenario import Scenario
 
-__all__ = ["scenario_key", "code_fingerprint", "SimCache", "default_cache", "set_default_cache", "summary_of"]
+__all__ = ["scenario_key", "code_fingerprint", "SimCache", "default_cache", "set_default_cache", "kept_default_cache",
+           "summary_of"]
 
 
 def _rate_file_digest(scenario: Scenario) -> str:
@@ -164,6 +166,19 @@ def set_default_cache(folder: str | Path | None, enabled: bool = True) -> SimCac
     global _DEFAULT
     _DEFAULT = SimCache(folder, enabled)
     return _DEFAULT
+
+
+@contextlib.contextmanager
+def kept_default_cache() -> Iterator[None]:
+    """This process's cache as it was, once the block ends: work that runs its tasks in this
+    process and points them at a temporary folder (an audit's) must not leave later simulations
+    writing into that folder after it is deleted."""
+    global _DEFAULT
+    saved = _DEFAULT
+    try:
+        yield
+    finally:
+        _DEFAULT = saved
 
 
 def _full_summary(scenario: Scenario) -> dict[str, Any]:

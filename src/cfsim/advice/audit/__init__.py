@@ -214,12 +214,14 @@ def audit(path: str | Path | None = None, containers: Sequence[Container] | None
     ``cache_dir=False`` reuses nothing (every simulation runs: the reference).
     """
     from cfsim.sweep import make_executor
+    from cfsim.sweep.simcache import kept_default_cache
 
     cache = cache_dir if cache_dir is None or cache_dir is False else str(cache_dir)
     ex = executor if executor is not None else make_executor(workers, dask)
     out: dict[int, tuple[Stats, list[Finding]]] = {}
     sim_stats: dict[str, float] = {}
-    with (nullcontext(ex) if executor is not None else ex):   # a caller's executor stays open
+    # tasks run in this process too (workers=0) and re-point its cache: put it back afterwards
+    with (nullcontext(ex) if executor is not None else ex), kept_default_cache():   # a caller's executor stays open
         cs = list(containers) if containers is not None else load_containers(path, executor=ex)
         params = dict(params or {})
         norms: dict[Path, Any] = {}
