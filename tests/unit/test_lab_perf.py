@@ -53,3 +53,80 @@ def test_perf_window_must_fit_and_perf_must_exist(monkeypatch):
     monkeypatch.setattr(perf.shutil, "which", lambda name: None)
     with pytest.raises(ScenarioError, match="lab.perf_s needs the perf tool: apt-get install linux-perf"):
         check_scenario(load_scenario({"lab": {"perf_s": 5}}))
+
+
+SCRIPT = """30493 74080.389057: 
+\t          22a686 main.spin
+\t           92c01 runtime.goexit.abi0
+
+30493 74080.390053: 
+\tffffffff81688025 memcg1_commit_charge
+\t          22a686 main.churn
+
+30495 74080.392049: 
+\t          3ab100 runtime.tryDeferToSpanScan+0x1c
+\t          3ab200 runtime.gcDrain
+\t          3ab300 runtime.gcBgMarkWorker
+"""
+
+
+def test_stack_split_puts_each_sample_on_the_runs_clock(tmp_path):
+    """The recording's call chains go through the lab's profsplit (the same stack rules as a Go
+    profile); each sample's CLOCK_MONOTONIC time lands on the run's clock."""
+    from cfsim.lab import build
+
+    try:
+        profsplit = build.build()["profsplit"]
+    except build.BuildError as exc:
+        pytest.skip(f"the lab's Go binaries cannot be built here: {exc}")
+    fake = tmp_path / "perf"
+    (tmp_path / "script.txt").write_text(SCRIPT)
+    fake.write_text(f"#!/bin/sh\ncat {tmp_path / 'script.txt'}\n")
+    fake.chmod(0o755)
+    probe = perf.PerfProbe(1, 1.0, profsplit=profsplit, series_path=tmp_path / perf.PERF_SAMPLES_FILE,
+                           origin_unix_s=1_000.0)
+    probe.mono_to_unix_s = 1_000.0 - 74_080.0          # monotonic 74,080 s was the run's t = 0
+    out = probe._stack_split(str(fake), tmp_path / "perf.data", tmp_path)
+    assert out["samples"] == 3 and out["hz"] == perf.RECORD_HZ
+    assert out["detail_cpu_s"]["gc_mark_worker"] == pytest.approx(1 / perf.RECORD_HZ)
+    assert out["detail_cpu_s"]["user_kernel"] == pytest.approx(1 / perf.RECORD_HZ)
+    s, meta = perf.read_perf_samples(tmp_path / perf.PERF_SAMPLES_FILE)
+    assert list(s["t_s"]) == [0.3891, 0.3901, 0.392] and list(s["group"]) == ["user", "user", "gc"]
+
+
+def test_malformed_samples_name_the_file_and_line(tmp_path):
+    import gzip
+
+    from cfsim.io.errors import CfsimParseError
+
+    bad = tmp_path / "s.csv.gz"
+    with gzip.open(bad, "wt") as fh:
+        fh.write("t_s,group,category\n1.0,gc,gc_mark\nx,user,user\n")
+    with pytest.raises(CfsimParseError, match=r"s\.csv\.gz:3:1.*t_s"):
+        perf.read_perf_samples(bad)
+    with gzip.open(bad, "wt") as fh:
+        fh.write("t_s,group\n1.0,gc\n")
+    with pytest.raises(CfsimParseError, match="missing column"):
+        perf.read_perf_samples(bad)
+
+
+def test_gc_cpu_a_cycle_counts_whole_marks_inside_the_window_and_takes_the_models_gc_cpu():
+    import numpy as np
+
+    from cfsim.goruntime.gc_cycles import gc_cpu_per_cycle_s
+    from cfsim.validation.metrics import _m_gc_cpu_per_cycle
+
+    t = np.arange(0.0, 10.0, 0.001)
+    starts, ends = np.array([0.5, 3.0, 6.0, 9.99]), np.array([0.52, 3.02, 6.04, 10.02])
+    in_mark = np.zeros(len(t), bool)
+    for a, b in zip(starts, ends):
+        in_mark |= (t >= a) & (t < b)
+    # 20 and 40 ms of GC a mark; the first and last marks lie partly outside the window
+    got = gc_cpu_per_cycle_s(t, in_mark, 0.001, starts, ends, (1.0, 9.9))
+    assert got == pytest.approx(0.030, abs=0.0015)
+    assert gc_cpu_per_cycle_s(t, in_mark, 0.001, starts, ends, (2.0, 4.0)) is None   # one mark
+    assert _m_gc_cpu_per_cycle({"gc_cpu_per_cycle_s": 0.02, "gc_cycles": 3}) == 0.02
+    twin = {"cpu_real_gc_dedicated_s": 0.03, "cpu_real_gc_idle_s": 0.02, "cpu_real_gc_assist_s": 0.01,
+            "cpu_real_gc_pause_s": 0.0, "gc_cycles": 4}
+    assert _m_gc_cpu_per_cycle(twin) == pytest.approx(0.015)
+    assert _m_gc_cpu_per_cycle({"gc_cycles": 4}) is None

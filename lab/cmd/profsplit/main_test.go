@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
@@ -43,5 +44,50 @@ func TestSplitByStack(t *testing.T) {
 	}
 	if _, err := split(&profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_space", Unit: "bytes"}}}); err == nil {
 		t.Error("a heap profile must be refused")
+	}
+}
+
+func TestPerfScriptSplitsKernelSamplesByTheirStack(t *testing.T) {
+	text := "30493 74080.389057: \n" +
+		"\t          22a686 main.spin\n" +
+		"\t          92c01 runtime.goexit.abi0\n" +
+		"\n" +
+		"30493 74080.390053: \n" +
+		"\tffffffff81688025 memcg1_commit_charge\n" +
+		"\tffffffff81000c82 asm_exc_page_fault\n" +
+		"\t          22a686 main.churn\n" +
+		"\n" +
+		"30494 74080.391050: \n" +
+		"\tffffffff8143ed5a futex_wake\n" +
+		"\t           94763 runtime.futex.abi0\n" +
+		"\t           20ae5 runtime.notewakeup\n" +
+		"\n" +
+		"30495 74080.392049: \n" +
+		"\t          3ab100 runtime.tryDeferToSpanScan+0x1c\n" +
+		"\t          3ab200 runtime.gcDrain\n" +
+		"\t          3ab300 runtime.gcBgMarkWorker\n"
+	p, times, err := fromPerfScript(strings.NewReader(text), 1000, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(times) != 4 || times[3] != 74080.392049 {
+		t.Fatalf("times %v", times)
+	}
+	r, err := split(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Split["user"] != 0.002 || r.Split["scheduler"] != 0.001 || r.Split["gc"] != 0.001 {
+		t.Errorf("split %v", r.Split)
+	}
+	if r.Detail["user_kernel"] != 0.001 || r.Detail["gc_mark_worker"] != 0.001 {
+		t.Errorf("detail %v", r.Detail)
+	}
+	if _, _, err := fromPerfScript(strings.NewReader("garbage\n"), 1000, "bad.txt"); err == nil ||
+		!strings.Contains(err.Error(), "bad.txt: line 1") {
+		t.Errorf("a malformed line must be named, got %v", err)
+	}
+	if _, _, err := fromPerfScript(strings.NewReader(text), 0, "x"); err == nil {
+		t.Error("hz 0 must be refused")
 	}
 }

@@ -125,3 +125,30 @@ def mark_spans(cycles: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
         return np.empty(0), np.empty(0)
     end = np.asarray(cycles["run_t_s"], dtype=float)
     return np.round(end - np.asarray(cycles["mark_ms"], dtype=float) / 1e3, 9), end
+
+
+#: margins around a mark in which its CPU samples are counted [s]: the lab's gctrace puts a
+#: cycle's start a few ms early (its clock starts at the process's launch), and the mark's
+#: termination and the workers' exits follow its end
+MARK_SAMPLE_MARGIN_S = (0.01, 0.02)
+
+
+def gc_cpu_per_cycle_s(sample_t_s: np.ndarray, is_gc: np.ndarray, sample_s: float, mark_start: np.ndarray,
+                       mark_end: np.ndarray, window: tuple[float, float]) -> float | None:
+    """The GC's real CPU a cycle [s]: CPU samples (``sample_s`` each) on GC stacks that fall in a
+    mark (with :data:`MARK_SAMPLE_MARGIN_S`), averaged over the marks that lie whole inside the
+    sampled ``window``; None with fewer than two such marks. The kernel's samples (``perf``) see
+    what the runtime's ``/cpu/classes`` cannot: those count P-time, and with more Ps than CPUs a
+    worker holds its P while its thread waits for one.
+
+    >>> t = np.array([1.0, 1.005, 1.01, 2.0, 2.002, 5.0])
+    >>> gc = np.array([True, True, False, True, True, True])
+    >>> gc_cpu_per_cycle_s(t, gc, 0.002, np.array([0.99, 1.99, 4.99]), np.array([1.02, 2.01, 5.1]), (0.5, 5.0))
+    0.004
+    """
+    lo, hi = MARK_SAMPLE_MARGIN_S
+    t = np.asarray(sample_t_s, dtype=float)[np.asarray(is_gc, dtype=bool)]
+    per = [np.count_nonzero((t >= a - lo) & (t < b + hi)) * sample_s
+           for a, b in zip(np.asarray(mark_start, dtype=float), np.asarray(mark_end, dtype=float))
+           if a - lo >= window[0] and b + hi <= window[1]]
+    return float(np.mean(per)) if len(per) >= 2 else None

@@ -13,9 +13,16 @@ Two ``perf`` processes attach to the workload's pid at once for ``lab.perf_s`` s
 
 * ``perf stat -x, -e <PERF_EVENTS> -p <pid> -- sleep <s>`` (CSV on stderr), parsed by
   :func:`parse_perf_stat`;
-* ``perf record -e cpu-clock -F 499 -p <pid> -o <tmp> -- sleep <s>`` and then
+* ``perf record -e cpu-clock -F 499 -g -k CLOCK_MONOTONIC -p <pid> -o <tmp> -- sleep <s>`` and then
   ``perf report --sort dso`` / ``--sort dso,sym``, parsed by :func:`parse_perf_report`. The
   recording itself is not kept (only the shares go to the manifest), so data stays lean.
+  Given the lab's ``profsplit``, the call chains are split by the same stack rules as a Go CPU
+  profile (``perf script -F tid,time,ip,sym`` -> ``profsplit -perf-script``: user, scheduler
+  and GC CPU, kernel frames included) and each sample's time and group are kept
+  (``perf_samples.csv.gz``, on the run's clock: CLOCK_MONOTONIC, the clock the samples carry,
+  read against the wall clock when the probe starts), so the GC's real CPU can be lined up with
+  its cycles (:func:`read_perf_samples`), which the runtime's ``/cpu/classes`` cannot give: they
+  count P-time, and at more Ps than CPUs a worker holds its P while its thread waits.
 
 Needs the ``perf`` tool (Debian: ``apt-get install linux-perf``) and root or
 ``kernel.perf_event_paranoid <= 0``; the tracepoints need tracefs (and syscall tracepoints
@@ -23,6 +30,8 @@ Needs the ``perf`` tool (Debian: ``apt-get install linux-perf``) and root or
 """
 from __future__ import annotations
 
+import gzip
+import json
 import re
 import shutil
 import subprocess
@@ -31,6 +40,10 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
+
+from cfsim.io.errors import CfsimParseError
 
 #: counted by ``perf stat``: software events and tracepoints (no PMU needed, so they work in VMs).
 #: The system calls are where an M's context switches come from: ``futex`` (``futexsleep`` /
@@ -126,18 +139,59 @@ def summarise(counters: dict[str, float | None], seconds: float, dso: list[tuple
             "top_symbols": [{"fraction": f, "symbol": s} for f, s in symbols[:top]]}
 
 
-class PerfProbe(threading.Thread):
-    """``perf stat`` and ``perf record`` on one pid for ``seconds``, in the background."""
+#: the samples' file in a run folder: one row per ``perf record`` sample (``t_s`` on the run's
+#: clock, profsplit's ``group`` and ``category``)
+PERF_SAMPLES_FILE = "perf_samples.csv.gz"
+PERF_SAMPLES_COLUMNS = ("t_s", "group", "category")
 
-    def __init__(self, pid: int, seconds: float):
+
+def read_perf_samples(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A run's ``perf_samples.csv.gz``: ``(samples, meta)``, one row per CPU sample of
+    ``1 / meta["hz"]`` s (``t_s`` on the run's clock, ``group`` user / scheduler / gc,
+    ``category`` profsplit's detail). Errors name the file and the line.
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp(); f = os.path.join(d, "s.csv.gz")
+    >>> with gzip.open(f, "wt") as fh:
+    ...     _ = fh.write("t_s,group,category\n5.001,gc,gc_mark_worker\n5.003,user,user_kernel\n")
+    >>> s, meta = read_perf_samples(f)
+    >>> list(s["group"]), meta["hz"]
+    (['gc', 'user'], 499)
+    """
+    path = Path(path)
+    try:
+        df = pd.read_csv(path)
+    except (OSError, ValueError, EOFError) as exc:
+        raise CfsimParseError(str(path), str(exc)) from None
+    missing = [c for c in PERF_SAMPLES_COLUMNS if c not in df.columns]
+    if missing:
+        raise CfsimParseError(str(path), f"missing column(s) {', '.join(missing)}", line=1)
+    bad = pd.to_numeric(df["t_s"], errors="coerce").isna()
+    if bad.any():
+        raise CfsimParseError(str(path), "t_s is not a number", line=int(bad.to_numpy().argmax()) + 2, column=1)
+    return df, {"path": str(path), "hz": RECORD_HZ, "samples": len(df)}
+
+
+class PerfProbe(threading.Thread):
+    """``perf stat`` and ``perf record`` on one pid for ``seconds``, in the background. With the
+    lab's ``profsplit`` binary and a ``series_path``, the recording's call chains are split into
+    user / scheduler / GC CPU and each sample is written to ``series_path`` with its time on the
+    clock that starts at ``origin_unix_s``."""
+
+    def __init__(self, pid: int, seconds: float, profsplit: Path | None = None, series_path: Path | None = None,
+                 origin_unix_s: float = 0.0):
         super().__init__(daemon=True, name="cfsim-lab-perf")
         self.pid, self.seconds = pid, seconds
+        self.profsplit, self.series_path, self.origin_unix_s = profsplit, series_path, origin_unix_s
         self.error: str | None = None
         self.result: dict[str, Any] | None = None
         self.t0 = self.t1 = 0.0
+        # CLOCK_MONOTONIC (the samples' clock) on the wall clock, read once at the start
+        self.mono_to_unix_s = 0.0
 
     def run(self) -> None:
         self.t0 = time.time()
+        self.mono_to_unix_s = self.t0 - time.monotonic()
         try:
             self.result = self._measure(perf_binary())
         except (OSError, PerfError, ValueError, subprocess.SubprocessError) as exc:
@@ -151,9 +205,9 @@ class PerfProbe(threading.Thread):
             stat = subprocess.Popen([perf, "stat", "-x,", "-e", ",".join(PERF_EVENTS), "-p", str(self.pid),
                                      "--", "sleep", secs], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                     text=True)
-            rec = subprocess.run([perf, "record", "-q", "-e", "cpu-clock", "-F", str(RECORD_HZ), "-p", str(self.pid),
-                                  "-o", str(data), "--", "sleep", secs], capture_output=True, text=True,
-                                 timeout=self.seconds + 60)
+            rec = subprocess.run([perf, "record", "-q", "-e", "cpu-clock", "-F", str(RECORD_HZ), "-g",
+                                  "-k", "CLOCK_MONOTONIC", "-p", str(self.pid), "-o", str(data), "--", "sleep", secs],
+                                 capture_output=True, text=True, timeout=self.seconds + 60)
             _, stat_err = stat.communicate(timeout=self.seconds + 60)
             if stat.returncode != 0:
                 raise PerfError(f"perf stat exited {stat.returncode}: {stat_err.strip()[-300:]}")
@@ -167,4 +221,27 @@ class PerfProbe(threading.Thread):
                 if res.returncode != 0:
                     raise PerfError(f"perf report --sort {sort} exited {res.returncode}: {res.stderr.strip()[-300:]}")
                 return parse_perf_report(res.stdout)
-            return summarise(counters, self.seconds, report("dso"), report("dso,sym"))
+            out = summarise(counters, self.seconds, report("dso"), report("dso,sym"))
+            if self.profsplit is not None and self.series_path is not None:
+                out["stack_split"] = self._stack_split(perf, data, Path(tmp))
+            return out
+
+    def _stack_split(self, perf: str, data: Path, tmp: Path) -> dict[str, Any]:
+        """profsplit's user / scheduler / GC split of the recording, and its samples on the run's clock."""
+        script, series = tmp / "perf.script", tmp / "series.csv"
+        with open(script, "w") as fh:
+            res = subprocess.run([perf, "script", "-i", str(data), "-F", "tid,time,ip,sym"], stdout=fh,
+                                 stderr=subprocess.PIPE, text=True, timeout=300)
+        if res.returncode != 0:
+            raise PerfError(f"perf script exited {res.returncode}: {res.stderr.strip()[-300:]}")
+        res = subprocess.run([str(self.profsplit), "-perf-script", str(script), "-hz", str(RECORD_HZ),
+                              "-series", str(series)], capture_output=True, text=True, timeout=300)
+        if res.returncode != 0:
+            raise PerfError(f"profsplit -perf-script exited {res.returncode}: {res.stderr.strip()[-300:]}")
+        split = json.loads(res.stdout)
+        s = pd.read_csv(series)
+        s["t_s"] = (s["t_s"] + self.mono_to_unix_s - self.origin_unix_s).round(4)
+        with gzip.GzipFile(self.series_path, "wb", mtime=0) as gz:
+            gz.write(s.to_csv(index=False).encode())
+        return {**{k: split[k] for k in ("cpu_s", "samples", "split_cpu_s", "detail_cpu_s", "rules")},
+                "samples_file": self.series_path.name, "hz": RECORD_HZ}

@@ -24,6 +24,8 @@ Run folder layout::
     profile.pb.gz        pprof CPU profile (``lab.profile_s`` > 0)
     gc_cycles.csv.gz     the runtime's per-cycle GC trace (``lab.gctrace``; cfsim.io.gctrace)
     gc_marks.csv.gz      one row per GC mark from an execution trace (``lab.trace_s``; cfsim.io.gotrace)
+    perf_samples.csv.gz  one row per perf CPU sample: time, user / scheduler / GC (``lab.perf_s``;
+                         cfsim.lab.perf.read_perf_samples)
     logs/*.log           workload, load generator and Prometheus output (workload.log.gz with lab.gctrace)
 """
 from __future__ import annotations
@@ -651,7 +653,8 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
             tracer.start()
             continue
         if what == "perf":
-            probe = perf.PerfProbe(pid, perf_s)
+            probe = perf.PerfProbe(pid, perf_s, profsplit=build.build()["profsplit"],
+                                   series_path=out_dir / perf.PERF_SAMPLES_FILE, origin_unix_s=t_start)
             probe.start()
             continue
         if what == "vpa":

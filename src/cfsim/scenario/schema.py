@@ -419,7 +419,8 @@ register_section("lab", {
                                   "measured window, summarised one row per GC mark in gc_marks.csv.gz "
                                   "(cfsim.io.gotrace; the raw trace is not kept); 0 = none", _ge(0)),
     "perf_s": Key(0.0, "float", "perf stat counters (context switches, migrations, page faults, signals) and a "
-                                "perf record split by DSO (kernel share) of this many seconds in the measured "
+                                "perf record split by DSO (kernel share) and by stack (user / scheduler / GC, "
+                                "each sample in perf_samples.csv.gz) of this many seconds in the measured "
                                 "window, in the manifest (cfsim.lab.perf); 0 = none", _ge(0)),
     "tenant_threads": Key(0, "int", "CPU-bound busy loops the lab runs beside the workload as another tenant "
                                     "of the host (one process each, in a cgroup of their own at cpu.shares "

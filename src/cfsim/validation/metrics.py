@@ -133,10 +133,26 @@ CPU_WINDOW_METRICS: tuple[Metric, ...] = (
     Metric("throttled_window_gc_share", "absolute", _key("throttled_window_gc_share"), None,
            "share of the throttled ~0.1 s windows that a GC mark overlaps (runs with the gctrace and a "
            "throttled window)"),
+    Metric("gc_cpu_per_cycle_s", "relative", lambda s: _m_gc_cpu_per_cycle(s), None,
+           "the GC's real CPU a cycle [s] (lab: perf's samples on mark workers', assists' and the phases' "
+           "stacks inside the gctrace's marks, lab.perf_s; model: its GC segments' CPU): P-time apart"),
     Metric("latency_p99_gc_ratio", "relative", _key("latency_p99_gc_ratio"), None,
            "client-side p99 over the 1 s intervals a GC cycle ended in, divided by the other intervals' "
            "(request services; cfsim.workloads.latency_gc): 1 when the tail is not the GC's"),
 )
+
+def _m_gc_cpu_per_cycle(summary: Mapping[str, Any]) -> float | None:
+    """The GC's real CPU a cycle: the lab's from perf (``gc_cpu_per_cycle_s``), the model's from
+    its mark workers', assists' and pauses' CPU over its cycles."""
+    v = summary.get("gc_cpu_per_cycle_s")
+    if v is not None:
+        return float(v)
+    parts = [summary.get(f"cpu_real_gc_{k}_s") for k in ("dedicated", "idle", "assist", "pause")]
+    cycles = summary.get("gc_cycles")
+    if any(p is None for p in parts) or not cycles:
+        return None
+    return float(sum(parts)) / float(cycles)
+
 
 def _m_sleeps_per_item(summary: Mapping[str, Any]) -> float | None:
     """The Ms' sleeps per item: the lab's from its threads' voluntary switches (sysmon apart,

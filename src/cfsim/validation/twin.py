@@ -67,7 +67,7 @@ from typing import Any, Mapping, NamedTuple
 
 import pandas as pd
 
-from cfsim.goruntime.gc_cycles import cycle_keys, mark_spans
+from cfsim.goruntime.gc_cycles import cycle_keys, gc_cpu_per_cycle_s, mark_spans
 from cfsim.io.gclimiter import LIMITER_LOG, limiter_turned_on, read_gc_limiter
 from cfsim.io.gctrace import cycle_table
 from cfsim.io.lab import read_lab_metrics
@@ -76,6 +76,7 @@ from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, gc_window_keys_from_samples
 from cfsim.kernel.limits import NICE_0_WEIGHT
 from cfsim.lab.buckets import recorded_layout
 from cfsim.lab.kinds import LAB_KINDS
+from cfsim.lab.perf import PERF_SAMPLES_FILE, read_perf_samples
 from cfsim.lab.threads import m_sleeps_per_item
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.scenario.schema import SCHEMA
@@ -160,7 +161,8 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     keeps its threads' voluntary switches (runs since 2026-11-26) its Ms' sleeps per item
     (:func:`cfsim.lab.threads.m_sleeps_per_item`); one with both the watcher's samples and the
     trace, whether its busier and throttled windows are those a GC mark ran in
-    (:func:`cfsim.kernel.cpu_windows.gc_window_keys`)."""
+    (:func:`cfsim.kernel.cpu_windows.gc_window_keys`); one with both the trace and perf's samples
+    (``lab.perf_s``, runs since 2026-12-01) the GC's real CPU a cycle (:func:`_gc_cpu_observed`)."""
     out = json.loads((run_dir / "summary.json").read_text())
     sleeps = m_sleeps_per_item(run_manifest(run_dir).get("threads") or {})
     if sleeps is not None:
@@ -180,12 +182,36 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
             raw["limiter_turned_on"] = limiter_turned_on(raw["cycle"], read_gc_limiter(limiter)[0])
         cycles = cycle_table(raw)
         out.update(cycle_keys(cycles, sc["run.warmup_s"], sc["run.duration_s"]))
+        out.update(_gc_cpu_observed(run_dir, cycles))
         if w is not None:
             # the watcher's t_s counts from the window's start; run_t_s from the run's
             start, end = mark_spans(cycles)
             out.update(gc_window_keys_from_samples(w["t_s"], w["usage_ns"] / 1e9, w["nr_throttled"],
                                                    start - sc["run.warmup_s"], end - sc["run.warmup_s"]))
     return out
+
+
+#: profsplit's categories of the mark's own work (workers, assists, the phases' stop-the-world
+#: work); sweeping and scavenging are the model's mutator costs (``go.alloc_ns_per_kb``)
+GC_MARK_CATEGORIES = ("gc_mark_worker", "gc_assist", "gc_mark")
+
+
+def _gc_cpu_observed(run_dir: Path, cycles: pd.DataFrame) -> dict[str, Any]:
+    """The GC's real CPU a cycle (``gc_cpu_per_cycle_s``) from the run's perf samples that fall in
+    its gctrace's marks (:func:`cfsim.goruntime.gc_cycles.gc_cpu_per_cycle_s`); nothing for a run
+    without them."""
+    path = run_dir / PERF_SAMPLES_FILE
+    block = run_manifest(run_dir).get("perf") or {} if path.is_file() else {}
+    split = block.get("stack_split") or {}
+    if not split or block.get("start_t_s") is None or not block.get("seconds"):
+        return {}
+    samples, meta = read_perf_samples(path)
+    start, end = mark_spans(cycles)
+    v = gc_cpu_per_cycle_s(samples["t_s"].to_numpy(), samples["category"].isin(GC_MARK_CATEGORIES).to_numpy(),
+                           1.0 / float(split.get("hz") or meta["hz"]), start, end,
+                           # the recording's own span (the probe ends later, after perf script)
+                           (float(block["start_t_s"]), float(block["start_t_s"]) + float(block["seconds"])))
+    return {} if v is None else {"gc_cpu_per_cycle_s": v}
 
 
 #: the load generator's latency histogram and the runtime's completed GC cycles, scraped each second
