@@ -153,7 +153,7 @@ def read_perf_samples(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp(); f = os.path.join(d, "s.csv.gz")
     >>> with gzip.open(f, "wt") as fh:
-    ...     _ = fh.write("t_s,group,category\n5.001,gc,gc_mark_worker\n5.003,user,user_kernel\n")
+    ...     _ = fh.write("t_s,group,category\\n5.001,gc,gc_mark_worker\\n5.003,user,user_kernel\\n")
     >>> s, meta = read_perf_samples(f)
     >>> list(s["group"]), meta["hz"]
     (['gc', 'user'], 499)
