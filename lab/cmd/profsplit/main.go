@@ -267,7 +267,6 @@ func fromPerfScript(r io.Reader, hz float64, source string) (*profile.Profile, [
 	if err := sc.Err(); err != nil {
 		return nil, nil, fmt.Errorf("%s: %v", source, err)
 	}
-	p.DurationNanos = 0
 	if len(times) > 1 {
 		p.DurationNanos = int64((times[len(times)-1] - times[0]) * 1e9)
 	}

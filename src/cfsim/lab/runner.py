@@ -592,7 +592,8 @@ def profile_split(binary: Path, profile: Path) -> dict[str, Any]:
 
 
 def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen | None, watch: Watch,
-            prom: prometheus.Prometheus, out_dir: Path, log: Callable[[str], None], run_id: str) -> Window:
+            prom: prometheus.Prometheus, out_dir: Path, log: Callable[[str], None], run_id: str,
+            profsplit: Path | None = None) -> Window:
     """Start the load at t=0, apply the quota schedule, snapshot at warm-up end and at the end.
 
     If the workload dies (an OOM kill), the window ends at its last successful scrape: the
@@ -653,7 +654,7 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
             tracer.start()
             continue
         if what == "perf":
-            probe = perf.PerfProbe(pid, perf_s, profsplit=build.build()["profsplit"],
+            probe = perf.PerfProbe(pid, perf_s, profsplit=profsplit,
                                    series_path=out_dir / perf.PERF_SAMPLES_FILE, origin_unix_s=t_start)
             probe.start()
             continue
@@ -939,7 +940,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
             time.sleep(min(PRE_RUN_SAMPLE_S, max(0.0, pre_end - time.monotonic())))
         pre_b = cgs.reading()
 
-        window = measure(sc, cgs, workload, loadgen, watch, prom, out_dir, log, run_id)
+        window = measure(sc, cgs, workload, loadgen, watch, prom, out_dir, log, run_id, bins["profsplit"])
         # keep everything running until a scrape after the export range's end: stopping earlier
         # would put Prometheus' staleness markers inside the exported range
         _sleep_until(export_range(window, sc["lab.step_s"])[1] + sc["lab.scrape_interval_s"] + 0.3)

@@ -118,6 +118,20 @@ GC_CYCLE_METRICS: tuple[Metric, ...] = (
            "/gc/limiter/last-enabled read after each cycle, runs since 2026-11-30)"),
 )
 
+
+def _m_gc_cpu_per_cycle(summary: Mapping[str, Any]) -> float | None:
+    """The GC's real CPU a cycle: the lab's from perf (``gc_cpu_per_cycle_s``), the model's from
+    its mark workers', assists' and pauses' CPU over its cycles."""
+    v = summary.get("gc_cpu_per_cycle_s")
+    if v is not None:
+        return float(v)
+    parts = [summary.get(f"cpu_real_gc_{k}_s") for k in ("dedicated", "idle", "assist", "pause")]
+    cycles = summary.get("gc_cycles")
+    if any(p is None for p in parts) or not cycles:
+        return None
+    return float(sum(parts)) / float(cycles)
+
+
 #: where in time the CPU and the tail lie: the CPU from one ~0.1 s to the next (runs with the
 #: watcher's samples, ``cpu_watch.csv.gz``; model: its periods) and the client's p99 in the seconds
 #: with a GC cycle; no issue sets goals for them yet
@@ -133,25 +147,13 @@ CPU_WINDOW_METRICS: tuple[Metric, ...] = (
     Metric("throttled_window_gc_share", "absolute", _key("throttled_window_gc_share"), None,
            "share of the throttled ~0.1 s windows that a GC mark overlaps (runs with the gctrace and a "
            "throttled window)"),
-    Metric("gc_cpu_per_cycle_s", "relative", lambda s: _m_gc_cpu_per_cycle(s), None,
+    Metric("gc_cpu_per_cycle_s", "relative", _m_gc_cpu_per_cycle, None,
            "the GC's real CPU a cycle [s] (lab: perf's samples on mark workers', assists' and the phases' "
            "stacks inside the gctrace's marks, lab.perf_s; model: its GC segments' CPU): P-time apart"),
     Metric("latency_p99_gc_ratio", "relative", _key("latency_p99_gc_ratio"), None,
            "client-side p99 over the 1 s intervals a GC cycle ended in, divided by the other intervals' "
            "(request services; cfsim.workloads.latency_gc): 1 when the tail is not the GC's"),
 )
-
-def _m_gc_cpu_per_cycle(summary: Mapping[str, Any]) -> float | None:
-    """The GC's real CPU a cycle: the lab's from perf (``gc_cpu_per_cycle_s``), the model's from
-    its mark workers', assists' and pauses' CPU over its cycles."""
-    v = summary.get("gc_cpu_per_cycle_s")
-    if v is not None:
-        return float(v)
-    parts = [summary.get(f"cpu_real_gc_{k}_s") for k in ("dedicated", "idle", "assist", "pause")]
-    cycles = summary.get("gc_cycles")
-    if any(p is None for p in parts) or not cycles:
-        return None
-    return float(sum(parts)) / float(cycles)
 
 
 def _m_sleeps_per_item(summary: Mapping[str, Any]) -> float | None:

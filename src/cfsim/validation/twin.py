@@ -201,7 +201,9 @@ def _gc_cpu_observed(run_dir: Path, cycles: pd.DataFrame) -> dict[str, Any]:
     its gctrace's marks (:func:`cfsim.goruntime.gc_cycles.gc_cpu_per_cycle_s`); nothing for a run
     without them."""
     path = run_dir / PERF_SAMPLES_FILE
-    block = run_manifest(run_dir).get("perf") or {} if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    block = run_manifest(run_dir).get("perf") or {}
     split = block.get("stack_split") or {}
     if not split or block.get("start_t_s") is None or not block.get("seconds"):
         return {}
