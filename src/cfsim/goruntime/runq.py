@@ -84,7 +84,8 @@ class RunQueues:
     # putting -------------------------------------------------------------------------
     def put_next(self, p: int, g: Any) -> None:
         """``runqput(next=true)``: ``g`` takes P ``p``'s runnext; the one there goes to the tail."""
-        self._grow(p)
+        if p >= len(self.local):
+            self._grow(p)
         old = self.next[p]
         self.next[p] = g
         self.n_local += 1
@@ -136,23 +137,34 @@ class RunQueues:
 
     def take(self, p: int, now_ns: int, nprocs: int, npidle: int) -> Any:
         """``findRunnable`` on P ``p`` (``nprocs`` Ps, ``npidle`` of them idle), or None."""
-        self._grow(p)
-        if len(self.local) > nprocs:
+        # (the hot path of every schedule: global_check_due and pop_own inlined)
+        local = self.local
+        if p >= len(local):
+            self._grow(p)
+        if len(local) > nprocs:
             self.resize(nprocs)
-        if self.net and now_ns - self.last_poll_ns >= SYSMON_POLL_NS:
+        net, glob = self.net, self.glob
+        if net and now_ns - self.last_poll_ns >= SYSMON_POLL_NS:
             # sysmon: injectglist without a P puts the whole batch on the global queue
-            self.glob.extend(self.net)
-            self.net.clear()
+            glob.extend(net)
+            net.clear()
             self.last_poll_ns = now_ns
-        if self.global_check_due(p):
+        if glob and self.ticks[p] % GLOBAL_CHECK_EVERY == 0:
             self.ticks[p] += 1
-            return self.glob.popleft()
-        g = self.pop_own(p)
+            return glob.popleft()
+        g = self.next[p]
         if g is not None:
+            self.next[p] = None
+            self.n_local -= 1
             return g
-        if self.glob:
+        q = local[p]
+        if q:
+            self.n_local -= 1
+            self.ticks[p] += 1
+            return q.popleft()
+        if glob:
             return self._globrunqget(p, nprocs)
-        if self.net:
+        if net:
             return self._netpoll(p, now_ns, npidle)
         return self._steal(p)
 

@@ -75,7 +75,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from cfsim.goruntime.runq import RunQueues
+from cfsim.goruntime.runq import GLOBAL_CHECK_EVERY, RunQueues
 from cfsim.goruntime.runtime import Claim, GoRuntime
 from cfsim.workloads._go import latency_keys
 from cfsim.workloads.arrivals import lognormal_sigma
@@ -171,6 +171,8 @@ class RequestSource:
         self.half_ns = int(round(server_cpu_ns / 2))
         self.half_alloc = int(server_alloc_bytes / 2)
         self.cv = float(cpu_cv)
+        # every goroutine the same CPU (no spread, no drift): _per_g is per_g itself
+        self._fixed_per_g = drift is None and self.cv <= 0
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.rtt_ns = int(client_rtt_ns)
         self.last_rtt_ns = self.rtt_ns
@@ -183,6 +185,8 @@ class RequestSource:
         # the goroutines ([req, remaining_ns, stage]) in the Go scheduler's queues: each P's
         # runnext and local queue, the global queue, the network's (cfsim.goruntime.runq)
         self.q = RunQueues()
+        # the runtime asks at every schedule: the queues answer it directly (one call fewer)
+        self.has_work = self.q.has_work  # type: ignore[method-assign]
         self.cur_p = 0                      # the P of the goroutine whose end is being booked
         self._chained = False               # booking a chunk's goroutine whose successor it ran
         self._chain_woke = False            # ... and that goroutine's end readied one (a wakep)
@@ -213,7 +217,7 @@ class RequestSource:
         return max(1, int(round(per_g * self.rng.gamma(k, 1.0 / k))))
 
     def arrive(self, t_ns: int, client: int = -1) -> None:
-        req = _Req(t_ns, self.fanout, client, self._per_g(t_ns))
+        req = _Req(t_ns, self.fanout, client, self.per_g if self._fixed_per_g else self._per_g(t_ns))
         self.arrived += 1
         self.in_flight[id(req)] = req
         need = client + 1 if client >= 0 else len(self.in_flight)
@@ -270,16 +274,19 @@ class RequestSource:
     def claim(self, max_ns: int, p: int = -1) -> Claim | None:
         """The goroutine P ``p`` runs next (``findRunnable``, :class:`RunQueues`); while every P is
         busy, the goroutines it runs after it as well, up to ``CHUNK_MAX_NS`` (module docstring)."""
-        p = max(p, 0)
+        if p < 0:
+            p = 0
         rt = self.rt
         q = self.q
         g = q.take(p, rt.engine.now, rt.nprocs, rt.npidle)
         if g is None:
             return None
-        work = min(g[1], max_ns)
+        work = g[1]
+        if max_ns < work:
+            work = max_ns
         alloc = self._alloc(g, work)
-        if not self.batch or work < g[1] or not q.has_work() or rt.free_ps or rt.idlew_running \
-                or rt.gc_cycle_running():
+        if not self.batch or work < g[1] or not (q.n_local or q.glob or q.net) or rt.free_ps \
+                or rt.idlew_running or rt.gc_cycle_running():
             return Claim(work, alloc, g, p=p)
         # every P busy: what this goroutine's end readies into the P's runnext runs next on this
         # P (its M takes runnext at once, before a thief could), and so on along the request:
@@ -291,7 +298,7 @@ class RequestSource:
         cap = min(max_ns, CHUNK_MAX_NS)
         nxt = self._readies_next(g)
         while nxt is not None and work + nxt[1] <= cap and q.next[p] is None \
-                and not q.global_check_due(p):
+                and not (q.glob and q.ticks[p] % GLOBAL_CHECK_EVERY == 0):   # global_check_due
             gs.append(nxt)
             work += nxt[1]
             alloc += self._alloc(nxt, nxt[1])
@@ -354,9 +361,12 @@ class RequestSource:
         for i, t in enumerate(ends):
             h = gs[i]
             if i:
-                h = q.pop_own(p)
+                # runqget: its runnext (pop_own, inlined: two calls a request)
+                h = q.next[p]
                 if h is None or h[0] is not gs[i][0] or h[2] != gs[i][2]:
                     raise RuntimeError("a chunk's readied goroutine is not in its P's runnext")
+                q.next[p] = None
+                q.n_local -= 1
             self._chained = i + 1 < len(gs)
             try:
                 self._finish(h, h[1], t)
