@@ -139,9 +139,11 @@ class RunQueues:
         """``findRunnable`` on P ``p`` (``nprocs`` Ps, ``npidle`` of them idle), or None."""
         # (the hot path of every schedule: global_check_due and pop_own inlined)
         local = self.local
-        if p >= len(local):
+        n = len(local)
+        if p >= n:
             self._grow(p)
-        if len(local) > nprocs:
+            n = len(local)
+        if n > nprocs:
             self.resize(nprocs)
         net, glob = self.net, self.glob
         if net and now_ns - self.last_poll_ns >= SYSMON_POLL_NS:

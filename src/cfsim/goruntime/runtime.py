@@ -850,7 +850,7 @@ class GoRuntime(RuntimeReports):
             if c is not None:
                 self.inflight_alloc += c.alloc
                 m.claim = c
-                return self._seg(m, USER, c.work + self._sweep_take(m), extra, self._user_infl(c))
+                return self._seg(m, USER, c.work + (self._sweep_take(m) if self.sweep_left > 0 else 0.0), extra, self._user_infl(c))
         m.t_sched = self._env._now
         if self.phase == MARK:
             w = self._gc_worker(m, extra)
@@ -866,14 +866,14 @@ class GoRuntime(RuntimeReports):
                 if m.spinning:
                     pre += self.c_steal
                     m.claim = c
-                    w = self._seg(m, USER, c.work + self._sweep_take(m), pre, self._user_infl(c))
+                    w = self._seg(m, USER, c.work + (self._sweep_take(m) if self.sweep_left > 0 else 0.0), pre, self._user_infl(c))
                     m.spinning = False
                     self.nmspinning -= 1
                     if self.nmspinning == 0:
                         self.wakep()   # resetspinning
                     return w
                 m.claim = c
-                return self._seg(m, USER, c.work + self._sweep_take(m), pre, self._user_infl(c))
+                return self._seg(m, USER, c.work + (self._sweep_take(m) if self.sweep_left > 0 else 0.0), pre, self._user_infl(c))
         # Nothing runnable: spin (steal) if the "half the busy Ps" rule allows it, then an idle
         # mark worker or park. The search is decided at once (no work appears in its few us in
         # this model) and its CPU is owed by the M, burnt at its next run. For the rule, an M
@@ -1012,8 +1012,8 @@ class GoRuntime(RuntimeReports):
             self._mm_seen = (faulted, released)
             others = self._other_cpus_running() if released != r0 else 0
             self.tlb_flushes += (released - r0) / gmem.SCAVENGE_QUANTUM * others
-            self.mm_debt_ns += ((faulted - f0) * self.params.page_fault_ns
-                                + (released - r0) * self._release_ns_per_page(others)) / gmem.PAGE
+            release = (released - r0) * self._release_ns_per_page(others) if released != r0 else 0
+            self.mm_debt_ns += ((faulted - f0) * self.params.page_fault_ns + release) / gmem.PAGE
 
     def _other_cpus_running(self) -> int:
         """CPUs besides the releasing thread's that run threads of the process now."""
@@ -1138,10 +1138,10 @@ class GoRuntime(RuntimeReports):
             if debt > 0:
                 return self._assist(m, c, t0, debt)
         self.source.done(c, t0, self._env._now)
-        if self.phase == OFF and not self.stw and self.goal and self._swept() and (
+        if self.phase == OFF and not self.stw and self.goal and (
                 self.heap_live >= self.trigger_bytes
                 or (self.heap_live + self.inflight_alloc >= self.trigger_bytes
-                    and self._heap_live_now() >= self.trigger_bytes)):
+                    and self._heap_live_now() >= self.trigger_bytes)) and self._swept():
             m.trig = c
             return self._gc_start(m, periodic=False)
         return None
