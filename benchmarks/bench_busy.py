@@ -50,6 +50,16 @@ a request. Same hour, 0.3 s simulated, 2 repeats, CPU time, one queue -> per-P: 
 5.51 -> 2.63x, 8 5.98 -> 2.47x, 24 3.74 -> 2.06x, 64 2.09 -> 1.94x, open 100k 0.33 -> 0.26x.
 Profile at GOMAXPROCS 8 (0.3 s, 5,921 requests): 139 Python calls a request; claim, the chunk's
 ends and _finish are its largest own shares, the engine's event path most of the rest.
+
+The hottest calls inlined (2026-12-01, session 45: the run queue's take and runnext, the chunk's
+runnext, span growth's non-heap memory, the engine's clock, a P-time move only when its class
+changes, the sweep credit only while a sweep is left; outputs bit-identical). A sampling profile
+(py-spy, no per-call cost) found no single hot spot: the time is spread over ~40 functions of the
+request's path, so the gain came from fewer calls, not one fix. CPU time against ae7dc67 (the
+issues' "benchmark speeds do not get worse" baseline), interleaved, 0.3 s simulated (open 0.05 s),
+median of 9: closed GOMAXPROCS 2 / 8 / 24 / 64 1.14 / 1.10 / 1.07 / 1.09x before -> 1.01 / 1.02 /
+1.00 / 1.01x after; open 100k 1.27x -> 1.16x (its extra calls are the per-P queues' path and the
+engine's hooks that the sliced engine overrides: ``_run_due``, ``_next_event_ns``, ``_place``).
 """
 from __future__ import annotations
 
