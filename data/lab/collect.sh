@@ -10,7 +10,7 @@
 #   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
 #   gc-near-limit-256 7, gc-near-limit-256-gmp8 11, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, tenant-root 29,
-#   idle-cost 32, gc-limiter 10.
+#   idle-cost 32, gc-limiter 10, gc-idle-workers 7.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -127,6 +127,11 @@ if [ -z "$ARGS" ] || want gc-burst; then
   # samples lined up with the gctrace's marks, quiet host
   grid $S/open-latency.toml --design $S/gc-burst.designs.toml --set lab.quiet_host_cores=0.3 \
     --set lab.gctrace=true --set lab.perf_s=14 --out data/lab/gc-burst; fi
+if [ -z "$ARGS" ] || want gc-idle-workers; then
+  # idle mark workers at GOMAXPROCS 8-64 on two CPUs: sched-overhead-fanout8's service with the
+  # gctrace and a 4 s execution trace, quiet host
+  grid $S/sched-overhead-fanout8.toml --design $S/gc-idle-workers.designs.toml --set lab.quiet_host_cores=0.3 \
+    --set lab.gctrace=true --out data/lab/gc-idle-workers; fi
 if [ -z "$ARGS" ] || want tenant-root; then
   # busy-loop tenants beside the open service at 60 % of 1.5 cores: 2 or 8 of them, in a cgroup of
   # their own or in the root cgroup (1024 a runnable loop), GOMAXPROCS 1/2/8, quiet host otherwise
