@@ -850,7 +850,8 @@ class GoRuntime(RuntimeReports):
             if c is not None:
                 self.inflight_alloc += c.alloc
                 m.claim = c
-                return self._seg(m, USER, c.work + (self._sweep_take(m) if self.sweep_left > 0 else 0.0), extra, self._user_infl(c))
+                sweep = self._sweep_take(m) if self.sweep_left > 0 else 0.0
+                return self._seg(m, USER, c.work + sweep, extra, self._user_infl(c))
         m.t_sched = self._env._now
         if self.phase == MARK:
             w = self._gc_worker(m, extra)
@@ -863,17 +864,19 @@ class GoRuntime(RuntimeReports):
                 self.inflight_alloc += c.alloc
                 c.tid = m.tid
                 pre = extra + self.c_switch * c.goroutines
-                if m.spinning:
+                spinning = m.spinning
+                if spinning:
                     pre += self.c_steal
-                    m.claim = c
-                    w = self._seg(m, USER, c.work + (self._sweep_take(m) if self.sweep_left > 0 else 0.0), pre, self._user_infl(c))
+                m.claim = c
+                # (the sweep credit's call only while a sweep is left: this runs every schedule)
+                sweep = self._sweep_take(m) if self.sweep_left > 0 else 0.0
+                w = self._seg(m, USER, c.work + sweep, pre, self._user_infl(c))
+                if spinning:
                     m.spinning = False
                     self.nmspinning -= 1
                     if self.nmspinning == 0:
                         self.wakep()   # resetspinning
-                    return w
-                m.claim = c
-                return self._seg(m, USER, c.work + (self._sweep_take(m) if self.sweep_left > 0 else 0.0), pre, self._user_infl(c))
+                return w
         # Nothing runnable: spin (steal) if the "half the busy Ps" rule allows it, then an idle
         # mark worker or park. The search is decided at once (no work appears in its few us in
         # this model) and its CPU is owed by the M, burnt at its next run. For the rule, an M
