@@ -203,11 +203,8 @@ class HeapMemory:
     def _update(self) -> None:
         """``mappedReady``: everything the runtime has mapped and not released (kept current on
         every change, it is read at every allocation)."""
-        # non_heap_sys inlined (every allocation that grows the spans comes here)
-        p = self.params
-        heap = self.inuse + self.free
-        self.mapped_ready = heap + int(p.base_bytes + p.metadata_fraction * (heap + self.released) + p.stack_bytes
-                                       + self.stacks)
+        self.mapped_ready = self.inuse + self.free + non_heap_sys(self.inuse + self.free + self.released, self.params,
+                                                                 self.stacks)
 
     @property
     def heap_mapped(self) -> int:

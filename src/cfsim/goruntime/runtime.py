@@ -1008,7 +1008,7 @@ class GoRuntime(RuntimeReports):
         ``madvise(MADV_DONTNEED)`` -> ``zap_page_range`` -> ``flush_tlb_mm_range``), paid by the
         releasing thread's wait and the interrupted thread (``host.tlb_shootdown_us``)."""
         mem = self.mem
-        faulted = mem.faulted_bytes + mem.grown_bytes      # paged_in_bytes
+        faulted = mem.paged_in_bytes
         released = mem.scavenged_bytes
         f0, r0 = self._mm_seen
         if faulted != f0 or released != r0:

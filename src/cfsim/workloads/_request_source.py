@@ -75,7 +75,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from cfsim.goruntime.runq import GLOBAL_CHECK_EVERY, RunQueues
+from cfsim.goruntime.runq import RunQueues
 from cfsim.goruntime.runtime import Claim, GoRuntime
 from cfsim.workloads._go import latency_keys
 from cfsim.workloads.arrivals import lognormal_sigma
@@ -298,7 +298,7 @@ class RequestSource:
         cap = min(max_ns, CHUNK_MAX_NS)
         nxt = self._readies_next(g)
         while nxt is not None and work + nxt[1] <= cap and q.next[p] is None \
-                and not (q.glob and q.ticks[p] % GLOBAL_CHECK_EVERY == 0):   # global_check_due
+                and not q.global_check_due(p):
             gs.append(nxt)
             work += nxt[1]
             alloc += self._alloc(nxt, nxt[1])
@@ -361,12 +361,9 @@ class RequestSource:
         for i, t in enumerate(ends):
             h = gs[i]
             if i:
-                # runqget: its runnext (pop_own, inlined: two calls a request)
-                h = q.next[p]
+                h = q.pop_own(p)
                 if h is None or h[0] is not gs[i][0] or h[2] != gs[i][2]:
                     raise RuntimeError("a chunk's readied goroutine is not in its P's runnext")
-                q.next[p] = None
-                q.n_local -= 1
             self._chained = i + 1 < len(gs)
             try:
                 self._finish(h, h[1], t)
