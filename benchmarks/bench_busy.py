@@ -51,8 +51,8 @@ a request. Same hour, 0.3 s simulated, 2 repeats, CPU time, one queue -> per-P: 
 Profile at GOMAXPROCS 8 (0.3 s, 5,921 requests): 139 Python calls a request; claim, the chunk's
 ends and _finish are its largest own shares, the engine's event path most of the rest.
 
-The hottest calls inlined (2026-12-01, session 45: the run queue's take and runnext, the chunk's
-runnext, the engine's clock, a P-time move only when its class
+The hottest calls inlined (2026-12-01, session 45: the run queue's take and runnext,
+the engine's clock, a P-time move only when its class
 changes, the sweep credit only while a sweep is left; outputs bit-identical). A sampling profile
 (py-spy, no per-call cost) found no single hot spot: the time is spread over ~40 functions of the
 request's path, so the gain came from fewer calls, not one fix. CPU time against ae7dc67 (the
