@@ -6,7 +6,7 @@ regime (``cfsim.validation.regimes``), not only the capped ones where any model 
 agrees: the uncapped and contended runs are where the model predicts, and their bounds are wide
 because the model is off there (the first grids' contended twins get no contention input: none
 was measured independently of the workload for those runs; the GC/memory and overprovisioned
-grids' twins model their neighbours from ``pre_run.tenants_cores`` and ``harness_cores``). Bounds
+grids' twins model their neighbours from ``pre_run.tenants_cores`` and ``pre_run.harness_cores``). Bounds
 re-set on 2026-11-23 after the merge of the Go runtime overheads (request path, scheduler costs):
 ``sched-overhead`` p003's CPU error moved from 0.03 to 0.12.
 """

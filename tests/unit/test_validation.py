@@ -277,13 +277,44 @@ def test_twins_of_load_generator_runs_share_the_host_with_its_cpu_per_request_fr
     from cfsim.validation.twin import neighbour_inputs, run_manifest
 
     staged = run_scenario(run).with_overrides(list(priors.items()))
-    [(harness, _, _)], _, sources = neighbour_inputs(run_manifest(run), staged, client_modelled=True)
+    [(harness, _, _)], _, sources = neighbour_inputs(run_manifest(run), staged)
+    # the rest of the harness as it was before the run: its during-run CPU (0.9) is an outcome
     assert harness == 0.03 and "manifest:host_cpu.pre_run.harness_cores" in sources
-    assert neighbour_inputs(run_manifest(run), staged)[0][0][0] == 0.9
+    assert not any(s == "manifest:host_cpu.harness_cores" for s in sources)
     assert twin_spec(run, priors).scenario["host.cpu_sharing"] == "slices"
     # a stream has no load generator: its twins keep the fluid CPUs
     stream = load_scenario("cpu-bound-threads", ["workload.kind=stream"])
     assert "host.cpu_sharing" not in grid_priors(stream, norm)
+
+
+def test_a_load_generator_the_calibration_runs_did_not_have_is_predicted_not_read_from_the_run(tmp_path):
+    """The harness's CPU during a run holds the load generator's, which follows the server's
+    answers: an outcome. A twin of a run whose grid's calibration runs gave no load-generator cost
+    (a stream's) takes the harness as it was before the run plus the generator's CPU from the lab's
+    own curve at the run's rate; the during-run value moves nothing."""
+    from cfsim.lab.loadgen_cost import loadgen_cpu_us
+    from cfsim.validation.twin import neighbour_inputs, predicted_client_cores, run_manifest, twin_spec
+
+    root = tmp_path / "grid"
+    run = _write_open_run(root, ["go.gomaxprocs=2", "cgroup.cpu_limit=0.5", "workload.rate_per_s=750.0"], [], "p_g2")
+    _with_harness(run, 0.2, 0.015)
+    spec = twin_spec(run)
+    assert spec.contention == "modelled" and spec.scenario["workload.client_cpu_us_per_request"] == 0
+    client = predicted_client_cores(spec.scenario)
+    assert client == pytest.approx(loadgen_cpu_us("open", 750.0) * 750e-6, abs=1e-4)
+    [(harness, _, _)], _, sources = neighbour_inputs(run_manifest(run), spec.scenario, client)
+    assert harness == pytest.approx(0.015 + client, abs=1e-4)
+    assert "manifest:host_cpu.pre_run.harness_cores" in sources and "lab:loadgen-cost" in sources
+    assert not any(s == "manifest:host_cpu.harness_cores" for s in sources)
+    for during in (0.0, 1.5):
+        _with_harness(run, during, 0.015)
+        assert twin_spec(run).scenario.flat() == spec.scenario.flat()
+    # a twin that runs the generator itself (calibration runs gave its cost) is given no second one
+    staged = spec.scenario.with_overrides([("workload.client_cpu_us_per_request", 99.0), ("host.cpu_sharing", "slices")])
+    assert predicted_client_cores(staged) is None
+    # a run that recorded no harness apart (the first grids) gets no neighbours at all
+    bare = _write_open_run(root, ["go.gomaxprocs=2", "cgroup.cpu_limit=0.5"], [], "p_bare")
+    assert twin_spec(bare).contention == "unknown"
 
 
 def test_calibration_holds_fixed_parameters_in_every_evaluation(grid, tmp_path, monkeypatch):

@@ -28,12 +28,12 @@ ALLOWED_SOURCES = ("params", "manifest:host.hz", "manifest:host.affinity_cpus", 
                    "manifest:live_heap_nodes",
                    "manifest:processes.prometheus.targets.workload,scenario:lab.scrape_interval_s")
 #: what a neighbours: source may list
-ALLOWED_NEIGHBOUR_FIELDS = ("manifest:host_cpu.harness_cores", "manifest:host_cpu.pre_run.harness_cores",
+ALLOWED_NEIGHBOUR_FIELDS = ("manifest:host_cpu.pre_run.harness_cores", "lab:loadgen-cost",
                             "manifest:host_cpu.pre_run.tenants_cores", "manifest:host_cpu.weights.",
                             "manifest:cgroup.cpu_shares", "manifest:cgroup.harness_shares", "scenario:lab.",
                             "default:cpu.shares", "manifest:host_cpu.pre_run.runnable_others_mean")
 #: measured outputs of a run: poisoned in the copy, must not move the twin
-MEASURED_HOST_CPU = ("host_busy_cores", "others_cores", "workload_cores", "tenants_cores")
+MEASURED_HOST_CPU = ("host_busy_cores", "others_cores", "workload_cores", "tenants_cores", "harness_cores")
 
 
 def _committed_runs():
@@ -203,14 +203,16 @@ def test_pre_run_neighbours_become_background_by_cfs_weight(tmp_path):
     run = _run(tmp_path, "new", man)
     spec = twin_spec(run)
     assert spec.contention == "modelled"
-    # reach min(demand 1.0, 2, 2, 2) = 1 core: 1 CPU free; neighbours 1.1 cores: 0.1 competes,
-    # split 1.0 / 0.1 between tenants (1024) and harness (8192) against the workload's 8192
-    want = 0.1 * (1.0 / 1.1) * 1024 / 9216 + 0.1 * (0.1 / 1.1) * 0.5
+    # reach min(demand 1.0, 2, 2, 2) = 1 core: 1 CPU free; neighbours 1.05 cores before the run
+    # (tenants 1.0, harness 0.05): 0.05 competes, split 1.0 / 0.05 between tenants (1024) and
+    # harness (8192) against the workload's 8192
+    want = 0.05 * (1.0 / 1.05) * 1024 / 9216 + 0.05 * (0.05 / 1.05) * 0.5
     assert spec.scenario["host.background_cores"] == pytest.approx(want, abs=1e-4)
     (bg,) = [i for i in spec.inputs if i.key == "host.background_cores"]
     _check_source(bg.source)
-    # the during-run tenants and busy CPU are not inputs: changing them changes nothing
-    man["host_cpu"].update({"tenants_cores": 0.0, "others_cores": 0.0, "host_busy_cores": 0.5})
+    # the during-run tenants, harness and busy CPU are not inputs: changing them changes nothing
+    man["host_cpu"].update({"tenants_cores": 0.0, "others_cores": 0.0, "host_busy_cores": 0.5,
+                            "harness_cores": 0.9})
     run2 = _run(tmp_path, "new2", man)
     assert twin_spec(run2).scenario["host.background_cores"] == spec.scenario["host.background_cores"]
     # a heavier pre-run tenant slows the workload more

@@ -38,9 +38,12 @@ twin's scenario - reads only:
   exact quantiles, so the twin reports its own through the same ones (``run.latency_buckets_s``,
   :func:`recorded_latency_buckets_s`);
 * independent measurements of *other* processes, never derived from the workload's own usage:
-  ``host_cpu.pre_run`` (measured before the workload started), ``host_cpu.harness_cores`` (the
-  harness cgroup's own ``cpuacct``), and the CPU weights ``host_cpu.weights`` /
-  ``cgroup.cpu_shares`` / ``cgroup.harness_shares`` (:func:`neighbour_background_cores`).
+  ``host_cpu.pre_run`` (measured before the workload started: the tenants, and the harness
+  cgroup's own ``cpuacct`` without the load generator), and the CPU weights
+  ``host_cpu.weights`` / ``cgroup.cpu_shares`` / ``cgroup.harness_shares``
+  (:func:`neighbour_background_cores`); where such a run had the lab's load generator and its
+  grid's calibration runs did not give its cost, its CPU is the lab's own curve at the run's rate
+  (``lab:loadgen-cost``, :func:`predicted_client_cores`), a neighbour in the harness's cgroup.
 
 A twin runs a request workload one goroutine per chunk (``run.request_batching = false``): the
 validation's twins are the reference path that ``tests/unit/test_request_chunks.py`` holds the
@@ -48,10 +51,12 @@ faster chunked one to. Their grids derive small differences from them (a request
 the server, the program's heap beyond the twin's) that a statistically equivalent path moves by
 more than their own size.
 
-It never reads ``summary.json``, the workload's measured usage, throughput or GOMAXPROCS, or the
+It never reads ``summary.json``, the workload's measured usage, throughput or GOMAXPROCS, the
 host's busy CPU during the run (``host_cpu.host_busy_cores``, ``others_cores``, ``workload_cores``,
-``tenants_cores``): those are what the twin is compared with. Runs recorded before the lab measured
-its neighbours independently run with no contention input (``contention = "unknown"``).
+``tenants_cores``), or the harness's (``host_cpu.harness_cores``: it holds the load generator's,
+which follows the server's answers): those are what the twin is compared with. Runs recorded
+before the lab measured its neighbours independently run with no contention input
+(``contention = "unknown"``).
 
 A hardware-in-the-loop run (``lab.vpa_in_the_loop``) is not given the quota writes it recorded:
 the simulation runs cfsim's own recommender and updater on the simulated cgroup
@@ -76,6 +81,7 @@ from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, gc_window_keys_from_samples
 from cfsim.kernel.limits import NICE_0_WEIGHT
 from cfsim.lab.buckets import recorded_layout
 from cfsim.lab.kinds import LAB_KINDS
+from cfsim.lab.loadgen_cost import loadgen_cpu_us
 from cfsim.lab.perf import PERF_SAMPLES_FILE, read_perf_samples
 from cfsim.lab.threads import m_sleeps_per_item
 from cfsim.scenario import Scenario, load_scenario
@@ -488,31 +494,56 @@ def tenant_neighbours(manifest: Mapping[str, Any], tenants_cores: float, tasks: 
     return out
 
 
-def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario, client_modelled: bool = False
+def predicted_client_cores(scenario: Scenario) -> float | None:
+    """The lab's load generator's CPU [cores] beside a run of ``scenario`` that the twin does not
+    run itself (no ``workload.client_cpu_us_per_request``: the grid's calibration runs had no load
+    generator, e.g. a stream's): the lab's own curve at the run's mode and arrival rate, both inputs
+    (:mod:`cfsim.lab.loadgen_cost`, measured on the ``loadgen-cost`` grid, unscaled); None for a kind
+    without a load generator, a twin that runs it, or where the curve says nothing (a closed loop,
+    whose rate is an outcome; a rate schedule).
+
+    >>> from cfsim.scenario import load_scenario
+    >>> round(predicted_client_cores(load_scenario("cpu-bound-threads", ["workload.kind=open",
+    ...     "workload.rate_per_s=750"])), 4)
+    0.181
+    >>> predicted_client_cores(load_scenario("cpu-bound-threads", ["workload.kind=stream"])) is None
+    True
+    """
+    kind = LAB_KINDS.get(scenario["workload.kind"])
+    if kind is None or not kind.loadgen or scenario["workload.client_cpu_us_per_request"] > 0 \
+            or scenario["workload.kind"] != "open":
+        return None
+    rate = scenario["workload.rate_per_s"]
+    us = loadgen_cpu_us("open", rate)
+    return None if us is None else round(us * float(rate) * 1e-6, 4)
+
+
+def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario, client_cores: float | None = None
                      ) -> tuple[list[Neighbour], float, list[str]] | None:
     """The independently measured neighbours of a run: ``(neighbours, workload_shares, sources)``,
     or None when the run recorded none (contention unknown).
 
-    Neighbours: the harness (``host_cpu.harness_cores``, its own cgroup, else the pre-run value)
-    and other tenants (``host_cpu.pre_run.tenants_cores``, measured before the workload started).
-    The during-run ``tenants_cores`` and everything derived from the host's busy CPU are not used.
-    ``client_modelled``: the twin runs the load generator itself (its CPU per request from the
-    grid's calibration runs), so the harness counts only as it was before the run.
+    Neighbours: the harness as it was before the workload started (``host_cpu.pre_run.
+    harness_cores``: Prometheus and the lab's exporters, its own cgroup) and other tenants
+    (``host_cpu.pre_run.tenants_cores``). Nothing measured during the run is used: not the
+    tenants' or the host's busy CPU, and not the harness cgroup's CPU during the run
+    (``host_cpu.harness_cores``), which holds the load generator's CPU, an outcome of the run (a
+    closed loop sends as fast as the server answers). A twin that runs the load generator itself
+    (its cost from the grid's calibration runs) counts only that; ``client_cores``: the generator's
+    CPU predicted for a twin that does not (:func:`predicted_client_cores`), a neighbour in the
+    harness's cgroup.
     """
     host = manifest.get("host_cpu") or {}
     pre = host.get("pre_run") or {}
     cg = manifest.get("cgroup") or {}
     w = host.get("weights") or {}
     sources: list[str] = []
-    harness, tenants = host.get("harness_cores"), pre_run_tenants_cores(manifest)
-    if client_modelled and pre.get("harness_cores") is not None:
-        harness = pre["harness_cores"]
+    harness, tenants = pre.get("harness_cores"), pre_run_tenants_cores(manifest)
+    if harness is not None:
         sources.append("manifest:host_cpu.pre_run.harness_cores")
-    elif harness is not None:
-        sources.append("manifest:host_cpu.harness_cores")
-    elif pre.get("harness_cores") is not None:
-        harness = pre["harness_cores"]
-        sources.append("manifest:host_cpu.pre_run.harness_cores")
+        if client_cores:
+            harness = round(harness + client_cores, 4)
+            sources.append("lab:loadgen-cost")
     if tenants is not None:
         sources.append("manifest:host_cpu.pre_run.tenants_cores")
     if harness is None and tenants is None:
@@ -658,8 +689,7 @@ def twin_spec(run_dir: Path, params: Mapping[str, Any] | None = None) -> TwinSpe
     contention = "unknown"
     if "host.background_cores" not in given:
         staged = scenario.with_overrides([(i.key, i.value) for i in inputs]) if inputs else scenario
-        # a twin that runs the load generator itself counts only the rest of the harness
-        found = neighbour_inputs(manifest, staged, client_modelled=staged["workload.client_cpu_us_per_request"] > 0)
+        found = neighbour_inputs(manifest, staged, predicted_client_cores(staged))
         if found is not None:
             neighbours, workload_shares, sources = found
             cpus = int(staged["host.cpus"])
