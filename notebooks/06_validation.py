@@ -348,7 +348,7 @@ else:
 # * **GOMAXPROCS** is exact everywhere: the policy rules are code.
 #
 # What would close the gaps: every grid recording its neighbours before it starts (the newer grids
-# do: `host_cpu.pre_run`, `harness_cores`, weights), and the Go runtime's costs under a quota with
+# do: `host_cpu.pre_run`, weights), and the Go runtime's costs under a quota with
 # many Ps (the quota-capped GC/memory runs).
 
 # %% [markdown]
