@@ -310,7 +310,8 @@ def test_a_load_generator_the_calibration_runs_did_not_have_is_predicted_not_rea
         _with_harness(run, during, 0.015)
         assert twin_spec(run).scenario.flat() == spec.scenario.flat()
     # a twin that runs the generator itself (calibration runs gave its cost) is given no second one
-    staged = spec.scenario.with_overrides([("workload.client_cpu_us_per_request", 99.0), ("host.cpu_sharing", "slices")])
+    staged = spec.scenario.with_overrides([("workload.client_cpu_us_per_request", 99.0),
+                                           ("host.cpu_sharing", "slices")])
     assert predicted_client_cores(staged) is None
     # a run that recorded no harness apart (the first grids) gets no neighbours at all
     bare = _write_open_run(root, ["go.gomaxprocs=2", "cgroup.cpu_limit=0.5"], [], "p_bare")
