@@ -152,6 +152,9 @@ def test_twins_take_the_client_round_trip_and_own_heap_from_calibration_runs(tmp
     md = (write_report(rep, tmp_path / "report") / "report.md").read_text()
     assert "## Tails, held-out runs with a client latency" in md
     assert "| grid | all | 2 |" in md and "| grid | uncapped | 2 |" in md and "| grid | predicted | 2 |" in md
+    # ...and splits the predicted runs by the host's state before the run (none recorded here)
+    assert {r["host"] for r in rows} == {"unknown"} and s["predicted, unknown host"]["n"] == 2
+    assert "| grid | predicted, unknown host | 2 |" in md
 
 
 def test_runs_a_fit_touched_are_training_not_held_out(grid, tmp_path):

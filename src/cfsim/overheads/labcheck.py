@@ -14,7 +14,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from cfsim.validation.regimes import PREDICTED
+from cfsim.validation.regimes import HOST_STATES, PREDICTED
 
 
 def p99_order(rows: Iterable[Mapping[str, Any]], min_repeats: int = 2) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def tails_rows(report) -> list[dict[str, Any]]:
         sc = load_scenario(Path(r["path"]) / "scenario.toml")
         o, s = r["observed"], r["simulated"]
         rows.append({"run": r["run"], "grid": r["grid"], "role": r["role"],
-                     "regime": r.get("regime") or regime(o, sc["cgroup.cpu_limit"]),
+                     "regime": r.get("regime") or regime(o, sc["cgroup.cpu_limit"]), "host": r.get("host_state"),
                      "group": tuple(sc.get(k) for k in GROUP_KEYS), "gomaxprocs": sc["go.gomaxprocs"],
                      **{f"{k}_{side}": d.get(f"{k}") for k in ("cpu_usage_cores", "throttled_ratio", "latency_p50_s",
                                                               "latency_p99_s") for side, d in (("lab", o), ("model", s))}})
@@ -109,7 +109,11 @@ def tails_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]
     |throttled-ratio error|, median |relative CPU error|, median |relative p50 error|, median p99
     factor (max(model/lab, lab/model)), against the issue's goals (0.03, 5 %, 20 %, 1.5); and the
     p99 ordering across GOMAXPROCS (``p99_order`` over all runs, ``p99_order_predicted`` over the
-    predicted ones).
+    predicted ones). Where rows carry the host's state before the run (``host``:
+    :func:`cfsim.validation.regimes.host_state`), ``predicted`` is also split by it
+    (``"predicted, quiet host"``, ``"predicted, busy host"``, ...): a twin knows how many cores the
+    tenants took before the run, but not always how many tasks they ran (their CFS weight), so a
+    busy host's runs tell the model's error and the host's apart less well.
 
     The goals are judged on ``predicted``. In a quota-capped run the kernel decides the CPU and
     the throttled ratio (both agree whatever the model does) while an open loop's queue grows
@@ -123,6 +127,9 @@ def tails_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]
     >>> s = tails_summary(rows)
     >>> s["uncapped"]["n"], round(s["uncapped"]["cpu"], 3), s["uncapped"]["p99_factor"], s["p99_order"]["kept"]
     (4, 0.1, 1.5, 1)
+    >>> s = tails_summary([{**r, "host": h} for r, h in zip(rows, ("quiet", "quiet", "busy", "busy"))])
+    >>> s["predicted, quiet host"]["n"], s["predicted, busy host"]["n"], s["predicted"]["n"]
+    (2, 2, 4)
     """
     rows = list(rows)
     out: dict[str, dict[str, Any]] = {}
@@ -136,9 +143,13 @@ def tails_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]
         return max(a / b, b / a) if a and b else None
 
     def member(r, name):
+        if name.startswith("predicted, "):
+            return r["regime"] in PREDICTED and name == f"predicted, {r.get('host')} host"
         return name == "all" or r["regime"] == name or (name == "predicted" and r["regime"] in PREDICTED)
 
-    for name in sorted({r["regime"] for r in rows}) + ["predicted", "all"]:
+    hosts = [f"predicted, {h} host" for h in HOST_STATES
+             if any(r.get("host") == h and r["regime"] in PREDICTED for r in rows)]
+    for name in sorted({r["regime"] for r in rows}) + ["predicted", *hosts, "all"]:
         sel = [r for r in rows if member(r, name)]
         out[name] = {"n": len(sel),
                      "throttled": _median([abs(r["throttled_ratio_model"] - r["throttled_ratio_lab"]) for r in sel

@@ -455,7 +455,9 @@ def _tails_markdown(report: ValidationReport) -> list[str]:
              "model orders the same way. The goals are judged on 'predicted' (uncapped and contended runs, "
              "where the model predicts): in a quota-capped run the kernel decides the CPU and the throttled "
              "ratio, and an open loop's queue grows for as long as the run lasts, so 'all' mixes agreement "
-             "the cap makes with errors the queue makes.", "",
+             "the cap makes with errors the queue makes. 'predicted, quiet host' and 'predicted, busy host' "
+             "split them by the other tenants' CPU before the run (under or over 0.25 cores): the twins "
+             "know those cores, but the tenants' weight only where the lab counted their tasks.", "",
              f"| grid | regime | n | throttled ratio ({GOALS['throttled']}) | CPU ({GOALS['cpu']:.0%}) | "
              f"p50 ({GOALS['p50']:.0%}) | p99 factor ({GOALS['p99_factor']}) | p99 order kept / separated pairs |",
              "|---|---|---|---|---|---|---|---|"]
