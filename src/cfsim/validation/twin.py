@@ -509,12 +509,10 @@ def predicted_client_cores(scenario: Scenario) -> float | None:
     >>> predicted_client_cores(load_scenario("cpu-bound-threads", ["workload.kind=stream"])) is None
     True
     """
-    kind = LAB_KINDS.get(scenario["workload.kind"])
-    if kind is None or not kind.loadgen or scenario["workload.client_cpu_us_per_request"] > 0 \
-            or scenario["workload.kind"] != "open":
+    if scenario["workload.kind"] != "open" or scenario["workload.client_cpu_us_per_request"] > 0:
         return None
     rate = scenario["workload.rate_per_s"]
-    us = loadgen_cpu_us("open", rate)
+    us = loadgen_cpu_us("open", rate)   # None for a rate schedule
     return None if us is None else round(us * float(rate) * 1e-6, 4)
 
 
