@@ -19,7 +19,8 @@ from cfsim.engine.cfs import Bandwidth, CfsEngine, CpuStat
 from cfsim.engine.slices import SlicedCfsEngine
 from cfsim.goruntime.gc_cycles import mark_spans
 from cfsim.kernel import limits
-from cfsim.kernel.cpu_windows import gc_window_keys_from_periods, window_keys_from_periods
+from cfsim.kernel.cpu_windows import (gc_interval_keys_from_periods, gc_window_keys_from_periods,
+                                      window_keys_from_periods)
 from cfsim.kernel.wakeup import WakeupCost
 from cfsim.scenario import Scenario, load_scenario
 from cfsim.workloads import get_builder
@@ -163,6 +164,10 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
     if not gc_cycles.empty:
         summary.update(gc_window_keys_from_periods(periods["end_s"], periods["usage_s"], periods["throttled"],
                                                    *mark_spans(gc_cycles), t0 / 1e9, t1 / 1e9))
+        # the same at the lab's scrape resolution, where the lab has no gctrace to time its marks
+        summary.update(gc_interval_keys_from_periods(periods["end_s"], periods["usage_s"], periods["throttled"],
+                                                     gc_cycles["run_t_s"], t0 / 1e9, t1 / 1e9,
+                                                     SCRAPE_INTERVAL_NS / 1e9))
     return SimulationResult(scenario, summary, periods, series,
                             workload.series(SCRAPE_INTERVAL_NS), wall, quota_changes, gc_cycles)
 

@@ -206,23 +206,26 @@ def read_lab_run(folder: str | os.PathLike) -> tuple[dict[str, pd.DataFrame], di
     return frames, out
 
 
-def read_lab_metrics(folder: str | os.PathLike, names: Sequence[str]
+def read_lab_metrics(folder: str | os.PathLike, names: Sequence[str], kind: str = "raw"
                      ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
-    """Only the raw exports ``names`` of a lab run (what :func:`read_lab_run` gives under those
-    names), reading the export file once and parsing no other line. Names the run did not export
-    are missing from the frames and listed in ``meta["missing"]``.
+    """Only the exports ``names`` of a lab run (what :func:`read_lab_run` gives under those names;
+    ``kind="samples"``: the raw samples at their scrape times, under ``"samples:<metric>"`` there),
+    reading the export file once and parsing no other line. Names the run did not export are
+    missing from the frames and listed in ``meta["missing"]``.
 
     Returns ``(frames_by_metric, meta)`` with ``source``, ``manifest``, ``missing`` and ``warnings``.
     """
     root, manifest, _ = _manifest_and_summary(folder)
     exports = dict(manifest.get("exports") or {})
-    listed = exports.get("raw") or {}
+    if kind not in ("raw", "samples"):
+        raise ValueError(f"kind must be 'raw' or 'samples', not {kind!r}")
+    listed = exports.get(kind) or {}
     wanted = {n: listed[n] for n in names if n in listed}
     frames: dict[str, pd.DataFrame] = {}
     warnings: list[str] = []
     if wanted:
-        exports["raw"] = wanted
-        for name, query, obj, where in _export_bodies(root, {"exports": exports}, "raw", warnings):
+        exports[kind] = wanted
+        for name, query, obj, where in _export_bodies(root, {"exports": exports}, kind, warnings):
             frames[name] = parse_prometheus_response(obj, source=where, query=query)[0]
     missing = [n for n in names if n not in frames]
     return frames, {"source": str(root), "manifest": manifest, "missing": missing, "warnings": warnings}

@@ -22,7 +22,8 @@ import numpy as np
 
 __all__ = ["CPU_WINDOW_KEYS", "CPU_WATCH_FILE", "CPU_WATCH_COLUMNS", "GC_WINDOW_KEYS", "window_keys",
            "window_keys_from_periods", "gc_window_keys", "gc_window_keys_from_periods",
-           "gc_window_keys_from_samples"]
+           "gc_window_keys_from_samples", "GC_INTERVAL_KEYS", "gc_interval_keys", "gc_interval_keys_from_samples",
+           "gc_interval_keys_from_periods"]
 
 #: a lab run's watcher samples of the group's CPU counters over the window, one row a sample
 #: (``t_s`` from the window's start)
@@ -38,6 +39,14 @@ MIN_WINDOWS = 20
 #: [cores], and the share of the throttled windows that a mark overlaps (None without a window of
 #: each kind, or without a throttled window)
 GC_WINDOW_KEYS = ("cpu_window_gc_excess_cores", "throttled_window_gc_share")
+#: the same question at a scrape's resolution, for runs without the gctrace (every run that scrapes
+#: the runtime's ``/gc/cycles/total:gc-cycles``): the busiest ~0.1 s window of each scrape interval
+#: a GC cycle ended in against the other intervals' busiest [cores], and the share of the throttled
+#: windows inside intervals with a cycle (None with fewer than :data:`MIN_INTERVALS` intervals of
+#: either kind, or without a throttled window)
+GC_INTERVAL_KEYS = ("cpu_window_gc_interval_peak_excess_cores", "throttled_window_gc_interval_share")
+#: fewer intervals of one kind give no median worth comparing
+MIN_INTERVALS = 3
 
 
 def window_keys(t_s: Sequence[float], usage_s: Sequence[float]) -> dict[str, Any]:
@@ -156,3 +165,79 @@ def gc_window_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float]
     sel, start, end, cores = _period_windows(end_s, usage_s, t0_s, t1_s)
     th = np.asarray(throttled, dtype=bool)[1:][sel] if sel.size else np.zeros(0, dtype=bool)
     return gc_window_keys(start, end, cores, th, mark_start_s, mark_end_s)
+
+
+def gc_interval_keys(start_s: Sequence[float], end_s: Sequence[float], cores: Sequence[float],
+                     throttled: Sequence[bool], edges_s: Sequence[float],
+                     cycles_total: Sequence[float]) -> dict[str, Any]:
+    """Whether the busiest moments of a group are its GC's, at the resolution of the scrapes that
+    count the runtime's completed cycles. ``edges_s`` are scrape times (increasing) and
+    ``cycles_total`` the cycle count read at each; an interval ``(edges[k], edges[k + 1]]`` has a
+    cycle where the count rose over it. Each ~0.1 s window ``[start, end)`` (its CPU ``cores``,
+    whether it was ``throttled``) belongs to the interval holding its midpoint. A cycle's mark
+    lasts tens of milliseconds, so a 1 s interval's mean hides it; its busiest window does not:
+    ``cpu_window_gc_interval_peak_excess_cores`` is the median over the intervals with a cycle of
+    their busiest window minus the same median over the others (the spread of windows that have
+    nothing to do with the GC cancels), ``throttled_window_gc_interval_share`` the share of the
+    throttled windows in intervals with a cycle (against the share of all windows there when
+    throttling ignores the GC).
+
+    >>> edges = [float(k) for k in range(11)]
+    >>> cycles = [0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]             # a cycle in every other second
+    >>> start = [0.1 * i for i in range(100)]
+    >>> cores = [0.9 if i % 20 == 5 else 0.5 + 0.01 * (i % 3) for i in range(100)]
+    >>> k = gc_interval_keys(start, [a + 0.1 for a in start], cores, [c > 0.8 for c in cores], edges, cycles)
+    >>> round(k["cpu_window_gc_interval_peak_excess_cores"], 3), k["throttled_window_gc_interval_share"]
+    (0.38, 1.0)
+    """
+    out: dict[str, Any] = dict.fromkeys(GC_INTERVAL_KEYS)
+    a, b = np.asarray(start_s, dtype=float), np.asarray(end_s, dtype=float)
+    c, th = np.asarray(cores, dtype=float), np.asarray(throttled, dtype=bool)
+    e, n = np.asarray(edges_s, dtype=float), np.asarray(cycles_total, dtype=float)
+    if not (a.shape == b.shape == c.shape == th.shape):
+        raise ValueError("start_s, end_s, cores and throttled differ in length")
+    if e.shape != n.shape:
+        raise ValueError(f"edges_s and cycles_total differ in length ({e.size} and {n.size})")
+    if e.size < 2 or c.size < MIN_WINDOWS:
+        return out
+    if np.any(np.diff(e) <= 0):
+        raise ValueError("edges_s must increase")
+    with_gc = np.diff(n) > 0
+    # (edges[k], edges[k + 1]] holds a midpoint m when searchsorted(edges, m, "left") == k + 1
+    k = np.searchsorted(e, (a + b) / 2, side="left") - 1
+    inside = (k >= 0) & (k < with_gc.size)
+    k, c, th = k[inside], c[inside], th[inside]
+    peaks = np.full(with_gc.size, -np.inf)
+    np.maximum.at(peaks, k, c)
+    seen = np.isfinite(peaks)
+    gc_peaks, other_peaks = peaks[seen & with_gc], peaks[seen & ~with_gc]
+    if gc_peaks.size >= MIN_INTERVALS and other_peaks.size >= MIN_INTERVALS:
+        out["cpu_window_gc_interval_peak_excess_cores"] = float(np.median(gc_peaks) - np.median(other_peaks))
+    if th.any():
+        out["throttled_window_gc_interval_share"] = float(with_gc[k[th]].sum() / th.sum())
+    return out
+
+
+def gc_interval_keys_from_samples(t_s: Sequence[float], usage_s: Sequence[float], nr_throttled: Sequence[float],
+                                  scrape_t_s: Sequence[float], cycles_total: Sequence[float]) -> dict[str, Any]:
+    """:func:`gc_interval_keys` for the lab: the watcher's samples (cumulative CPU [s] and throttled
+    periods at ``t_s``) and the scraped cycle count at ``scrape_t_s``, on the same clock. The
+    count is the one the workload's last scrape read, up to one scrape interval before its
+    timestamp, so a cycle that ended early in an interval can count in the one before: that blurs
+    the lab's contrast, never sharpens it."""
+    ok, start, end, cores = _sample_windows(t_s, usage_s)
+    throttled = np.diff(np.asarray(nr_throttled, dtype=float))[ok] > 0 if ok.size else np.zeros(0, dtype=bool)
+    return gc_interval_keys(start, end, cores, throttled, scrape_t_s, cycles_total)
+
+
+def gc_interval_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float], throttled: Sequence[bool],
+                                  cycle_end_s: Sequence[float], t0_s: float, t1_s: float,
+                                  interval_s: float = 1.0) -> dict[str, Any]:
+    """:func:`gc_interval_keys` for the model: its periods that ended inside ``(t0_s, t1_s]``, and
+    its cycles' ends counted as a scrape every ``interval_s`` from ``t0_s`` would count them."""
+    sel, start, end, cores = _period_windows(end_s, usage_s, t0_s, t1_s)
+    th = np.asarray(throttled, dtype=bool)[1:][sel] if sel.size else np.zeros(0, dtype=bool)
+    steps = int(np.floor((t1_s - t0_s) / interval_s + 1e-9))
+    edges = t0_s + interval_s * np.arange(steps + 1)
+    ends = np.sort(np.asarray(cycle_end_s, dtype=float))
+    return gc_interval_keys(start, end, cores, th, edges, np.searchsorted(ends, edges, side="right"))

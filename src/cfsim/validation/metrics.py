@@ -147,6 +147,13 @@ CPU_WINDOW_METRICS: tuple[Metric, ...] = (
     Metric("throttled_window_gc_share", "absolute", _key("throttled_window_gc_share"), None,
            "share of the throttled ~0.1 s windows that a GC mark overlaps (runs with the gctrace and a "
            "throttled window)"),
+    Metric("cpu_window_gc_interval_peak_excess_cores", "absolute", _key("cpu_window_gc_interval_peak_excess_cores"),
+           None, "busiest ~0.1 s window of the 1 s scrape intervals a GC cycle ended in minus the other intervals' "
+           "[cores], median over each kind (runs that scrape the runtime's cycle count; "
+           "cfsim.kernel.cpu_windows.gc_interval_keys): the burst a cycle adds, without the gctrace"),
+    Metric("throttled_window_gc_interval_share", "absolute", _key("throttled_window_gc_interval_share"), None,
+           "share of the throttled ~0.1 s windows that lie in a 1 s scrape interval a GC cycle ended in "
+           "(runs that scrape the cycle count and were throttled)"),
     Metric("gc_cpu_per_cycle_s", "relative", _m_gc_cpu_per_cycle, None,
            "the GC's real CPU a cycle [s] (lab: perf's samples on mark workers', assists' and the phases' "
            "stacks inside the gctrace's marks, lab.perf_s; model: its GC segments' CPU): P-time apart"),

@@ -77,7 +77,8 @@ from cfsim.io.gclimiter import LIMITER_LOG, limiter_turned_on, read_gc_limiter
 from cfsim.io.gctrace import cycle_table
 from cfsim.io.lab import read_lab_metrics
 from cfsim.io.tidy import expand_labels
-from cfsim.kernel.cpu_windows import CPU_WATCH_FILE, gc_window_keys_from_samples, window_keys
+from cfsim.kernel.cpu_windows import (CPU_WATCH_FILE, gc_interval_keys_from_samples, gc_window_keys_from_samples,
+                                      window_keys)
 from cfsim.kernel.limits import NICE_0_WEIGHT
 from cfsim.lab.buckets import recorded_layout
 from cfsim.lab.kinds import LAB_KINDS
@@ -177,6 +178,8 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     w = pd.read_csv(watch) if watch.is_file() else None
     if w is not None:
         out.update(window_keys(w["t_s"], w["usage_ns"] / 1e9))
+        if not out.get("oom_kills"):
+            out.update(_gc_interval_observed(run_dir, w))
     out.update(_latency_gc_observed(run_dir))
     trace = run_dir / "gc_cycles.csv.gz"
     if trace.is_file() and not out.get("oom_kills"):
@@ -248,6 +251,28 @@ def _latency_gc_observed(run_dir: Path) -> dict[str, Any]:
     t_s = both.index.map(lambda ts: ts.timestamp()).to_numpy(dtype=float)
     bounds = list(counts.columns)
     return latency_gc_keys_from_histograms(t_s, bounds, both[bounds].to_numpy(), both["cycles"].to_numpy(), t0, t1)
+
+
+def _gc_interval_observed(run_dir: Path, watch: pd.DataFrame) -> dict[str, Any]:
+    """Whether the run's busiest and throttled ~0.1 s windows fall in the scrape intervals a GC
+    cycle ended in (:func:`cfsim.kernel.cpu_windows.gc_interval_keys`): the watcher's samples
+    against the cycle count at its scrapes' own times (``prom/samples``), both put on the
+    window's clock; nothing for a run without those samples or the window's times."""
+    # the raw samples at their scrape times: a range query's steps are up to a second later
+    frames, meta = read_lab_metrics(run_dir, [GC_CYCLES_TOTAL], kind="samples")
+    if meta["missing"]:
+        return {}
+    times = meta["manifest"].get("times") or {}
+    t0, t1 = times.get("window_start_unix_s"), times.get("window_end_unix_s")
+    if t0 is None or t1 is None:
+        return {}
+    cyc = frames[GC_CYCLES_TOTAL].groupby("timestamp")["value"].sum()
+    t_s = cyc.index.map(lambda ts: ts.timestamp()).to_numpy(dtype=float)
+    keep = (t_s >= t0 - 1e-6) & (t_s <= t1 + 1e-6)
+    if keep.sum() < 2:
+        return {}
+    return gc_interval_keys_from_samples(watch["t_s"], watch["usage_ns"] / 1e9, watch["nr_throttled"],
+                                         t_s[keep] - t0, cyc.to_numpy(dtype=float)[keep])
 
 
 def run_manifest(run_dir: Path) -> dict[str, Any]:
