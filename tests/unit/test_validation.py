@@ -662,3 +662,8 @@ def test_seeds_compare_the_lab_with_the_mean_of_the_twins_and_report_their_sprea
     assert "The twins' own noise: 3 seeds a run" in to_markdown(three)
     with pytest.raises(ValueError, match="seeds"):
         validate(root, seeds=0)
+    # the same model at other seeds (--seed-offset): the first twin at the run's seed + 1 is the
+    # ensemble's second replica; the calibration run's twin, which sets the grid's factor, keeps its seed
+    shifted = validate(root, workers=1, seed_offset=1)
+    assert shifted.runs[0]["simulated"]["cpu_usage_cores"] == pytest.approx(replicas[1]["cpu_usage_cores"], abs=1e-12)
+    assert shifted.runs[0]["params"] == one.runs[0]["params"]

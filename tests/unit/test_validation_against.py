@@ -57,3 +57,31 @@ def test_a_file_that_is_no_validation_is_named_with_the_place(tmp_path):
         read_validation_runs(gz)
     # the command stops before simulating anything, exit status 2
     assert main(["validate", str(tmp_path), "--against", str(bad), "--no-progress"]) == 2
+
+
+def test_a_change_within_the_models_own_seed_noise_is_the_same():
+    before = [_row("a", {"throughput_per_s": 0.040, "latency_p99_s": 0.30}), _row("b", {"throughput_per_s": 0.04})]
+    after = [_row("a", {"throughput_per_s": 0.050, "latency_p99_s": 0.40}), _row("b", {"throughput_per_s": 0.06})]
+    # the same model at two other seeds: a's throughput moves 0.012 by the seed alone, its p99 0.02
+    seed1 = [_row("a", {"throughput_per_s": 0.062, "latency_p99_s": 0.41}), _row("b", {"throughput_per_s": 0.061})]
+    seed2 = [_row("a", {"throughput_per_s": 0.045, "latency_p99_s": 0.38})]
+    plain = compare(before, after)
+    assert plain["counts"] == {"worse": 3, "better": 0, "same": 0} and "counts_without_noise" not in plain
+    r = compare(before, after, noise=[seed1, seed2])
+    got = {(x["grid"], x["metric"]): (x["seed_noise"], x["change"]) for x in r["rows"]}
+    assert got[("a", "throughput_per_s")] == (pytest.approx(0.012), "same")
+    assert got[("a", "latency_p99_s")] == (pytest.approx(0.02), "worse")
+    # b's figure is missing at one of the seeds: judged without an allowance
+    assert got[("b", "throughput_per_s")] == (None, "worse")
+    assert r["counts"] == {"worse": 2, "better": 0, "same": 1}
+    assert r["counts_without_noise"] == plain["counts"] and r["noise_validations"] == 2
+    from cfsim.validation.against import to_markdown
+
+    text = "\n".join(to_markdown(r))
+    assert "seed noise" in text and "without that allowance: 3 worse" in text
+
+
+def test_the_command_wants_a_baseline_for_its_noise(tmp_path):
+    other = tmp_path / "seed1.json"
+    other.write_text(json.dumps({"runs": [_row("a", {"throughput_per_s": 0.1})]}))
+    assert main(["validate", str(tmp_path), "--against-noise", str(other), "--no-progress"]) == 2

@@ -37,6 +37,12 @@ def add_parser(sub) -> None:
     p.add_argument("--seeds", type=_positive_int, default=1, metavar="N",
                    help="simulate each run's twin at its seed and the next N-1, compare the lab with their mean "
                         "and report how far apart their errors lie (the twins' own noise; N times the time)")
+    p.add_argument("--seed-offset", type=int, default=0, metavar="K",
+                   help="simulate each run's twin at its seed + K (the calibration runs' twins keep theirs): the "
+                        "same model at other seeds, to pass to --against-noise")
+    p.add_argument("--against-noise", metavar="REPORT.json", action="append", default=[],
+                   help="with --against: this model's validation at other seeds (--seed-offset); a figure then "
+                        "counts as worse or better only beyond how far it moves between them. Repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -54,25 +60,40 @@ def run(args) -> int:
         print(f"error: --params: {exc}", file=sys.stderr)
         return 2
     baseline = None
+    noise: list = []
+    if args.against_noise and not args.against:
+        print("error: --against-noise needs --against (the earlier validation to compare with)", file=sys.stderr)
+        return 2
     if args.against:
         from cfsim.validation.against import read_validation_runs
 
-        try:
-            baseline, _ = read_validation_runs(args.against)
-        except (OSError, ValueError) as exc:
-            print(f"error: --against: {exc}", file=sys.stderr)
-            return 2
+        for flag, path in [("--against", args.against)] + [("--against-noise", n) for n in args.against_noise]:
+            try:
+                runs, _ = read_validation_runs(path)
+            except (OSError, ValueError) as exc:
+                print(f"error: {flag}: {exc}", file=sys.stderr)
+                return 2
+            if baseline is None:
+                baseline = runs
+            else:
+                noise.append(runs)
     with Progress(len(find_runs(args.path)), "validate", "run", enabled=not args.no_progress) as bar:
         report = validate(args.path, params=params or None, normalise=not args.no_normalise,
                           progress=lambda run_id: bar.advance(1, run_id), train_runs=train or None,
-                          workers=args.workers, seeds=args.seeds)
+                          workers=args.workers, seeds=args.seeds, seed_offset=args.seed_offset)
     if baseline is not None:
         from cfsim.validation.against import compare
 
-        report.against = {"baseline": str(args.against), **compare(baseline, report.runs)}
+        report.against = {"baseline": str(args.against), "noise_from": list(args.against_noise),
+                          **compare(baseline, report.runs, noise=noise)}
         c = report.against["counts"]
+        beyond = ""
+        if noise:
+            w = report.against["counts_without_noise"]
+            beyond = (f"; beyond this model's own seed noise from {len(noise)} other validation(s), "
+                      f"{w['worse']} worse and {w['better']} better without that allowance")
         print(f"against {args.against}: {c['worse']} grid-metric figures worse, {c['better']} better, "
-              f"{c['same']} the same (the report's 'against' section lists them)", file=sys.stderr)
+              f"{c['same']} the same{beyond} (the report's 'against' section lists them)", file=sys.stderr)
     if args.report:
         write_report(report, args.report)
     rows = report.table().to_dict("records")

@@ -13,6 +13,12 @@ predicts it (``uncapped`` and ``contended`` regimes: a quota or GOMAXPROCS that 
 decides it, not the model). A figure is *worse* when it grew by more than ``rel_tol`` of itself
 and by more than the metric's floor (0.003 for relative errors, 0.005 for absolute ones: below
 those the repeats of one point differ more); *better* symmetrically; else *same*.
+
+A twin is one realisation of the model, so a grid's figure moves with the seeds too (a GC cycle
+more or less in a short window, one period throttled or not). Given the same model's validation
+at other seeds (``cfsim validate --seed-offset K``), each figure's *seed noise* is the largest
+distance between its value now and at those seeds, and a change then counts only beyond that as
+well: ``worse`` means the new model is worse by more than its own seeds move the figure.
 """
 from __future__ import annotations
 
@@ -75,57 +81,106 @@ def grid_errors(runs: Iterable[Mapping[str, Any]], names: tuple[str, ...] = COMP
             for g, ms in values.items()}
 
 
-def change(name: str, before: float, after: float, rel_tol: float = REL_TOL) -> str:
+def change(name: str, before: float, after: float, rel_tol: float = REL_TOL, noise: float = 0.0) -> str:
     """``"worse"``, ``"better"`` or ``"same"`` for a median |error| that went from ``before`` to
-    ``after`` (see the module doc).
+    ``after``, a change counting beyond ``noise`` too (the figure's seed noise; see the module doc).
 
     >>> change("throughput_per_s", 0.040, 0.046), change("throughput_per_s", 0.040, 0.042)
     ('worse', 'same')
     >>> change("throttled_ratio", 0.010, 0.014), change("latency_p99_s", 0.30, 0.20)
     ('same', 'better')
+    >>> change("throughput_per_s", 0.040, 0.046, noise=0.008)
+    'same'
     """
     floor = FLOOR[_KIND.get(name, "relative")]
     d = after - before
-    if d > rel_tol * before and d > floor:
+    if d > rel_tol * before and d > floor and d > noise:
         return "worse"
-    if -d > rel_tol * after and -d > floor:
+    if -d > rel_tol * after and -d > floor and -d > noise:
         return "better"
     return "same"
 
 
+def seed_noise(after: Mapping[str, Mapping[str, Mapping[str, Any]]],
+               others: Iterable[Mapping[str, Mapping[str, Mapping[str, Any]]]]) -> dict[tuple[str, str], float]:
+    """Per ``(grid, metric)`` the largest distance between a figure of ``after`` (:func:`grid_errors`)
+    and the same figure in each of ``others`` (the same model's validations at other seeds); only
+    figures every one of them has.
+
+    >>> now = {"g": {"throughput_per_s": {"median_abs": 0.04, "n": 9}}}
+    >>> seed_noise(now, [{"g": {"throughput_per_s": {"median_abs": 0.043, "n": 9}}},
+    ...                  {"g": {"throughput_per_s": {"median_abs": 0.035, "n": 9}}}])
+    {('g', 'throughput_per_s'): 0.005}
+    """
+    others = list(others)
+    out: dict[tuple[str, str], float] = {}
+    if not others:
+        return out
+    for g, ms in after.items():
+        for name, fig in ms.items():
+            values = [o.get(g, {}).get(name) for o in others]
+            if any(v is None for v in values):
+                continue
+            out[(g, name)] = round(max(abs(v["median_abs"] - fig["median_abs"]) for v in values), 12)
+    return out
+
+
 def compare(before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]],
-            rel_tol: float = REL_TOL) -> dict[str, Any]:
+            rel_tol: float = REL_TOL, noise: Iterable[Iterable[Mapping[str, Any]]] = ()) -> dict[str, Any]:
     """Per grid and metric both validations report: the two medians, their run counts and the
     change; and the counts of each change. Grids only one side has are listed apart; a metric only
-    one side reports for a grid is left out."""
+    one side reports for a grid is left out. ``noise``: the runs of the ``after`` model's
+    validations at other seeds; each row then carries its figure's ``seed_noise`` and its change
+    counts beyond it (a figure they do not all have is judged without)."""
     a, b = grid_errors(before), grid_errors(after)
+    noise_runs = [list(n) for n in noise]
+    spread = seed_noise(b, [grid_errors(n) for n in noise_runs])
     rows = []
     for g in sorted(set(a) & set(b)):
         for name in COMPARED:
             x, y = a[g].get(name), b[g].get(name)
             if x is None or y is None:
                 continue
-            rows.append({"grid": g, "metric": name, "before": x["median_abs"], "after": y["median_abs"],
-                         "n_before": x["n"], "n_after": y["n"],
-                         "change": change(name, x["median_abs"], y["median_abs"], rel_tol)})
+            row = {"grid": g, "metric": name, "before": x["median_abs"], "after": y["median_abs"],
+                   "n_before": x["n"], "n_after": y["n"]}
+            if noise_runs:
+                row["seed_noise"] = spread.get((g, name))
+            row["change"] = change(name, x["median_abs"], y["median_abs"], rel_tol, row.get("seed_noise") or 0.0)
+            rows.append(row)
     counts = {k: sum(1 for r in rows if r["change"] == k) for k in ("worse", "better", "same")}
-    return {"rows": rows, "counts": counts, "rel_tol": rel_tol,
-            "only_before": sorted(set(a) - set(b)), "only_after": sorted(set(b) - set(a))}
+    out = {"rows": rows, "counts": counts, "rel_tol": rel_tol, "noise_validations": len(noise_runs),
+           "only_before": sorted(set(a) - set(b)), "only_after": sorted(set(b) - set(a))}
+    if noise_runs:
+        # what the seed alone would have counted: the same comparison with no noise allowance
+        out["counts_without_noise"] = {k: sum(1 for r in rows if change(r["metric"], r["before"], r["after"], rel_tol)
+                                              == k) for k in ("worse", "better", "same")}
+    return out
 
 
 def to_markdown(result: Mapping[str, Any], baseline: str = "the earlier validation") -> list[str]:
     """The comparison's section of the report: the counts, then the worse and better rows."""
     c = result["counts"]
+    k = result.get("noise_validations") or 0
+    rule = f"{result['rel_tol']:.0%} of the figure and 0.003 / 0.005"
+    if k:
+        w = result["counts_without_noise"]
+        rule += (f" and the figure's seed noise, its largest move between this model's validation and {k} at "
+                 f"other seeds (without that allowance: {w['worse']} worse, {w['better']} better)")
     lines = ["", f"## Against {baseline} (median |error| of held-out runs per grid; "
                  "cfsim.validation.against)", "",
-             f"{c['worse']} worse, {c['better']} better, {c['same']} the same (a change counts beyond "
-             f"{result['rel_tol']:.0%} of the figure and 0.003 / 0.005)."]
+             f"{c['worse']} worse, {c['better']} better, {c['same']} the same (a change counts beyond {rule})."]
     for kind in ("worse", "better"):
         rows = [r for r in result["rows"] if r["change"] == kind]
         if rows:
-            lines += ["", f"| {kind} | metric | before (n) | now (n) |", "|---|---|---|---|"]
-            lines += [f"| {r['grid']} | {r['metric']} | {r['before']:.4g} ({r['n_before']}) | "
-                      f"{r['after']:.4g} ({r['n_after']}) |" for r in rows]
+            noisy = "seed_noise" in rows[0]
+            head = f"| {kind} | metric | before (n) | now (n) |" + (" seed noise |" if noisy else "")
+            lines += ["", head, "|---|---|---|---|" + ("---|" if noisy else "")]
+            for r in rows:
+                line = (f"| {r['grid']} | {r['metric']} | {r['before']:.4g} ({r['n_before']}) | "
+                        f"{r['after']:.4g} ({r['n_after']}) |")
+                if noisy:
+                    line += " - |" if r.get("seed_noise") is None else f" {r['seed_noise']:.3g} |"
+                lines.append(line)
     for side, key in (("only the earlier validation has", "only_before"), ("new in this one", "only_after")):
         if result[key]:
             lines += ["", f"Grids {side} ({len(result[key])}): " + ", ".join(result[key]) + "."]

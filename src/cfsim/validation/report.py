@@ -188,12 +188,13 @@ def _simulate_twin(run: Path, run_params: dict[str, Any]) -> tuple[Any, Any]:
     return spec, simulate(spec.scenario)
 
 
-def _replica_params(run: Path, run_params: dict[str, Any], seeds: int) -> list[dict[str, Any]]:
-    """The inputs of a run's ``seeds`` twins: its own, then the same at the next seeds."""
-    if seeds == 1:
+def _replica_params(run: Path, run_params: dict[str, Any], seeds: int, seed_offset: int = 0) -> list[dict[str, Any]]:
+    """The inputs of a run's ``seeds`` twins: its own, then the same at the next seeds; with a
+    ``seed_offset`` the first twin's seed is the run's plus the offset."""
+    if seeds == 1 and not seed_offset:
         return [run_params]
     base = int(run_params.get("run.seed", run_scenario(run)["run.seed"]))
-    return [run_params] + [{**run_params, "run.seed": s} for s in replica_seeds(base, seeds)[1:]]
+    return [run_params if s == base else {**run_params, "run.seed": s} for s in replica_seeds(base + seed_offset, seeds)]
 
 
 def _ensembles(twins: Any, seeds: int) -> Any:
@@ -207,7 +208,7 @@ def _ensembles(twins: Any, seeds: int) -> Any:
 def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalise: bool = True,
              include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
              only: list[Path] | None = None, train_runs: list[str | Path] | None = None,
-             workers: int | None = None, seeds: int = 1) -> ValidationReport:
+             workers: int | None = None, seeds: int = 1, seed_offset: int = 0) -> ValidationReport:
     """Validate every run folder at or below ``path``.
 
     Parameters
@@ -226,15 +227,18 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     seeds : twins per run, at the run's seed and the next ``seeds - 1``: the lab is compared with
         their mean, and each run's ``seed_spread`` (each grid's median in ``grids``) is how far the
         replicas' errors lie apart (:mod:`cfsim.validation.ensemble`)
+    seed_offset : simulate the held-out and training runs' twins at their run's seed plus this (the
+        calibration runs' twins, which set each grid's factors, keep theirs): the same model at
+        other seeds, for how far a figure moves by the seed alone (:mod:`cfsim.validation.against`)
     """
     return validate_each([path], params, normalise, include_calibration, progress, only, train_runs,
-                         workers, seeds)[0]
+                         workers, seeds, seed_offset)[0]
 
 
 def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = None, normalise: bool = True,
                   include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
                   only: list[Path] | None = None, train_runs: list[str | Path] | None = None,
-                  workers: int | None = None, seeds: int = 1) -> list[ValidationReport]:
+                  workers: int | None = None, seeds: int = 1, seed_offset: int = 0) -> list[ValidationReport]:
     """:func:`validate` for each of ``paths`` (e.g. the grids of a lab tree, a few runs of each),
     one report per path, the twins of all of them simulated in one process pool."""
     roots = [Path(p) for p in paths]
@@ -259,7 +263,8 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1 (got {seeds})")
     twins = _ensembles(map_in_order(_simulate_twin, [(run, p) for plan in plans for _, run, _, run_params in plan.jobs
-                                                     for p in _replica_params(run, run_params, seeds)], workers), seeds)
+                                                     for p in _replica_params(run, run_params, seeds, seed_offset)],
+                                    workers), seeds)
     return [_assemble(plan, twins, include_calibration, progress, train_runs, params) for plan in plans]
 
 
