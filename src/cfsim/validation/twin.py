@@ -164,7 +164,9 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     run that recorded the runtime's per-cycle GC trace (``gc_cycles.csv.gz``, ``lab.gctrace``)
     adds its per-cycle keys over the measured window (:func:`cfsim.goruntime.gc_cycles.cycle_keys`);
     one with the watcher's CPU samples (``cpu_watch.csv.gz``, runs since 2026-11-28) the spread of
-    its CPU from one ~0.1 s to the next (:mod:`cfsim.kernel.cpu_windows`); one whose manifest
+    its CPU from one ~0.1 s to the next (:mod:`cfsim.kernel.cpu_windows`) and, where the runtime's
+    cycle count was scraped too (``prom/samples``), whether its busiest and throttled windows lie in
+    the seconds a cycle ended in (:func:`_gc_interval_observed`); one whose manifest
     keeps its threads' voluntary switches (runs since 2026-11-26) its Ms' sleeps per item
     (:func:`cfsim.lab.threads.m_sleeps_per_item`); one with both the watcher's samples and the
     trace, whether its busier and throttled windows are those a GC mark ran in
