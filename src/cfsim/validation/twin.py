@@ -232,17 +232,26 @@ CLIENT_LATENCY_BUCKETS = "cfsim_loadgen_request_duration_seconds_bucket"
 GC_CYCLES_TOTAL = "go_gc_cycles_total_gc_cycles_total"
 
 
+def _window_series(run_dir: Path, names: list[str], kind: str = "raw"
+                   ) -> tuple[dict[str, pd.DataFrame], float, float] | None:
+    """The run's exports ``names`` (:func:`cfsim.io.lab.read_lab_metrics`) and its window's start
+    and end [unix s]; None when one is missing."""
+    frames, meta = read_lab_metrics(run_dir, names, kind=kind)
+    times = meta["manifest"].get("times") or {}
+    t0, t1 = times.get("window_start_unix_s"), times.get("window_end_unix_s")
+    if meta["missing"] or t0 is None or t1 is None:
+        return None
+    return frames, t0, t1
+
+
 def _latency_gc_observed(run_dir: Path) -> dict[str, Any]:
     """The run's client-side p99 in the scrape intervals a GC cycle ended in against the others
     (:mod:`cfsim.workloads.latency_gc`), over its window; nothing for a run without both series
     (streams, runs the OOM killer ended)."""
-    frames, meta = read_lab_metrics(run_dir, [CLIENT_LATENCY_BUCKETS, GC_CYCLES_TOTAL])
-    if meta["missing"]:
+    got = _window_series(run_dir, [CLIENT_LATENCY_BUCKETS, GC_CYCLES_TOTAL])
+    if got is None:
         return {}
-    times = meta["manifest"].get("times") or {}
-    t0, t1 = times.get("window_start_unix_s"), times.get("window_end_unix_s")
-    if t0 is None or t1 is None:
-        return {}
+    frames, t0, t1 = got
     b = expand_labels(frames[CLIENT_LATENCY_BUCKETS])
     counts = b.assign(le=b["le"].astype(float)).pivot_table(index="timestamp", columns="le", values="value",
                                                            aggfunc="sum")
@@ -261,13 +270,10 @@ def _gc_interval_observed(run_dir: Path, watch: pd.DataFrame) -> dict[str, Any]:
     against the cycle count at its scrapes' own times (``prom/samples``), both put on the
     window's clock; nothing for a run without those samples or the window's times."""
     # the raw samples at their scrape times: a range query's steps are up to a second later
-    frames, meta = read_lab_metrics(run_dir, [GC_CYCLES_TOTAL], kind="samples")
-    if meta["missing"]:
+    got = _window_series(run_dir, [GC_CYCLES_TOTAL], kind="samples")
+    if got is None:
         return {}
-    times = meta["manifest"].get("times") or {}
-    t0, t1 = times.get("window_start_unix_s"), times.get("window_end_unix_s")
-    if t0 is None or t1 is None:
-        return {}
+    frames, t0, t1 = got
     cyc = frames[GC_CYCLES_TOTAL].groupby("timestamp")["value"].sum()
     t_s = cyc.index.map(lambda ts: ts.timestamp()).to_numpy(dtype=float)
     keep = (t_s >= t0 - 1e-6) & (t_s <= t1 + 1e-6)
