@@ -91,6 +91,23 @@ def _period_windows(end_s: Sequence[float], usage_s: Sequence[float], t0_s: floa
     return sel, e[:-1][sel], e[1:][sel], u[1:][sel] / length[sel]
 
 
+def _throttled_sample_windows(t_s: Sequence[float], usage_s: Sequence[float], nr_throttled: Sequence[float]
+                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The watcher's windows (:func:`_sample_windows`) as ``(start, end, cores, throttled)``, a
+    window throttled where the group's throttled-period count rose over it."""
+    ok, start, end, cores = _sample_windows(t_s, usage_s)
+    throttled = np.diff(np.asarray(nr_throttled, dtype=float))[ok] > 0 if ok.size else np.zeros(0, dtype=bool)
+    return start, end, cores, throttled
+
+
+def _throttled_period_windows(end_s: Sequence[float], usage_s: Sequence[float], throttled: Sequence[bool],
+                              t0_s: float, t1_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A model's periods as windows (:func:`_period_windows`), ``(start, end, cores, throttled)``."""
+    sel, start, end, cores = _period_windows(end_s, usage_s, t0_s, t1_s)
+    th = np.asarray(throttled, dtype=bool)[1:][sel] if sel.size else np.zeros(0, dtype=bool)
+    return start, end, cores, th
+
+
 def window_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float], t0_s: float,
                              t1_s: float) -> dict[str, Any]:
     """The keys from a model's periods (each period's end [s] and CPU [s]) that ended inside
@@ -152,9 +169,7 @@ def gc_window_keys_from_samples(t_s: Sequence[float], usage_s: Sequence[float], 
                                 mark_start_s: Sequence[float], mark_end_s: Sequence[float]) -> dict[str, Any]:
     """:func:`gc_window_keys` for the lab: the watcher's samples (cumulative CPU [s] and throttled
     periods at ``t_s``) and the run's marks on the same clock."""
-    ok, start, end, cores = _sample_windows(t_s, usage_s)
-    throttled = np.diff(np.asarray(nr_throttled, dtype=float))[ok] > 0 if ok.size else np.zeros(0, dtype=bool)
-    return gc_window_keys(start, end, cores, throttled, mark_start_s, mark_end_s)
+    return gc_window_keys(*_throttled_sample_windows(t_s, usage_s, nr_throttled), mark_start_s, mark_end_s)
 
 
 def gc_window_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float], throttled: Sequence[bool],
@@ -162,9 +177,8 @@ def gc_window_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float]
                                 t1_s: float) -> dict[str, Any]:
     """:func:`gc_window_keys` for the model: its periods that ended inside ``(t0_s, t1_s]`` and
     its marks."""
-    sel, start, end, cores = _period_windows(end_s, usage_s, t0_s, t1_s)
-    th = np.asarray(throttled, dtype=bool)[1:][sel] if sel.size else np.zeros(0, dtype=bool)
-    return gc_window_keys(start, end, cores, th, mark_start_s, mark_end_s)
+    return gc_window_keys(*_throttled_period_windows(end_s, usage_s, throttled, t0_s, t1_s), mark_start_s,
+                          mark_end_s)
 
 
 def gc_interval_keys(start_s: Sequence[float], end_s: Sequence[float], cores: Sequence[float],
@@ -225,9 +239,7 @@ def gc_interval_keys_from_samples(t_s: Sequence[float], usage_s: Sequence[float]
     count is the one the workload's last scrape read, up to one scrape interval before its
     timestamp, so a cycle that ended early in an interval can count in the one before: that blurs
     the lab's contrast, never sharpens it."""
-    ok, start, end, cores = _sample_windows(t_s, usage_s)
-    throttled = np.diff(np.asarray(nr_throttled, dtype=float))[ok] > 0 if ok.size else np.zeros(0, dtype=bool)
-    return gc_interval_keys(start, end, cores, throttled, scrape_t_s, cycles_total)
+    return gc_interval_keys(*_throttled_sample_windows(t_s, usage_s, nr_throttled), scrape_t_s, cycles_total)
 
 
 def gc_interval_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[float], throttled: Sequence[bool],
@@ -235,9 +247,8 @@ def gc_interval_keys_from_periods(end_s: Sequence[float], usage_s: Sequence[floa
                                   interval_s: float = 1.0) -> dict[str, Any]:
     """:func:`gc_interval_keys` for the model: its periods that ended inside ``(t0_s, t1_s]``, and
     its cycles' ends counted as a scrape every ``interval_s`` from ``t0_s`` would count them."""
-    sel, start, end, cores = _period_windows(end_s, usage_s, t0_s, t1_s)
-    th = np.asarray(throttled, dtype=bool)[1:][sel] if sel.size else np.zeros(0, dtype=bool)
+    windows = _throttled_period_windows(end_s, usage_s, throttled, t0_s, t1_s)
     steps = int(np.floor((t1_s - t0_s) / interval_s + 1e-9))
     edges = t0_s + interval_s * np.arange(steps + 1)
     ends = np.sort(np.asarray(cycle_end_s, dtype=float))
-    return gc_interval_keys(start, end, cores, th, edges, np.searchsorted(ends, edges, side="right"))
+    return gc_interval_keys(*windows, edges, np.searchsorted(ends, edges, side="right"))
