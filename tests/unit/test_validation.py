@@ -667,3 +667,48 @@ def test_seeds_compare_the_lab_with_the_mean_of_the_twins_and_report_their_sprea
     shifted = validate(root, workers=1, seed_offset=1)
     assert shifted.runs[0]["simulated"]["cpu_usage_cores"] == pytest.approx(replicas[1]["cpu_usage_cores"], abs=1e-12)
     assert shifted.runs[0]["params"] == one.runs[0]["params"]
+
+
+def test_calibration_before_takes_only_what_was_measured_before_the_runs(tmp_path):
+    """The host slowed down between the grid's runs and its closing calibration run (true cost 1.25
+    through the runs, 1.6 at the end): with every calibration run the twins take a factor between
+    the two and miss; with only those recorded before the runs (by the manifests' start times, or
+    the lab's names where a manifest has none) they take the start's, which held for the runs."""
+    from cfsim.validation.twin import calibration_known_before
+
+    root = tmp_path / "grid"
+    timed = {"calib-start": 100.0, "p_limit=0.5": 200.0, "p_limit=1.0": 300.0, "calib-end": 400.0}
+    for name, factor in (("calib-start", 1.25), ("p_limit=0.5", 1.25), ("p_limit=1.0", 1.25), ("calib-end", 1.6)):
+        over = ["cgroup.cpu_limit=null"] if name.startswith("calib") else [f"cgroup.cpu_limit={name[8:]}"]
+        run = _write_run(root, over, factor, name)
+        (run / "manifest.json").write_text(json.dumps({"run_id": name, "times": {"start_unix_s": timed[name]}}))
+    every = validate(root)
+    before = validate(root, calibration="before")
+    assert every.grids["grid"]["cost_factor"] > 1.35
+    assert before.grids["grid"]["cost_factor"] == pytest.approx(1.25, rel=0.03)
+    assert list(before.grids["grid"]["calibration_factors"]) == ["calib-start"]
+    worst = {rep.calibration: max(abs(r["errors"]["throughput_per_s"]) for r in rep.runs) for rep in (every, before)}
+    assert worst["before"] < 0.06 < 0.1 < worst["all"]
+    assert before.to_json()["calibration"] == "before" and every.to_json()["calibration"] == "all"
+    from cfsim.validation.report import to_markdown
+    assert "only the calibration runs recorded before every run" in to_markdown(before)
+    # a calibration run recorded in the middle of the grid (a resumed grid) calibrates none of it
+    (root / "calib-end" / "manifest.json").write_text(json.dumps({"times": {"start_unix_s": 250.0}}))
+    assert [r.name for r in calibration_known_before(sorted(root.iterdir()))] == [
+        "calib-start", "p_limit=0.5", "p_limit=1.0"]
+    # manifests without times: the lab's names say which came first
+    for run in root.iterdir():
+        (run / "manifest.json").write_text(json.dumps({"run_id": run.name}))
+    assert [r.name for r in calibration_known_before(sorted(root.iterdir()))] == [
+        "calib-start", "p_limit=0.5", "p_limit=1.0"]
+    with pytest.raises(ValueError, match="calibration must be one of all, before"):
+        validate(root, calibration="after")
+
+
+def test_validate_command_takes_the_calibration_choice(grid, capsys):
+    from cfsim.cli import main
+
+    assert main(["validate", str(grid), "--calibration", "before", "--format", "json", "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["calibration"] == "before"
+    with pytest.raises(SystemExit):
+        main(["validate", str(grid), "--calibration", "later"])

@@ -27,6 +27,10 @@ def add_parser(sub) -> None:
                         "repeat to combine files")
     p.add_argument("--no-normalise", action="store_true",
                    help="do not scale per-item CPU by the grid's calibration runs")
+    p.add_argument("--calibration", choices=("all", "before"), default="all",
+                   help="which of each grid's calibration runs set its factors and priors: all (the lab's runs at "
+                        "the grid's start and end; default) or before (only those recorded before every run "
+                        "they calibrate: no twin takes anything measured after its run)")
     add_format_argument(p, "the validation (json/yaml: {headline, by_regime, regime_counts, errors, grids, runs}; "
                            "csv/markdown/html: one row per run and metric, with its regime)")
     p.add_argument("--against", metavar="REPORT.json",
@@ -80,7 +84,8 @@ def run(args) -> int:
     with Progress(len(find_runs(args.path)), "validate", "run", enabled=not args.no_progress) as bar:
         report = validate(args.path, params=params or None, normalise=not args.no_normalise,
                           progress=lambda run_id: bar.advance(1, run_id), train_runs=train or None,
-                          workers=args.workers, seeds=args.seeds, seed_offset=args.seed_offset)
+                          workers=args.workers, seeds=args.seeds, seed_offset=args.seed_offset,
+                          calibration=args.calibration)
     if baseline is not None:
         from cfsim.validation.against import compare
 

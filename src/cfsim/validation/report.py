@@ -38,8 +38,15 @@ from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibra
 from cfsim.validation.regimes import (HOST_STATES, OUT_OF_SCOPE, PREDICTED, QUIET_TENANTS_CORES, REGIMES,
                                       host_state, run_regime)
 from cfsim.validation.trajectory import compare_trajectories
-from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
-                                   run_scenario, twin_spec)
+from cfsim.validation.twin import (calibration_known_before, find_runs, is_calibration_run, observed_summary,
+                                   pre_run_tenants_cores, run_manifest, run_scenario, twin_spec)
+
+#: which calibration runs set a grid's factors and priors (``validate(calibration=...)``)
+CALIBRATION_CHOICES = ("all", "before")
+#: what each choice means, for the report
+CALIBRATION_TEXT = {"all": "each grid's calibration runs, at its start and at its end",
+                    "before": "only the calibration runs recorded before every run of their grid "
+                              "(none measured after the runs its twins predict)"}
 
 #: scenario keys shown beside each run (what varies across the lab grids)
 SCENARIO_COLUMNS = ("cgroup.cpu_limit", "go.gomaxprocs", "workload.kind")
@@ -57,6 +64,8 @@ class ValidationReport:
     params: dict[str, Any] = field(default_factory=dict)  # model parameters every twin took (--params)
     #: this validation against an earlier one (cfsim.validation.against.compare), with its file
     against: dict[str, Any] = field(default_factory=dict)
+    #: which calibration runs set the grids' factors (:data:`CALIBRATION_CHOICES`)
+    calibration: str = "all"
 
     @property
     def headline(self) -> dict[str, Any]:
@@ -101,7 +110,8 @@ class ValidationReport:
         return {"headline": self.headline, "by_regime": self.by_regime, "regime_counts": self.regime_counts,
                 "by_host_state": self.by_host_state(),
                 "errors": self.errors, "grids": self.grids, "gc": self.gc, "tails": self.tails(),
-                "params": self.params, **({"against": self.against} if self.against else {}),
+                "params": self.params, "calibration": self.calibration,
+                **({"against": self.against} if self.against else {}),
                 "runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs]}
 
 
@@ -208,7 +218,8 @@ def _ensembles(twins: Any, seeds: int) -> Any:
 def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalise: bool = True,
              include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
              only: list[Path] | None = None, train_runs: list[str | Path] | None = None,
-             workers: int | None = None, seeds: int = 1, seed_offset: int = 0) -> ValidationReport:
+             workers: int | None = None, seeds: int = 1, seed_offset: int = 0,
+             calibration: str = "all") -> ValidationReport:
     """Validate every run folder at or below ``path``.
 
     Parameters
@@ -230,19 +241,29 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     seed_offset : simulate the held-out and training runs' twins at their run's seed plus this (the
         calibration runs' twins, which set each grid's factors, keep theirs): the same model at
         other seeds, for how far a figure moves by the seed alone (:mod:`cfsim.validation.against`)
+    calibration : which of each grid's calibration runs set its factors and priors: ``"all"`` (the
+        lab's runs at the grid's start and end), or ``"before"``: only those recorded before every
+        run they calibrate (:func:`cfsim.validation.twin.calibration_known_before`), so that no twin
+        takes anything measured after its run
     """
     return validate_each([path], params, normalise, include_calibration, progress, only, train_runs,
-                         workers, seeds, seed_offset)[0]
+                         workers, seeds, seed_offset, calibration)[0]
 
 
 def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = None, normalise: bool = True,
                   include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
                   only: list[Path] | None = None, train_runs: list[str | Path] | None = None,
-                  workers: int | None = None, seeds: int = 1, seed_offset: int = 0) -> list[ValidationReport]:
+                  workers: int | None = None, seeds: int = 1, seed_offset: int = 0,
+                  calibration: str = "all") -> list[ValidationReport]:
     """:func:`validate` for each of ``paths`` (e.g. the grids of a lab tree, a few runs of each),
     one report per path, the twins of all of them simulated in one process pool."""
+    if calibration not in CALIBRATION_CHOICES:
+        raise ValueError(f"calibration must be one of {', '.join(CALIBRATION_CHOICES)} (got {calibration!r})")
+    which = calibration
     roots = [Path(p) for p in paths]
     runs = [find_runs(root) for root in roots]
+    if which == "before":
+        runs = [calibration_known_before(root_runs) for root_runs in runs]
     # the calibration runs' twins first (each grid's cost factor and priors need them), all in one pool
     calibration = list(dict.fromkeys(run for root_runs in runs for run in root_runs if is_calibration_run(run)))
     overrides = calibration_overrides(params)
@@ -265,7 +286,10 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
     twins = _ensembles(map_in_order(_simulate_twin, [(run, p) for plan in plans for _, run, _, run_params in plan.jobs
                                                      for p in _replica_params(run, run_params, seeds, seed_offset)],
                                     workers), seeds)
-    return [_assemble(plan, twins, include_calibration, progress, train_runs, params) for plan in plans]
+    reports = [_assemble(plan, twins, include_calibration, progress, train_runs, params) for plan in plans]
+    for rep in reports:
+        rep.calibration = which
+    return reports
 
 
 @dataclass
@@ -537,6 +561,7 @@ def to_markdown(report: ValidationReport) -> str:
              f"{held} held-out runs (no fit touched them; calibration runs only set each grid's cost factor)"
              + (f", {training} training runs (reported apart)" if training else "") + ".", "",
              _params_line(report.params), "",
+             f"Calibration runs: {CALIBRATION_TEXT.get(report.calibration, report.calibration)}.", "",
              "## Headline: where the model predicts", "",
              "Uncapped runs (no cap decided their CPU) and contended runs (other processes on a saturated "
              "host): n runs, and per metric the number of runs with a value and the median |error| "

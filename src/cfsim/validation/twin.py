@@ -292,6 +292,53 @@ def is_calibration_run(run_dir: Path) -> bool:
     return run_dir.name.startswith("calib")
 
 
+#: how the lab orders a grid's calibration runs around its other runs (``cfsim.lab.grid``'s plan),
+#: for runs whose manifest records no start time
+_CALIBRATION_ORDER = {"calib-start": -1, "calib-end": 1}
+
+
+def run_started_unix_s(run_dir: Path) -> float | None:
+    """When the run's workload started (``times.start_unix_s`` of its manifest), or None."""
+    try:
+        times = run_manifest(run_dir).get("times") or {}
+    except (OSError, ValueError):
+        return None
+    t = times.get("start_unix_s")
+    return None if t is None else float(t)
+
+
+def calibration_known_before(runs: list[Path]) -> list[Path]:
+    """``runs`` without the calibration runs that no twin of the others could have known: per grid
+    folder, a calibration run is kept only if it started before every other run of the grid (by
+    the manifests' ``times.start_unix_s``; where a time is missing, by the lab's names: ``calib-start``
+    before, ``calib-end`` after). The lab brackets each grid with a calibration run at its start and
+    one at its end, hours apart on a long grid; the end one measured the host after every run it
+    would calibrate. Order is kept.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> runs = [d / "g" / n for n in ("calib-start", "p000", "calib-end")]
+    >>> [r.name for r in calibration_known_before(runs)]
+    ['calib-start', 'p000']
+    """
+    first: dict[Path, float | None] = {}
+    for run in runs:
+        if is_calibration_run(run):
+            continue
+        t = run_started_unix_s(run)
+        prev = first.get(run.parent, float("inf"))
+        first[run.parent] = None if t is None or prev is None else min(prev, t)
+
+    def known(run: Path) -> bool:
+        if not is_calibration_run(run) or run.parent not in first:
+            return True   # not a calibration run, or a grid with nothing else to calibrate
+        t, before = run_started_unix_s(run), first[run.parent]
+        if t is not None and before is not None:
+            return t < before
+        return _CALIBRATION_ORDER.get(run.name, 1) < 0
+    return [run for run in runs if known(run)]
+
+
 # ------------------------------------------------------------------ machine facts: the tick rate
 
 #: the tick rate a twin runs at when no record of the run's kernel states it: the scenario's own
