@@ -259,23 +259,22 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
     one report per path, the twins of all of them simulated in one process pool."""
     if calibration not in CALIBRATION_CHOICES:
         raise ValueError(f"calibration must be one of {', '.join(CALIBRATION_CHOICES)} (got {calibration!r})")
-    which = calibration
     roots = [Path(p) for p in paths]
     runs = [find_runs(root) for root in roots]
-    if which == "before":
+    if calibration == "before":
         runs = [calibration_known_before(root_runs) for root_runs in runs]
     # the calibration runs' twins first (each grid's cost factor and priors need them), all in one pool
-    calibration = list(dict.fromkeys(run for root_runs in runs for run in root_runs if is_calibration_run(run)))
+    calib_runs = list(dict.fromkeys(run for root_runs in runs for run in root_runs if is_calibration_run(run)))
     overrides = calibration_overrides(params)
-    summaries = dict(zip(calibration, map_in_order(calibration_twin_summary, [(run, overrides) for run in calibration],
+    summaries = dict(zip(calib_runs, map_in_order(calibration_twin_summary, [(run, overrides) for run in calib_runs],
                                                    workers))) if normalise else {}
     # then at each grid's factors (the program's own heap and pause time beyond the twin's)
     factored: dict[Path, Mapping[str, Any]] = {}
-    if normalise and calibration:
-        grids = list(dict.fromkeys(run.parent for run in calibration))
-        norms = {g: grid_norm([r for r in calibration if r.parent == g], params, summaries, gc_priors=False)
+    if normalise and calib_runs:
+        grids = list(dict.fromkeys(run.parent for run in calib_runs))
+        norms = {g: grid_norm([r for r in calib_runs if r.parent == g], params, summaries, gc_priors=False)
                  for g in grids}
-        jobs = [(run, factored_overrides(run, params, norms[run.parent])) for run in calibration]
+        jobs = [(run, factored_overrides(run, params, norms[run.parent])) for run in calib_runs]
         todo = [(run, o) for run, o in jobs if o != overrides]
         factored = {run: summaries[run] for run, o in jobs if o == overrides}
         factored.update(zip([run for run, _ in todo], map_in_order(calibration_twin_summary, todo, workers)))
@@ -288,7 +287,7 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
                                     workers), seeds)
     reports = [_assemble(plan, twins, include_calibration, progress, train_runs, params) for plan in plans]
     for rep in reports:
-        rep.calibration = which
+        rep.calibration = calibration
     return reports
 
 
