@@ -692,6 +692,13 @@ def test_calibration_before_takes_only_what_was_measured_before_the_runs(tmp_pat
     assert before.to_json()["calibration"] == "before" and every.to_json()["calibration"] == "all"
     from cfsim.validation.report import to_markdown
     assert "only the calibration runs recorded before every run" in to_markdown(before)
+    # a fit of the per-item cost on one run takes the same calibration: with the start's factor
+    # there is nothing left to fit; with both, the fit makes up for the end's slower host
+    fits = {c: calibrate(root, "cgroup.cpu_limit<=0.5", ["cost_factor"], max_nfev=12, duration_s=None,
+                         calibration=c)[0].params["cost_factor"] for c in ("all", "before")}
+    assert fits["before"] == pytest.approx(1.0, abs=0.03) and fits["all"] < 0.92
+    with pytest.raises(ValueError, match="calibration must be one of"):
+        calibrate(root, "cgroup.cpu_limit<=0.5", ["cost_factor"], calibration="later")
     # a calibration run recorded in the middle of the grid (a resumed grid) calibrates none of it
     (root / "calib-end" / "manifest.json").write_text(json.dumps({"times": {"start_unix_s": 250.0}}))
     assert [r.name for r in calibration_known_before(sorted(root.iterdir()))] == [
@@ -712,3 +719,15 @@ def test_validate_command_takes_the_calibration_choice(grid, capsys):
     assert json.loads(capsys.readouterr().out)["calibration"] == "before"
     with pytest.raises(SystemExit):
         main(["validate", str(grid), "--calibration", "later"])
+
+
+def test_calibrate_command_takes_the_calibration_choice(grid, capsys):
+    from cfsim.cli import main
+
+    argv = ["calibrate", str(grid), "--train", "cgroup.cpu_limit<=0.5", "--param", "cost_factor",
+            "--max-nfev", "3", "--workers", "1", "--no-progress", "--format", "json"]
+    assert main([*argv, "--calibration", "before"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["train_runs"] == 1 and out["validation_runs"] == 2
+    with pytest.raises(SystemExit):
+        main([*argv, "--calibration", "later"])

@@ -33,6 +33,9 @@ def add_parser(sub) -> None:
                         "fit (twice: the whole range, then around its best point; default 5 for up to two "
                         "parameters, 3 for three, none beyond; 0 starts at the scenario's value)")
     add_format_argument(p, "the fit (json/yaml: params, sigma_log, errors; csv/markdown/html: one row per parameter)")
+    p.add_argument("--calibration", choices=("all", "before"), default="all",
+                   help="which of each grid's calibration runs set its factors, in the fit and its validation: "
+                        "all (default) or before (only those recorded before the runs they calibrate)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -74,7 +77,7 @@ def run(args) -> int:
             cal, train_runs, test_runs = calibrate(args.path, args.train, names, workers=args.workers,
                                                    max_nfev=args.max_nfev, bounds=bounds, progress=bar.advance_to,
                                                    metrics=metrics, fixed=fixed, held=held,
-                                                   start_points=args.start_points)
+                                                   start_points=args.start_points, calibration=args.calibration)
     except ValueError as exc:  # a bad --train or --param: say which, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -86,8 +89,10 @@ def run(args) -> int:
         tick = (lambda run_id: bar.advance(1, run_id))
         # the runs the fit used are training, not held out: their errors are summarised apart
         applied = {**cal.fixed, **cal.held, **cal.params}   # the fit holds with the parameters it held
-        train_report = validate(args.path, params=applied, only=train_runs, progress=tick, train_runs=train_runs)
-        test_report = validate(args.path, params=applied, only=test_runs, progress=tick) if test_runs else None
+        train_report = validate(args.path, params=applied, only=train_runs, progress=tick, train_runs=train_runs,
+                                calibration=args.calibration)
+        test_report = validate(args.path, params=applied, only=test_runs, progress=tick,
+                               calibration=args.calibration) if test_runs else None
     train_errors = summarise_errors(train_report.runs, held_out_only=False)
     if args.out:
         errors = {"train": train_errors, "validation": test_report.errors if test_report else {}}

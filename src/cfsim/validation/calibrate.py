@@ -279,7 +279,8 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
               metrics: Sequence[str] | None = None,
               fixed: Mapping[str, float] | None = None,
               held: Mapping[str, float] | None = None,
-              start_points: int | None = None) -> tuple[Calibration, list[Path], list[Path]]:
+              start_points: int | None = None,
+              calibration: str = "all") -> tuple[Calibration, list[Path], list[Path]]:
     """Fit ``params`` on the runs selected by ``train``; return the fit, training and held-out runs.
 
     ``duration_s`` shortens the twins during the fit (steady state is reached in seconds);
@@ -294,7 +295,19 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     beyond). The twins are discrete-event simulations, so the objective is piecewise constant at
     fine scales (a GC cycle more or less): ``least_squares``' finite differences then see no
     slope and stay where they start, wherever that is.
+    ``calibration``: which of each grid's calibration runs set its factors, as
+    :func:`cfsim.validation.validate` takes it (``"before"``: only those recorded before its runs).
     """
+    from cfsim.validation.report import CALIBRATION_CHOICES
+    from cfsim.validation.twin import calibration_known_before
+
+    if calibration not in CALIBRATION_CHOICES:
+        raise ValueError(f"calibration must be one of {', '.join(CALIBRATION_CHOICES)} (got {calibration!r})")
+
+    def grid_runs(grid: Path) -> list[Path]:
+        runs = find_runs(grid)
+        return calibration_known_before(runs) if calibration == "before" else runs
+
     metrics = tuple(metrics or RESIDUAL_METRICS)
     known = {m.name for m in vm.METRICS}
     bad = [m for m in metrics if m not in known]
@@ -326,7 +339,7 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     if not train_runs:
         raise ValueError(f"--train {train!r} selects no run among {len(runs)} runs below {path}")
     grids = sorted({r.parent for r in runs})
-    norms = {grid: grid_norm(find_runs(grid), {**fixed, **held} or None) for grid in grids}
+    norms = {grid: grid_norm(grid_runs(grid), {**fixed, **held} or None) for grid in grids}
     priors = {r: grid_priors(run_scenario(r), norms[r.parent], pre_run_tenants_cores(run_manifest(r)))
               for r in train_runs}
     model_params = [k for k in names if k != "cost_factor"]
@@ -359,7 +372,7 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         p = {**fixed, **held, **{k: float(v) for k, v in zip(names, values(x))}}
         # the grid's cost factor divides its calibration runs' CPU by the model with these parameters
         # (a calibration run's CPU includes its GC): recomputed when a model parameter is fitted
-        now = {grid: grid_norm(find_runs(grid), p, gc_priors=False) for grid in grids} \
+        now = {grid: grid_norm(grid_runs(grid), p, gc_priors=False) for grid in grids} \
             if model_params else norms
         jobs = [(str(r), {**priors[r], **apply_grid(r, p, now[r.parent])}, duration_s, metrics)
                 for r in train_runs]
