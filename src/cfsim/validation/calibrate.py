@@ -30,7 +30,7 @@ from cfsim.scenario import Scenario, parse_value
 from cfsim.validation import metrics as vm
 from cfsim.validation.normalise import cache_held_share, calibration_overrides, grid_norm, grid_priors
 from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
-                                   run_scenario, twin)
+                                   run_scenario, runs_with_calibration, twin)
 
 #: parameter -> (lower, upper) bounds; the defaults calibrated when none are named
 DEFAULT_PARAMS: dict[str, tuple[float, float]] = {
@@ -298,16 +298,7 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     ``calibration``: which of each grid's calibration runs set its factors, as
     :func:`cfsim.validation.validate` takes it (``"before"``: only those recorded before its runs).
     """
-    from cfsim.validation.report import CALIBRATION_CHOICES
-    from cfsim.validation.twin import calibration_known_before
-
-    if calibration not in CALIBRATION_CHOICES:
-        raise ValueError(f"calibration must be one of {', '.join(CALIBRATION_CHOICES)} (got {calibration!r})")
-
-    def grid_runs(grid: Path) -> list[Path]:
-        runs = find_runs(grid)
-        return calibration_known_before(runs) if calibration == "before" else runs
-
+    runs_with_calibration([], calibration)   # refuse an unknown choice before any work
     metrics = tuple(metrics or RESIDUAL_METRICS)
     known = {m.name for m in vm.METRICS}
     bad = [m for m in metrics if m not in known]
@@ -339,7 +330,8 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     if not train_runs:
         raise ValueError(f"--train {train!r} selects no run among {len(runs)} runs below {path}")
     grids = sorted({r.parent for r in runs})
-    norms = {grid: grid_norm(grid_runs(grid), {**fixed, **held} or None) for grid in grids}
+    grid_runs = {grid: runs_with_calibration(find_runs(grid), calibration) for grid in grids}
+    norms = {grid: grid_norm(grid_runs[grid], {**fixed, **held} or None) for grid in grids}
     priors = {r: grid_priors(run_scenario(r), norms[r.parent], pre_run_tenants_cores(run_manifest(r)))
               for r in train_runs}
     model_params = [k for k in names if k != "cost_factor"]
@@ -372,7 +364,7 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         p = {**fixed, **held, **{k: float(v) for k, v in zip(names, values(x))}}
         # the grid's cost factor divides its calibration runs' CPU by the model with these parameters
         # (a calibration run's CPU includes its GC): recomputed when a model parameter is fitted
-        now = {grid: grid_norm(grid_runs(grid), p, gc_priors=False) for grid in grids} \
+        now = {grid: grid_norm(grid_runs[grid], p, gc_priors=False) for grid in grids} \
             if model_params else norms
         jobs = [(str(r), {**priors[r], **apply_grid(r, p, now[r.parent])}, duration_s, metrics)
                 for r in train_runs]

@@ -38,12 +38,11 @@ from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibra
 from cfsim.validation.regimes import (HOST_STATES, OUT_OF_SCOPE, PREDICTED, QUIET_TENANTS_CORES, REGIMES,
                                       host_state, run_regime)
 from cfsim.validation.trajectory import compare_trajectories
-from cfsim.validation.twin import (calibration_known_before, find_runs, is_calibration_run, observed_summary,
-                                   pre_run_tenants_cores, run_manifest, run_scenario, twin_spec)
+from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary,
+                                   pre_run_tenants_cores, run_manifest, run_scenario, runs_with_calibration,
+                                   twin_spec)
 
-#: which calibration runs set a grid's factors and priors (``validate(calibration=...)``)
-CALIBRATION_CHOICES = ("all", "before")
-#: what each choice means, for the report
+#: what each calibration choice (:data:`cfsim.validation.twin.CALIBRATION_CHOICES`) means, for the report
 CALIBRATION_TEXT = {"all": "each grid's calibration runs, at its start and at its end",
                     "before": "only the calibration runs recorded before every run of their grid "
                               "(none measured after the runs its twins predict)"}
@@ -64,7 +63,7 @@ class ValidationReport:
     params: dict[str, Any] = field(default_factory=dict)  # model parameters every twin took (--params)
     #: this validation against an earlier one (cfsim.validation.against.compare), with its file
     against: dict[str, Any] = field(default_factory=dict)
-    #: which calibration runs set the grids' factors (:data:`CALIBRATION_CHOICES`)
+    #: which calibration runs set the grids' factors (:data:`cfsim.validation.twin.CALIBRATION_CHOICES`)
     calibration: str = "all"
 
     @property
@@ -257,12 +256,8 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
                   calibration: str = "all") -> list[ValidationReport]:
     """:func:`validate` for each of ``paths`` (e.g. the grids of a lab tree, a few runs of each),
     one report per path, the twins of all of them simulated in one process pool."""
-    if calibration not in CALIBRATION_CHOICES:
-        raise ValueError(f"calibration must be one of {', '.join(CALIBRATION_CHOICES)} (got {calibration!r})")
     roots = [Path(p) for p in paths]
-    runs = [find_runs(root) for root in roots]
-    if calibration == "before":
-        runs = [calibration_known_before(root_runs) for root_runs in runs]
+    runs = [runs_with_calibration(find_runs(root), calibration) for root in roots]
     # the calibration runs' twins first (each grid's cost factor and priors need them), all in one pool
     calib_runs = list(dict.fromkeys(run for root_runs in runs for run in root_runs if is_calibration_run(run)))
     overrides = calibration_overrides(params)

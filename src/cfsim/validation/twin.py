@@ -339,6 +339,18 @@ def calibration_known_before(runs: list[Path]) -> list[Path]:
     return [run for run in runs if known(run)]
 
 
+#: which calibration runs set a grid's factors and priors (``validate(calibration=...)``)
+CALIBRATION_CHOICES = ("all", "before")
+
+
+def runs_with_calibration(runs: list[Path], calibration: str) -> list[Path]:
+    """``runs`` with the calibration runs ``calibration`` keeps: ``"all"`` of them, or ``"before"``
+    (:func:`calibration_known_before`); any other choice is refused."""
+    if calibration not in CALIBRATION_CHOICES:
+        raise ValueError(f"calibration must be one of {', '.join(CALIBRATION_CHOICES)} (got {calibration!r})")
+    return calibration_known_before(runs) if calibration == "before" else runs
+
+
 # ------------------------------------------------------------------ machine facts: the tick rate
 
 #: the tick rate a twin runs at when no record of the run's kernel states it: the scenario's own
