@@ -151,6 +151,37 @@ def regime_table(regimes) -> pd.DataFrame:
 display(regime_table(PREDICTED))
 
 # %% [markdown]
+# ## The model against the naive baseline
+#
+# A figure that a model without the mechanisms also meets does not test them. The naive baseline
+# (`cfsim.validation.naive`) takes each twin's own scenario and answers what the caps alone say:
+# usage = min(demand, limit, GOMAXPROCS, host CPUs left by the neighbours, workers), throttled in every
+# period iff the demand exceeds the limit, no GC, no scheduler, no queue below saturation, and the
+# textbook GC (goal = live heap x (1 + GOGC/100) capped by GOMEMLIMIT). Per regime where the model
+# predicts: both median |errors| on the same runs, for rates also the median factor
+# max(sim / obs, obs / sim) (a relative error caps a prediction too low at -1, and the naive answer is
+# too low), and in how many runs each is the closer one. An open loop's throughput is its arrival
+# rate: the naive model gets it as well, so that figure tests nothing.
+
+# %%
+def naive_table(regimes) -> pd.DataFrame:
+    rows = []
+    for regime in regimes:
+        for m in METRICS:
+            c = by_regime.get(regime, {}).get(m, {}).get("naive")
+            if c:
+                rows.append({"regime": regime, "metric": m, "n": c["n"],
+                             "model median |err|": round(c["model_median_abs"], 4),
+                             "naive median |err|": round(c["median_abs"], 4),
+                             "model median factor": c.get("model_median_factor"),
+                             "naive median factor": c.get("naive_median_factor"),
+                             "model closer": c["model_closer"], "naive closer": c["naive_closer"]})
+    return pd.DataFrame(rows)
+
+
+display(naive_table(PREDICTED))
+
+# %% [markdown]
 # ## Every regime
 #
 # The capped regimes check the caps: CPU at the quota is the quota, and a throttled ratio of 1 where

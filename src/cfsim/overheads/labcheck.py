@@ -80,18 +80,20 @@ def tails_rows(report) -> list[dict[str, Any]]:
     """One row per validated run of a :class:`cfsim.validation.report.ValidationReport`: its
     regime (the report's, :mod:`cfsim.validation.regimes`; :func:`regime` for reports without
     one), design point (``group``), GOMAXPROCS and the lab's and the model's CPU, throttled
-    ratio, p50 and p99."""
+    ratio, p50 and p99, and the naive baseline's (``*_naive``, :mod:`cfsim.validation.naive`) where
+    the report has it."""
     from cfsim.scenario import load_scenario
 
     rows = []
     for r in report.runs:
         sc = load_scenario(Path(r["path"]) / "scenario.toml")
-        o, s = r["observed"], r["simulated"]
+        o, s, n = r["observed"], r["simulated"], r.get("naive") or {}
         rows.append({"run": r["run"], "grid": r["grid"], "role": r["role"],
                      "regime": r.get("regime") or regime(o, sc["cgroup.cpu_limit"]), "host": r.get("host_state"),
                      "group": tuple(sc.get(k) for k in GROUP_KEYS), "gomaxprocs": sc["go.gomaxprocs"],
                      **{f"{k}_{side}": d.get(f"{k}") for k in ("cpu_usage_cores", "throttled_ratio", "latency_p50_s",
-                                                              "latency_p99_s") for side, d in (("lab", o), ("model", s))}})
+                                                              "latency_p99_s")
+                        for side, d in (("lab", o), ("model", s), ("naive", n))}})
     return rows
 
 
@@ -103,7 +105,7 @@ def _median(xs: list[float]) -> float | None:
     return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
-def tails_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def tails_summary(rows: Iterable[Mapping[str, Any]], side: str = "model") -> dict[str, dict[str, Any]]:
     """Per regime, over the regimes where the model predicts (``predicted``: uncapped and
     contended, :data:`cfsim.validation.regimes.PREDICTED`) and over all runs (``all``): n, median
     |throttled-ratio error|, median |relative CPU error|, median |relative p50 error|, median p99
@@ -113,7 +115,8 @@ def tails_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]
     :func:`cfsim.validation.regimes.host_state`), ``predicted`` is also split by it
     (``"predicted, quiet host"``, ``"predicted, busy host"``, ...): a twin knows how many cores the
     tenants took before the run, but not always how many tasks they ran (their CFS weight), so a
-    busy host's runs tell the model's error and the host's apart less well.
+    busy host's runs tell the model's error and the host's apart less well. ``side="naive"``
+    judges the rows' naive baseline (``*_naive``) the same way instead of the model.
 
     The goals are judged on ``predicted``. In a quota-capped run the kernel decides the CPU and
     the throttled ratio (both agree whatever the model does) while an open loop's queue grows
@@ -132,6 +135,10 @@ def tails_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]
     (2, 2, 4)
     """
     rows = list(rows)
+    if side != "model":
+        rows = [{**r, **{f"{k}_model": r.get(f"{k}_{side}") for k in ("cpu_usage_cores", "throttled_ratio",
+                                                                      "latency_p50_s", "latency_p99_s")}}
+                for r in rows]
     out: dict[str, dict[str, Any]] = {}
 
     def rel(r, k):

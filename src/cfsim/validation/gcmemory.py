@@ -120,7 +120,21 @@ def oom_by_point(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def naive_oom_confusion(runs: list[Mapping[str, Any]]) -> dict[str, int]:
+    """Counts of (lab, naive) OOM outcomes: the naive baseline kills a run whose textbook heap goal
+    is above its container limit (:func:`cfsim.validation.naive.textbook_gc`)."""
+    out = {f"lab {o}, naive {s}": 0 for o in ("oom", "ok") for s in ("oom", "ok")}
+    for r in runs:
+        o, s = r["observed"].get("oom_killed"), (r.get("naive") or {}).get("oom_killed")
+        if o is None or s is None:
+            continue
+        out[f"lab {'oom' if o else 'ok'}, naive {'oom' if s else 'ok'}"] += 1
+    return out
+
+
 def _summary(runs: list[Mapping[str, Any]], names: tuple[str, ...]) -> dict[str, Any]:
+    from cfsim.validation.naive import naive_comparison
+
     out = {}
     for name in names:
         vals = [r["errors"][name] for r in runs if r["errors"].get(name) is not None]
@@ -128,6 +142,9 @@ def _summary(runs: list[Mapping[str, Any]], names: tuple[str, ...]) -> dict[str,
             out[name] = {"median_abs": float(statistics.median(abs(v) for v in vals)),
                          "median": float(statistics.median(vals)), "n": len(vals),
                          "goal": next((m.goal for m in vm.METRICS if m.name == name), None)}
+            naive = naive_comparison(list(runs), name)
+            if naive:
+                out[name]["naive"] = naive
     return out
 
 
@@ -148,4 +165,5 @@ def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point
     out = {name: _summary(rs, GC_REGIME_METRICS) | {"runs": len(rs)} for name, rs in sorted(regimes.items())}
     if sel:
         out["all"] = _summary(sel, GC_REGIME_METRICS) | {"runs": len(sel)}
-    return {"regimes": out, "oom": oom_confusion(sel), "oom_points": oom_by_point(sel)}
+    return {"regimes": out, "oom": oom_confusion(sel), "oom_naive": naive_oom_confusion(sel),
+            "oom_points": oom_by_point(sel)}

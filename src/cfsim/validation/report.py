@@ -33,6 +33,7 @@ from cfsim.validation.noise import noise_summary, repeat_spreads
 from cfsim.validation import metrics as vm
 from cfsim.validation.ensemble import ensemble_mean, grid_seed_spread, replica_seeds, seed_spread
 from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
+from cfsim.validation.naive import NAIVE_DESCRIPTION, naive_comparison, naive_summary
 from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibration_twin_summary,
                                        factored_overrides, grid_norm, grid_priors)
 from cfsim.validation.regimes import (HOST_STATES, OUT_OF_SCOPE, PREDICTED, QUIET_TENANTS_CORES, REGIMES,
@@ -81,14 +82,16 @@ class ValidationReport:
                              **{k: run["scenario"].get(k) for k in SCENARIO_COLUMNS},
                              "metric": m.name, "kind": m.kind, "observed": run["observed"].get(m.name),
                              "simulated": run["simulated"].get(m.name), "error": run["errors"].get(m.name),
-                             "goal": m.goal})
+                             "naive": run.get("naive", {}).get(m.name),
+                             "naive_error": run.get("naive_errors", {}).get(m.name), "goal": m.goal})
         return pd.DataFrame(rows)
 
-    def tails(self) -> dict[str, dict[str, Any]]:
+    def tails(self, side: str = "model") -> dict[str, dict[str, Any]]:
         """Per grid whose held-out runs measured a client latency: the tails check of
         :func:`cfsim.overheads.labcheck.tails_summary` (median |error| of the throttled ratio, CPU
         and p50, the median p99 factor, per regime and over all, and whether the p99 ordering
-        across GOMAXPROCS is kept wherever the repeats separate it)."""
+        across GOMAXPROCS is kept wherever the repeats separate it); ``side="naive"``: the same
+        check of the naive baseline on the same runs."""
         from cfsim.overheads.labcheck import tails_rows, tails_summary
 
         held = {r["run"] for r in self.runs if r["held_out"]}
@@ -96,7 +99,7 @@ class ValidationReport:
         for row in tails_rows(self):
             if row["run"] in held and row["latency_p99_s_lab"] and row["latency_p99_s_model"]:
                 by_grid[row["grid"]].append(row)
-        return {grid: tails_summary(rows) for grid, rows in by_grid.items()}
+        return {grid: tails_summary(rows, side) for grid, rows in by_grid.items()}
 
     def by_host_state(self) -> dict[str, dict[str, Any]]:
         """Per host state before the run (:func:`cfsim.validation.regimes.host_state`): the number of
@@ -109,6 +112,7 @@ class ValidationReport:
         return {"headline": self.headline, "by_regime": self.by_regime, "regime_counts": self.regime_counts,
                 "by_host_state": self.by_host_state(),
                 "errors": self.errors, "grids": self.grids, "gc": self.gc, "tails": self.tails(),
+                "tails_naive": self.tails("naive"), "throttled_below_limit": throttled_below_limit(self.runs),
                 "params": self.params, "calibration": self.calibration,
                 **({"against": self.against} if self.against else {}),
                 "runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs]}
@@ -152,16 +156,16 @@ def pooled_noise(grids: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, 
 
 def summarise_errors(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("point", "repeat"),
                      held_out_only: bool = True) -> dict[str, Any]:
-    """``{metric: {"median", "median_abs", "worst", "worst_run", "n", "goal"}}`` over the runs
-    (by default the held-out point and repeat runs; runs out of the model's scope, ``OUT_OF_SCOPE``,
-    only when ``runs`` holds nothing else: their own regime's table)."""
+    """``{metric: {"median", "median_abs", "worst", "worst_run", "n", "goal"[, "naive"]}}`` over the
+    runs (by default the held-out point and repeat runs; runs out of the model's scope,
+    ``OUT_OF_SCOPE``, only when ``runs`` holds nothing else: their own regime's table); ``naive``:
+    the model against the naive baseline on the same runs (:func:`cfsim.validation.naive.naive_comparison`)."""
     out: dict[str, Any] = {}
     if any(r.get("regime") not in OUT_OF_SCOPE for r in runs):
         runs = [r for r in runs if r.get("regime") not in OUT_OF_SCOPE]
+    runs = [r for r in runs if r["role"] in roles and (r.get("held_out", True) or not held_out_only)]
     for m in vm.METRICS:
-        vals = [(r["errors"][m.name], r["run"]) for r in runs
-                if r["role"] in roles and (r.get("held_out", True) or not held_out_only)
-                and r["errors"].get(m.name) is not None]
+        vals = [(r["errors"][m.name], r["run"]) for r in runs if r["errors"].get(m.name) is not None]
         if not vals:
             continue
         errs = np.array([v for v, _ in vals], dtype=float)
@@ -169,6 +173,9 @@ def summarise_errors(runs: list[dict[str, Any]], roles: tuple[str, ...] = ("poin
         out[m.name] = {"median": float(np.median(errs)), "median_abs": float(np.median(np.abs(errs))),
                        "worst": float(errs[worst]), "worst_run": vals[worst][1], "n": len(vals),
                        "goal": m.goal, "kind": m.kind}
+        naive = naive_comparison(runs, m.name)
+        if naive:
+            out[m.name]["naive"] = naive
     return out
 
 
@@ -340,9 +347,15 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
         each = [_derived(s) for s in replicas]
         simulated = ensemble_mean(each)
         errors = {m.name: vm.error(m, observed[m.name], simulated[m.name]) for m in vm.METRICS}
+        # the naive baseline from the same scenario: what the caps alone say
+        naive_sum = naive_summary(scenario)
+        naive = {m.name: m.get(naive_sum) for m in vm.METRICS if m.name in NAIVE_METRICS}
+        naive_errors = {m.name: vm.error(m, observed[m.name], naive[m.name]) for m in vm.METRICS
+                        if m.name in NAIVE_METRICS}
         if observed.get("oom_killed") or simulated.get("oom_killed"):
             # an OOM-killed run (either side) has no comparable window: only the kill is compared
             errors = {k: (v if k == "oom_killed" else None) for k, v in errors.items()}
+            naive_errors = {k: v for k, v in naive_errors.items() if k == "oom_killed"}
         regime, regime_inputs = run_regime(run, obs_summary)
         held_out = role in ("point", "repeat") and run.resolve() not in trained
         if role in ("point", "repeat") and not held_out:
@@ -360,7 +373,7 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
                    "cgroup.memory_limit_mb": scenario.get("cgroup.memory_limit_mb")},
                "twin": spec.as_dict(), "params": run_params,
                "observed": observed, "simulated": simulated, "errors": errors,
-               "gc_regime": gc_regime(scenario)}
+               "naive": naive, "naive_errors": naive_errors, "gc_regime": gc_regime(scenario)}
         if len(each) > 1:
             row["seeds"] = len(each)
             row["seed_spread"] = seed_spread(observed, each)
@@ -423,14 +436,24 @@ def _gc_markdown(report: ValidationReport) -> list[str]:
     if not regimes:
         return []
     lines = ["", "## GC and memory by GC regime, held-out runs (median |error| (n); cfsim.validation.gcmemory)",
-             "", "| GC regime | runs | " + " | ".join(GC_REGIME_METRICS) + " |",
+             "", "In brackets the naive baseline's median |error| on the runs where it has a value: the textbook "
+             "GC (cfsim.validation.naive.textbook_gc: goal = live heap x (1 + GOGC/100) capped by GOMEMLIMIT, a "
+             "cycle every goal - live bytes at the naive throughput, memory the saw-tooth's mean, killed when the "
+             "goal is above the container limit).", "",
+             "| GC regime | runs | " + " | ".join(GC_REGIME_METRICS) + " |",
              "|---" * (len(GC_REGIME_METRICS) + 2) + "|"]
     for name, g in regimes.items():
-        cells = [f"{g[m]['median_abs']:.3f} ({g[m]['n']})" if m in g else "" for m in GC_REGIME_METRICS]
+        cells = [(f"{g[m]['median_abs']:.3f} ({g[m]['n']})"
+                  + (f" [{g[m]['naive']['median_abs']:.3f}]" if g[m].get("naive") else "")) if m in g else ""
+                 for m in GC_REGIME_METRICS]
         lines.append(f"| {name} | {g['runs']} | " + " | ".join(cells) + " |")
     oom = report.gc.get("oom") or {}
     if any(oom.values()):
         lines += ["", "OOM kills (lab, model): " + ", ".join(f"{k}: {v}" for k, v in oom.items())]
+    oom_naive = report.gc.get("oom_naive") or {}
+    if any(oom_naive.values()):
+        lines += ["", "OOM kills (lab, naive: the textbook goal above the container limit): "
+                  + ", ".join(f"{k}: {v}" for k, v in oom_naive.items())]
     points = report.gc.get("oom_points") or []
     if points:
         lines += ["", "OOM kills of the points run more than once (lab: killed of runs; model: the twins' "
@@ -480,25 +503,42 @@ def _tails_markdown(report: ValidationReport) -> list[str]:
              "ratio, and an open loop's queue grows for as long as the run lasts, so 'all' mixes agreement "
              "the cap makes with errors the queue makes. 'predicted, quiet host' and 'predicted, busy host' "
              "split them by the other tenants' CPU before the run (under or over 0.25 cores): the twins "
-             "know those cores, but the tenants' weight only where the lab counted their tasks.", "",
+             "know those cores, but the tenants' weight only where the lab counted their tasks. In brackets "
+             "the naive baseline's figure on the same runs (cfsim.validation.naive: no throttling below the "
+             "limit, the request's CPU as its latency): a goal it meets as well does not test the model.", "",
              f"| grid | regime | n | throttled ratio ({GOALS['throttled']}) | CPU ({GOALS['cpu']:.0%}) | "
              f"p50 ({GOALS['p50']:.0%}) | p99 factor ({GOALS['p99_factor']}) | p99 order kept / separated pairs |",
              "|---|---|---|---|---|---|---|---|"]
     orders = {"all": "p99_order", "predicted": "p99_order_predicted"}
+    naive_tails = report.tails("naive")
+
+    def cell(t: Mapping[str, Any], nt: Mapping[str, Any], key: str) -> str:
+        return _fmt(t.get(key)) + (f" [{_fmt(nt.get(key))}]" if nt.get(key) is not None else "")
+
     for grid, summary in tails.items():
         for regime, t in summary.items():
             if regime.startswith("p99_order"):
                 continue
+            nt = naive_tails.get(grid, {}).get(regime, {})
             order = summary.get(orders.get(regime, ""))
+            norder = naive_tails.get(grid, {}).get(orders.get(regime, ""))
             kept = f"{order['kept']} / {order['separated_pairs']}" if order else ""
-            lines.append(f"| {grid} | {regime} | {t['n']} | {_fmt(t['throttled'])} | {_fmt(t['cpu'])} | "
-                         f"{_fmt(t['p50'])} | {_fmt(t['p99_factor'])} | {kept} |")
+            if order and norder:
+                kept += f" [{norder['kept']}]"
+            lines.append(f"| {grid} | {regime} | {t['n']} | {cell(t, nt, 'throttled')} | {cell(t, nt, 'cpu')} | "
+                         f"{cell(t, nt, 'p50')} | {cell(t, nt, 'p99_factor')} | {kept} |")
     return lines
 
 
 #: metrics shown in the per-regime tables (the others are in errors.csv and the JSON)
 REGIME_TABLE_METRICS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "gc_cpu_share",
                         "latency_p50_s", "latency_p99_s")
+
+
+#: metrics the naive baseline predicts (:mod:`cfsim.validation.naive`)
+NAIVE_METRICS = REGIME_TABLE_METRICS + ("gomaxprocs", "gc_cycles_per_s", "gc_heap_goal_mean_bytes",
+                                        "gc_heap_live_bytes", "memory_usage_mean_bytes", "memory_max_usage_bytes",
+                                        "oom_killed")
 
 
 #: the host-state table's metrics: the regime table's and the GC's cycles
@@ -519,12 +559,106 @@ def _host_state_markdown(report: ValidationReport) -> list[str]:
 
 
 def _errors_table(label: str, rows: list[tuple[str, int, Mapping[str, Any]]], metrics: tuple[str, ...]) -> list[str]:
-    """Markdown rows ``label | n runs | per metric: runs with a value, median |error|``."""
-    lines = [f"| {label} | n runs | " + " | ".join(f"{m} (n, median abs)" for m in metrics) + " |",
+    """Markdown rows ``label | n runs | per metric: runs with a value, median |error|`` (and in
+    brackets the naive baseline's median |error| on the runs where it has one)."""
+    lines = [f"| {label} | n runs | " + " | ".join(f"{m} (n, median abs [naive])" for m in metrics) + " |",
              "|---|---|" + "---|" * len(metrics)]
     for name, n, errs in rows:
-        cells = [f"{e['n']}, {e['median_abs']:.4f}" if (e := errs.get(m)) else "-" for m in metrics]
+        cells = [(f"{e['n']}, {e['median_abs']:.4f}" + (f" [{e['naive']['median_abs']:.4f}]" if e.get("naive") else ""))
+                 if (e := errs.get(m)) else "-" for m in metrics]
         lines.append(f"| {name} | {n} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _naive_markdown(report: ValidationReport) -> list[str]:
+    """Where the model predicts, per regime and metric: the model against the naive baseline on
+    the same runs, and whether the model adds anything there."""
+    lines = ["", "## The model against the naive baseline (cfsim.validation.naive)", "",
+             f"Naive: {NAIVE_DESCRIPTION}. It takes the twin's own scenario, so the two differ only by what "
+             "cfsim models beyond the caps; a figure the naive model meets as well does not test the mechanisms. "
+             "Per regime where the model predicts, on the runs where both have a value: the median |error| of "
+             "each; for rates also the median factor max(sim / obs, obs / sim), because a relative error caps a "
+             "prediction too low at -1 and the naive model predicts too low (no runtime CPU, no queue); and in "
+             "how many runs each is the closer one (by the factor for rates, ties in neither). 'no skill': the "
+             "naive model is as close by the median or closer in as many runs.", "",
+             "| regime | metric | n | model median abs | naive median abs | model median factor | "
+             "naive median factor | model closer | naive closer | |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = 0
+    for regime in PREDICTED:
+        for m in REGIME_TABLE_METRICS:
+            c = report.by_regime.get(regime, {}).get(m, {}).get("naive")
+            if not c:
+                continue
+            own, base = (c["model_median_factor"], c["naive_median_factor"]) if "model_median_factor" in c \
+                else (c["model_median_abs"], c["median_abs"])
+            skill = own < base and c["model_closer"] > c["naive_closer"]
+            lines.append(f"| {regime} | {m} | {c['n']} | {c['model_median_abs']:.4f} | {c['median_abs']:.4f} | "
+                         f"{_fmt(c.get('model_median_factor'))} | {_fmt(c.get('naive_median_factor'))} | "
+                         f"{c['model_closer']} | {c['naive_closer']} | {'' if skill else 'no skill'} |")
+            rows += 1
+    return lines if rows else []
+
+
+#: a run below every cap counts as throttled when the lab's ratio of throttled periods exceeds this
+#: (issue 14's goal for the ratio's median |error|)
+THROTTLED_BELOW_LIMIT = 0.03
+
+
+def throttled_below_limit(runs: list[dict[str, Any]], threshold: float = THROTTLED_BELOW_LIMIT) -> dict[str, Any]:
+    """"Throttled while usage is below the limit", the most common complaint about CPU limits, as a
+    detection table over the held-out runs where the model predicts (uncapped, contended): runs the
+    lab throttled in more than ``threshold`` of the periods and runs it did not, against whether the
+    twin did; and on the lab's throttled runs the median |error| of the model and of the naive
+    baseline (which never throttles below the limit). The median over all predicted runs cannot
+    show this: most are not throttled, and a model that never throttles meets it.
+
+    >>> rows = [{"held_out": True, "role": "point", "regime": "uncapped",
+    ...          "observed": {"throttled_ratio": o}, "simulated": {"throttled_ratio": s},
+    ...          "errors": {"throttled_ratio": s - o}, "naive_errors": {"throttled_ratio": -o}}
+    ...         for o, s in ((0.2, 0.1), (0.1, 0.0), (0.0, 0.0), (0.0, 0.05))]
+    >>> t = throttled_below_limit(rows)
+    >>> t["lab throttled, model throttled"], t["lab throttled, model not"], t["lab not, model throttled"]
+    (1, 1, 1)
+    >>> round(t["model_median_abs_on_lab_throttled"], 6), round(t["naive_median_abs_on_lab_throttled"], 6)
+    (0.1, 0.15)
+    """
+    out: dict[str, Any] = {"threshold": threshold, "lab throttled, model throttled": 0, "lab throttled, model not": 0,
+                           "lab not, model throttled": 0, "lab not, model not": 0}
+    on_lab: list[tuple[float, float]] = []
+    for r in runs:
+        if not r.get("held_out") or r.get("regime") not in PREDICTED or r.get("role") not in ("point", "repeat"):
+            continue
+        o, m = r["observed"].get("throttled_ratio"), r["simulated"].get("throttled_ratio")
+        if o is None or m is None:
+            continue
+        lab, model = o > threshold, m > threshold
+        out[f"lab {'throttled' if lab else 'not'}, model {'throttled' if model else 'not'}"] += 1
+        naive = (r.get("naive_errors") or {}).get("throttled_ratio")
+        if lab and naive is not None:
+            on_lab.append((abs(r["errors"]["throttled_ratio"]), abs(naive)))
+    if on_lab:
+        out["model_median_abs_on_lab_throttled"] = float(np.median([a for a, _ in on_lab]))
+        out["naive_median_abs_on_lab_throttled"] = float(np.median([b for _, b in on_lab]))
+    return out
+
+
+def _throttled_below_markdown(report: ValidationReport) -> list[str]:
+    t = throttled_below_limit(report.runs)
+    lab_n = t["lab throttled, model throttled"] + t["lab throttled, model not"]
+    if not lab_n and not t["lab not, model throttled"]:
+        return []
+    lines = ["", f"### Throttled below the limit (more than {t['threshold']:g} of the periods, where the model "
+             "predicts)", "",
+             "Most predicted runs are not throttled, so the median above is met by a model that never throttles "
+             "(the naive one). Here the runs the lab throttled, and those the twin throttled, apart.", "",
+             "| | model throttled | model not |", "|---|---|---|",
+             f"| lab throttled | {t['lab throttled, model throttled']} | {t['lab throttled, model not']} |",
+             f"| lab not | {t['lab not, model throttled']} | {t['lab not, model not']} |"]
+    if "model_median_abs_on_lab_throttled" in t:
+        lines += ["", f"On the {lab_n} runs the lab throttled: median |error| of the throttled ratio "
+                  f"{t['model_median_abs_on_lab_throttled']:.3f} (model), "
+                  f"{t['naive_median_abs_on_lab_throttled']:.3f} (naive: the lab's own ratio)."]
     return lines
 
 
@@ -559,8 +693,11 @@ def to_markdown(report: ValidationReport) -> str:
              "## Headline: where the model predicts", "",
              "Uncapped runs (no cap decided their CPU) and contended runs (other processes on a saturated "
              "host): n runs, and per metric the number of runs with a value and the median |error| "
-             "(relative for rates, absolute for ratios).", ""]
+             "(relative for rates, absolute for ratios); in brackets the naive baseline's (min(demand, caps), "
+             "next section).", ""]
     lines += _regime_table(report, PREDICTED)
+    lines += _naive_markdown(report)
+    lines += _throttled_below_markdown(report)
     lines += ["", "## Every regime", "",
               "In the capped regimes a cap (quota, GOMAXPROCS, host CPUs) decides the CPU: their agreement "
               "checks the cap, not the model's prediction. Runs the OOM killer ended in the lab (oom-killed) have "
