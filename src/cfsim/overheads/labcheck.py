@@ -164,7 +164,8 @@ def tails_summary(rows: Iterable[Mapping[str, Any]], side: str = "model") -> dic
                                            and r.get("throttled_ratio_model") is not None]),
                      "cpu": _median([rel(r, "cpu_usage_cores") for r in sel]),
                      "p50": _median([rel(r, "latency_p50_s") for r in sel]),
-                     "p99_factor": _median([factor(r) for r in sel])}
+                     "p99_factor": _median([factor(r) for r in sel]),
+                     "throttled_detection": throttled_detection(sel)}
     for key, sel in (("p99_order", rows), ("p99_order_predicted", [r for r in rows if member(r, "predicted")])):
         out[key] = p99_order({"group": r["group"], "gomaxprocs": r["gomaxprocs"], "p99_lab": r.get("latency_p99_s_lab"),
                               "p99_model": r.get("latency_p99_s_model")} for r in sel)
@@ -173,3 +174,23 @@ def tails_summary(rows: Iterable[Mapping[str, Any]], side: str = "model") -> dic
 
 #: the issue's goals for held-out lab runs (median over runs)
 GOALS = {"throttled": 0.03, "cpu": 0.05, "p50": 0.20, "p99_factor": 1.5}
+
+
+def throttled_detection(rows: Iterable[Mapping[str, Any]], threshold: float = GOALS["throttled"]) -> dict[str, int]:
+    """Runs the lab throttled in more than ``threshold`` of the periods (``lab``), how many of them
+    the model throttled too (``caught``), and runs only the model throttled (``false``): the median
+    |error| of the ratio is met by a model that never throttles wherever most runs are not throttled.
+
+    >>> throttled_detection([{"throttled_ratio_lab": a, "throttled_ratio_model": b}
+    ...                      for a, b in ((0.2, 0.1), (0.1, 0.0), (0.0, 0.05), (0.0, 0.0), (None, 0.3))])
+    {'lab': 2, 'caught': 1, 'false': 1}
+    """
+    out = {"lab": 0, "caught": 0, "false": 0}
+    for r in rows:
+        a, b = r.get("throttled_ratio_lab"), r.get("throttled_ratio_model")
+        if a is None or b is None:
+            continue
+        out["lab"] += a > threshold
+        out["caught"] += a > threshold and b > threshold
+        out["false"] += a <= threshold < b
+    return out

@@ -505,10 +505,14 @@ def _tails_markdown(report: ValidationReport) -> list[str]:
              "split them by the other tenants' CPU before the run (under or over 0.25 cores): the twins "
              "know those cores, but the tenants' weight only where the lab counted their tasks. In brackets "
              "the naive baseline's figure on the same runs (cfsim.validation.naive: no throttling below the "
-             "limit, the request's CPU as its latency): a goal it meets as well does not test the model.", "",
-             f"| grid | regime | n | throttled ratio ({GOALS['throttled']}) | CPU ({GOALS['cpu']:.0%}) | "
+             "limit, the request's CPU as its latency): a goal it meets as well does not test the model; the "
+             "throttled ratio's median is one where most runs are not throttled, so beside it: the runs the lab "
+             "throttled in more than that share of the periods, how many of them the twins throttled too, and "
+             "the runs only the twins throttled.", "",
+             f"| grid | regime | n | throttled ratio ({GOALS['throttled']}) | throttled > {GOALS['throttled']:g}: lab / "
+             f"caught / false | CPU ({GOALS['cpu']:.0%}) | "
              f"p50 ({GOALS['p50']:.0%}) | p99 factor ({GOALS['p99_factor']}) | p99 order kept / separated pairs |",
-             "|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|"]
     orders = {"all": "p99_order", "predicted": "p99_order_predicted"}
     naive_tails = report.tails("naive")
 
@@ -525,8 +529,10 @@ def _tails_markdown(report: ValidationReport) -> list[str]:
             kept = f"{order['kept']} / {order['separated_pairs']}" if order else ""
             if order and norder:
                 kept += f" [{norder['kept']}]"
-            lines.append(f"| {grid} | {regime} | {t['n']} | {cell(t, nt, 'throttled')} | {cell(t, nt, 'cpu')} | "
-                         f"{cell(t, nt, 'p50')} | {cell(t, nt, 'p99_factor')} | {kept} |")
+            d = t.get("throttled_detection") or {}
+            detect = f"{d['lab']} / {d['caught']} / {d['false']}" if d else ""
+            lines.append(f"| {grid} | {regime} | {t['n']} | {cell(t, nt, 'throttled')} | {detect} | "
+                         f"{cell(t, nt, 'cpu')} | {cell(t, nt, 'p50')} | {cell(t, nt, 'p99_factor')} | {kept} |")
     return lines
 
 
