@@ -11,7 +11,8 @@ import pandas as pd
 
 
 def allocation_curves(report, out: Path) -> list[Path]:
-    """One figure per grid: throughput and CPU vs CPU limit, one colour per GOMAXPROCS."""
+    """One figure per grid: throughput and CPU vs CPU limit, one colour per GOMAXPROCS; the model's
+    lines, the lab's points and the naive baseline's dotted lines (:mod:`cfsim.validation.naive`)."""
     paths = []
     by_grid: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in report.runs:
@@ -30,6 +31,10 @@ def allocation_curves(report, out: Path) -> list[Path]:
                 ax.plot(x, [r["simulated"][metric] for r in rs], "-", color=color, label=f"model, GOMAXPROCS={gmp}")
                 ax.plot(x, [r["observed"][metric] for r in rs], "o", color=color, mfc="none",
                         label=f"lab, GOMAXPROCS={gmp}")
+                naive = [(r.get("naive") or {}).get(metric) for r in rs]
+                if any(v is not None for v in naive):   # where the lab sits on it, the caps decide
+                    ax.plot(x, [float("nan") if v is None else v for v in naive], ":", color=color, lw=1,
+                            label="naive min(demand, caps)" if i == 0 else None)
         for ax, label in zip(axes, ("throughput [1/s]", "CPU usage [cores]")):
             ax.set_xlabel("CPU limit [cores]")
             ax.set_ylabel(label)
@@ -38,7 +43,7 @@ def allocation_curves(report, out: Path) -> list[Path]:
                 ax.axvline(k, color="0.85", lw=0.8, zorder=0)
             ax.grid(alpha=0.3)
         axes[0].legend(fontsize=7, ncol=2)
-        fig.suptitle(f"{grid}: model (lines) vs lab (points)")
+        fig.suptitle(f"{grid}: model (lines) vs lab (points); naive min(demand, caps) dotted")
         fig.tight_layout()
         path = out / f"allocation_{grid}.png"
         fig.savefig(path, dpi=110)
