@@ -157,7 +157,7 @@ display(regime_table(PREDICTED))
 # (`cfsim.validation.naive`) takes each twin's own scenario and answers what the caps alone say:
 # usage = min(demand, limit, GOMAXPROCS, host CPUs left by the neighbours, workers), throttled in every
 # period iff the demand exceeds the limit, no GC, no scheduler, no queue below saturation, and the
-# textbook GC (goal = live heap x (1 + GOGC/100) capped by GOMEMLIMIT). Per regime where the model
+# textbook GC (goal = live + (live + GC roots) x GOGC/100, capped by GOMEMLIMIT). Per regime where the model
 # predicts: both median |errors| on the same runs, for rates also the median factor
 # max(sim / obs, obs / sim) (a relative error caps a prediction too low at -1, and the naive answer is
 # too low), and in how many runs each is the closer one. An open loop's throughput is its arrival

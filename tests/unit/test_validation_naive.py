@@ -52,7 +52,7 @@ def test_a_scheduled_limit_is_averaged_over_the_window():
 
 
 def test_the_textbook_gc_caps_the_goal_by_gomemlimit_and_kills_above_the_container_limit():
-    data = {"go": {"live_heap_mb": 64, "roots_mb": 0, "gogc": 100},
+    data = {"go": {"live_heap_mb": 62, "process_heap_mb": 2, "roots_mb": 0, "gogc": 100},
             "workload": {"kind": "open", "rate_per_s": 100, "cpu_ms_per_request": 1.0, "alloc_kb_per_request": 64}}
     g = textbook_gc(_sc(data), 1024.0, 10.0)   # 64 MiB/s over 64 MiB of headroom: one cycle a second
     assert g["gc_cycles"] == pytest.approx(10.0)
@@ -62,6 +62,8 @@ def test_the_textbook_gc_caps_the_goal_by_gomemlimit_and_kills_above_the_contain
     assert limited["gc_cycles"] == pytest.approx(40.0)   # 16 MiB of headroom
     assert textbook_gc(_sc(data, ["cgroup.memory_limit_mb=100"]), 1024.0, 10.0)["oom_kills"] == 1.0
     assert textbook_gc(_sc(data, ["cgroup.memory_limit_mb=200"]), 1024.0, 10.0)["oom_kills"] == 0.0
+    rooted = textbook_gc(_sc(data, ["go.roots_mb=16"]), 1024.0, 10.0)   # the guide: live + (live + roots) x GOGC/100
+    assert rooted["gc_heap_goal_mean_bytes"] == pytest.approx(144 * 2**20)
 
 
 def test_closeness_of_rates_is_a_factor_so_a_low_naive_answer_does_not_win_by_the_cap_at_minus_one():

@@ -16,9 +16,10 @@ Latencies: an open loop below saturation answers its per-request CPU (no queue),
 is 0 for Go work (the naive model's CPU has no GC).
 
 GC and memory, the textbook reading of GOGC and GOMEMLIMIT (the Go GC guide, go.dev/doc/gc-guide):
-the heap goal is the live heap (``go.live_heap_mb`` + ``go.roots_mb``) times ``1 + GOGC/100``,
-capped by GOMEMLIMIT (explicit, or automemlimit's ratio of the container limit) as if the heap were
-all the memory; a cycle every ``goal - live`` bytes allocated at the naive throughput; memory
+the heap goal is the guide's ``live + (live + GC roots) x GOGC/100`` (live: ``go.live_heap_mb`` and
+the program's own ``go.process_heap_mb``; roots: ``go.roots_mb``), capped by GOMEMLIMIT (explicit, or
+automemlimit's ratio of the container limit) as if the heap were all the memory; a cycle every
+``goal - live`` bytes allocated at the naive throughput; memory
 usage the saw-tooth's mean ``(live + goal) / 2`` and its peak the goal; an OOM kill when the goal
 is above the container's memory limit. No overshoot, no allocation during the mark, no non-heap
 memory, no scavenger, no CPU limiter.
@@ -108,7 +109,7 @@ def textbook_gc(scenario: Scenario, throughput_per_s: float, window_s: float) ->
     """The textbook GC of the module docstring over a window of ``window_s`` at ``throughput_per_s``.
 
     >>> from cfsim.scenario import load_scenario
-    >>> sc = load_scenario({"go": {"live_heap_mb": 16, "roots_mb": 0, "gogc": 100},
+    >>> sc = load_scenario({"go": {"live_heap_mb": 16, "process_heap_mb": 0, "roots_mb": 0, "gogc": 100},
     ...                     "workload": {"kind": "stream", "alloc_kb_per_item": 64}})
     >>> g = textbook_gc(sc, 1000.0, 10.0)     # 62.5 MiB/s over 16 MiB of headroom
     >>> g["gc_cycles"] / 10.0, g["gc_heap_goal_mean_bytes"] / 2**20, g["oom_kills"]
@@ -122,9 +123,10 @@ def textbook_gc(scenario: Scenario, throughput_per_s: float, window_s: float) ->
     from cfsim.workloads.kinds import workload_kind
 
     mib = float(1 << 20)
-    live = (float(scenario.get("go.live_heap_mb") or 0.0) + float(scenario.get("go.roots_mb") or 0.0)) * mib
+    live = (float(scenario.get("go.live_heap_mb") or 0.0) + float(scenario.get("go.process_heap_mb") or 0.0)) * mib
+    roots = float(scenario.get("go.roots_mb") or 0.0) * mib
     gogc = scenario.get("go.gogc", 100)
-    goals = [live * (1.0 + gogc / 100.0)] if gogc is not None and gogc >= 0 else []
+    goals = [live + (live + roots) * gogc / 100.0] if gogc is not None and gogc >= 0 else []
     gml = gomemlimit_mb(scenario)
     if gml is not None:
         goals.append(gml * mib)

@@ -437,7 +437,7 @@ def _gc_markdown(report: ValidationReport) -> list[str]:
         return []
     lines = ["", "## GC and memory by GC regime, held-out runs (median |error| (n); cfsim.validation.gcmemory)",
              "", "In brackets the naive baseline's median |error| on the runs where it has a value: the textbook "
-             "GC (cfsim.validation.naive.textbook_gc: goal = live heap x (1 + GOGC/100) capped by GOMEMLIMIT, a "
+             "GC (cfsim.validation.naive.textbook_gc: goal = live + (live + roots) x GOGC/100 capped by GOMEMLIMIT, a "
              "cycle every goal - live bytes at the naive throughput, memory the saw-tooth's mean, killed when the "
              "goal is above the container limit).", "",
              "| GC regime | runs | " + " | ".join(GC_REGIME_METRICS) + " |",
