@@ -184,6 +184,25 @@ def test_grid_plan_resume_and_drift(tmp_path):
     assert calls == [point, f"repeat-{point}"]
 
 
+def test_grid_calibrates_between_points_and_resumes_them(tmp_path):
+    """--calibrate-every 2: a calibration run (unconstrained, GOMAXPROCS 1: the fake runner checks)
+    after every two points and their repeats, recorded as calibration in grid.json, redone on resume
+    like any run whose summary is missing."""
+    calls: list[str] = []
+    fake_run = _fake_runner(calls)
+    base = load_scenario({"cgroup": {"cpu_limit": 1.0}})
+    axes = ["cgroup.cpu_limit=0.5,1", "go.gomaxprocs=1,2"]
+    state = grid.run_grid(base, axes, tmp_path / "g", run_one=fake_run, log=lambda s: None, calibrate_every=2)
+    assert [c for c in calls if c.startswith("calib")] == ["calib-start", "calib-01", "calib-end"]
+    mid = calls.index("calib-01")
+    assert len([c for c in calls[:mid] if c.startswith("p")]) == 2 and not calls[mid + 1].startswith("repeat")
+    assert state["runs"]["calib-01"]["role"] == "calibration"
+    (tmp_path / "g" / "calib-01" / "summary.json").unlink()
+    calls.clear()
+    grid.run_grid(base, axes, tmp_path / "g", resume=True, run_one=fake_run, log=lambda s: None, calibrate_every=2)
+    assert calls == ["calib-01"]
+
+
 def test_grid_designs_repeats_and_oom(tmp_path):
     designs_file = tmp_path / "d.toml"
     designs_file.write_text('''

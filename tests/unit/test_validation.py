@@ -708,7 +708,7 @@ def test_calibration_before_takes_only_what_was_measured_before_the_runs(tmp_pat
         (run / "manifest.json").write_text(json.dumps({"run_id": run.name}))
     assert [r.name for r in calibration_known_before(sorted(root.iterdir()))] == [
         "calib-start", "p_limit=0.5", "p_limit=1.0"]
-    with pytest.raises(ValueError, match="calibration must be one of all, before"):
+    with pytest.raises(ValueError, match="calibration must be one of all, before, latest"):
         validate(root, calibration="after")
 
 
@@ -717,6 +717,8 @@ def test_validate_command_takes_the_calibration_choice(grid, capsys):
 
     assert main(["validate", str(grid), "--calibration", "before", "--format", "json", "--no-progress"]) == 0
     assert json.loads(capsys.readouterr().out)["calibration"] == "before"
+    assert main(["validate", str(grid), "--calibration", "latest", "--format", "json", "--no-progress"]) == 0
+    assert {tuple(r["calibrated_by"]) for r in json.loads(capsys.readouterr().out)["runs"]} == {("calib-start",)}
     with pytest.raises(SystemExit):
         main(["validate", str(grid), "--calibration", "later"])
 
@@ -731,3 +733,31 @@ def test_calibrate_command_takes_the_calibration_choice(grid, capsys):
     assert out["train_runs"] == 1 and out["validation_runs"] == 2
     with pytest.raises(SystemExit):
         main([*argv, "--calibration", "later"])
+
+
+def test_calibration_latest_calibrates_each_run_by_the_one_just_before_it(tmp_path):
+    """The host slowed down half-way through the grid (true cost 1.1, then 1.5), and the lab ran a
+    calibration run between the points (`lab grid --calibrate-every`): with `latest` each run's twin
+    takes the calibration run recorded last before it and hits both halves; `before` has only the
+    first, `all` their mean, and both miss one half. The fit takes each run's own as well."""
+    root = tmp_path / "grid"
+    runs = (("calib-start", 100.0, 1.1, None), ("p_limit=0.5", 200.0, 1.1, 0.5), ("p_limit=0.75", 300.0, 1.1, 0.75),
+            ("calib-01", 400.0, 1.5, None), ("p_limit=1.0", 500.0, 1.5, 1.0), ("p_limit=1.25", 600.0, 1.5, 1.25),
+            ("calib-end", 700.0, 1.5, None))
+    for name, t, factor, limit in runs:
+        run = _write_run(root, [f"cgroup.cpu_limit={'null' if limit is None else limit}"], factor, name)
+        (run / "manifest.json").write_text(json.dumps({"run_id": name, "times": {"start_unix_s": t}}))
+    reps = {c: validate(root, calibration=c, workers=1) for c in ("all", "before", "latest")}
+    worst = {c: max(abs(r["errors"]["throughput_per_s"]) for r in rep.runs) for c, rep in reps.items()}
+    assert worst["latest"] < 0.06 and worst["before"] > 0.15 and worst["all"] > 0.06
+    by = {r["run"].rsplit("/", 1)[-1]: r["calibrated_by"] for r in reps["latest"].runs}
+    assert by == {"p_limit=0.5": ["calib-start"], "p_limit=0.75": ["calib-start"],
+                  "p_limit=1.0": ["calib-01"], "p_limit=1.25": ["calib-01"]}
+    assert sorted({r["run"].rsplit("/", 1)[-1]: r["calibrated_by"] for r in reps["all"].runs}["p_limit=0.5"]) == [
+        "calib-01", "calib-end", "calib-start"]
+    from cfsim.validation.report import to_markdown
+    assert "for each run the calibration run recorded last before it" in to_markdown(reps["latest"])
+    # the fit of the per-item cost on the late half, each run calibrated by the run before it: nothing left
+    fit = calibrate(root, "cgroup.cpu_limit>=1", ["cost_factor"], max_nfev=12, duration_s=None,
+                    calibration="latest")[0].params["cost_factor"]
+    assert fit == pytest.approx(1.0, abs=0.04)

@@ -37,6 +37,9 @@ def add_parser(sub) -> None:
     g.add_argument("--out", required=True, metavar="DIR", help="grid folder, one sub-folder per run")
     g.add_argument("--resume", action="store_true", help="skip runs that already have summary.json")
     g.add_argument("--no-calibration", action="store_true", help="skip calibration and repeat runs")
+    g.add_argument("--calibrate-every", type=int, default=0, metavar="N",
+                   help="also a calibration run after every N points (validate --calibration latest then "
+                        "calibrates each run by the one just before it; default 0: only at the start and end)")
     add_format_argument(g, "the grid's result (json/yaml: runs, failures, drift; csv/markdown/html: one row per run)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.set_defaults(func=run)
@@ -107,7 +110,7 @@ def run(args) -> int:
             result = grid.run_grid(sc, args.grid, Path(args.out), resume=args.resume,
                                    calibration=not args.no_calibration, command=command,
                                    run_one=partial(runner.run, log=bar.write), log=bar.write, progress=bar,
-                                   designs=designs, repeats=args.repeats)
+                                   designs=designs, repeats=args.repeats, calibrate_every=args.calibrate_every)
         runs = [{"run": name, **{k: v for k, v in entry.items() if k != "overrides"},
                  "overrides": _overrides_text(entry.get("overrides", []))}
                 for name, entry in result.get("runs", {}).items()]

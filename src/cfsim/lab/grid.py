@@ -2,7 +2,11 @@
 machine drifted while the grid ran (other tenants, thermal state) and repeats that measure how
 much a run differs from itself:
 
-- ``calib-start`` and ``calib-end``: the workload unconstrained (no quota) at GOMAXPROCS 1;
+- ``calib-start`` and ``calib-end``: the workload unconstrained (no quota) at GOMAXPROCS 1; with
+  ``--calibrate-every N`` also ``calib-01``, ``calib-02``, ... after every N points (a point's
+  repeats stay beside it), so that each run has a calibration recorded shortly before it
+  (``cfsim validate --calibration latest``) instead of only the grid's first one, hours earlier
+  on a long grid;
 - repeats run *right after* their point (same machine conditions as far as a shared host allows):
   ``repeat-<point>`` for the middle point of a plain grid, ``repeat2-<point>``, ``repeat3-...``
   for every point a design asks ``repeats`` of. A point that is (re)run also reruns its repeats,
@@ -250,8 +254,19 @@ class PlanEntry:
     of: str | None = None  # the point a repeat repeats
 
 
-def plan_runs(base: Scenario, designs: list[Design], calibration: bool = True) -> tuple[list[PlanEntry], str | None]:
-    """Every run in order, and the point whose ``repeat-`` checks drift (plain grids)."""
+def plan_runs(base: Scenario, designs: list[Design], calibration: bool = True,
+              calibrate_every: int = 0) -> tuple[list[PlanEntry], str | None]:
+    """Every run in order, and the point whose ``repeat-`` checks drift (plain grids);
+    ``calibrate_every`` > 0: a calibration run after every that many points (and their repeats).
+
+    >>> from cfsim.scenario import load_scenario
+    >>> d = Design("g", [("cgroup.cpu_limit", [0.5, 1.0, 1.5, 2.0, 3.0])], repeats=1)
+    >>> plan, _ = plan_runs(load_scenario("cpu-bound-threads"), [d], calibrate_every=2)
+    >>> [e.name.split("_")[0] for e in plan]
+    ['calib-start', 'p000', 'p001', 'calib-01', 'p002', 'repeat-p002', 'p003', 'calib-02', 'p004', 'calib-end']
+    """
+    if calibrate_every < 0:
+        raise ScenarioError("--calibrate-every", f"must be >= 0 (got {calibrate_every})")
     named: list[tuple[str, Scenario, int]] = []
     seen: set[str] = set()
     multi = len(designs) > 1
@@ -268,12 +283,15 @@ def plan_runs(base: Scenario, designs: list[Design], calibration: bool = True) -
     plan: list[PlanEntry] = []
     if calibration:
         plan.append(PlanEntry("calib-start", base.with_overrides(calibration_overrides()), "calibration"))
-    for name, sc, reps in named:
+    for i, (name, sc, reps) in enumerate(named, 1):
         plan.append(PlanEntry(name, sc, "point"))
         if name == repeat_of:
             plan.append(PlanEntry(f"repeat-{name}", sc, "repeat", name))
         for k in range(2, reps + 1):
             plan.append(PlanEntry(f"repeat{k}-{name}", sc, "repeat", name))
+        if calibration and calibrate_every and i % calibrate_every == 0 and i < len(named):
+            plan.append(PlanEntry(f"calib-{i // calibrate_every:02d}", base.with_overrides(calibration_overrides()),
+                                  "calibration"))
     if calibration:
         plan.append(PlanEntry("calib-end", base.with_overrides(calibration_overrides()), "calibration"))
     return plan, repeat_of
@@ -284,14 +302,15 @@ def run_grid(base: Scenario, axis_texts: list[str], out_dir: Path, resume: bool 
              run_one: Callable[..., dict[str, Any]] = runner.run,
              log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
              designs: list[Design] | None = None, repeats: int = 1,
-             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+             progress: Callable[[int, int], None] | None = None, calibrate_every: int = 0) -> dict[str, Any]:
     """Run every point (skipping finished ones with ``resume``); write and return ``grid.json``.
-    ``progress(done, total)`` after each planned run (finished, skipped or failed)."""
+    ``progress(done, total)`` after each planned run (finished, skipped or failed);
+    ``calibrate_every``: a calibration run after every that many points (:func:`plan_runs`)."""
     if designs is None:
         designs = [Design("grid", [parse_axis(t) for t in axis_texts], repeats=repeats)]
     elif axis_texts:
         raise ScenarioError("--grid", "give axes either with --grid or in the design file, not both")
-    plan, repeat_of = plan_runs(base, designs, calibration)
+    plan, repeat_of = plan_runs(base, designs, calibration, calibrate_every)
     groups: dict[str, list[str]] = {}
     for e in plan:
         if e.role == "point":

@@ -30,7 +30,7 @@ from cfsim.scenario import Scenario, parse_value
 from cfsim.validation import metrics as vm
 from cfsim.validation.normalise import cache_held_share, calibration_overrides, grid_norm, grid_priors
 from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
-                                   run_scenario, runs_with_calibration, twin)
+                                   run_scenario, runs_with_calibration, calibration_runs_for, twin)
 
 #: parameter -> (lower, upper) bounds; the defaults calibrated when none are named
 DEFAULT_PARAMS: dict[str, tuple[float, float]] = {
@@ -330,9 +330,11 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     if not train_runs:
         raise ValueError(f"--train {train!r} selects no run among {len(runs)} runs below {path}")
     grids = sorted({r.parent for r in runs})
-    grid_runs = {grid: runs_with_calibration(find_runs(grid), calibration) for grid in grids}
-    norms = {grid: grid_norm(grid_runs[grid], {**fixed, **held} or None) for grid in grids}
-    priors = {r: grid_priors(run_scenario(r), norms[r.parent], pre_run_tenants_cores(run_manifest(r)))
+    calib = [c for grid in grids for c in runs_with_calibration(find_runs(grid), calibration) if is_calibration_run(c)]
+    # each training run's twin takes the calibration runs the choice gives it (one rule with validate)
+    sets = {r: tuple(calibration_runs_for(r, calib, calibration)) for r in train_runs}
+    norms = {cs: grid_norm(list(cs), {**fixed, **held} or None) for cs in dict.fromkeys(sets.values())}
+    priors = {r: grid_priors(run_scenario(r), norms[sets[r]], pre_run_tenants_cores(run_manifest(r)))
               for r in train_runs}
     model_params = [k for k in names if k != "cost_factor"]
     x0 = []
@@ -364,9 +366,8 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
         p = {**fixed, **held, **{k: float(v) for k, v in zip(names, values(x))}}
         # the grid's cost factor divides its calibration runs' CPU by the model with these parameters
         # (a calibration run's CPU includes its GC): recomputed when a model parameter is fitted
-        now = {grid: grid_norm(grid_runs[grid], p, gc_priors=False) for grid in grids} \
-            if model_params else norms
-        jobs = [(str(r), {**priors[r], **apply_grid(r, p, now[r.parent])}, duration_s, metrics)
+        now = {cs: grid_norm(list(cs), p, gc_priors=False) for cs in norms} if model_params else norms
+        jobs = [(str(r), {**priors[r], **apply_grid(r, p, now[sets[r]])}, duration_s, metrics)
                 for r in train_runs]
         results = list(pool.map(_residuals_for_run, jobs)) if pool else [_residuals_for_run(j) for j in jobs]
         evaluations.append(1)

@@ -41,12 +41,14 @@ from cfsim.validation.regimes import (HOST_STATES, OUT_OF_SCOPE, PREDICTED, QUIE
 from cfsim.validation.trajectory import compare_trajectories
 from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary,
                                    pre_run_tenants_cores, run_manifest, run_scenario, runs_with_calibration,
-                                   twin_spec)
+                                   calibration_runs_for, twin_spec)
 
 #: what each calibration choice (:data:`cfsim.validation.twin.CALIBRATION_CHOICES`) means, for the report
 CALIBRATION_TEXT = {"all": "each grid's calibration runs, at its start and at its end",
                     "before": "only the calibration runs recorded before every run of their grid "
-                              "(none measured after the runs its twins predict)"}
+                              "(none measured after the runs its twins predict)",
+                    "latest": "for each run the calibration run recorded last before it (a grid with calibration "
+                              "runs between its points calibrates each run by the host just before it)"}
 
 #: scenario keys shown beside each run (what varies across the lab grids)
 SCENARIO_COLUMNS = ("cgroup.cpu_limit", "go.gomaxprocs", "workload.kind")
@@ -270,17 +272,17 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
     overrides = calibration_overrides(params)
     summaries = dict(zip(calib_runs, map_in_order(calibration_twin_summary, [(run, overrides) for run in calib_runs],
                                                    workers))) if normalise else {}
-    # then at each grid's factors (the program's own heap and pause time beyond the twin's)
+    # then at each grid's factors (the program's own heap and pause time beyond the twin's): the
+    # factors of the calibration runs a twin calibrated by this one takes (calibration_runs_for)
     factored: dict[Path, Mapping[str, Any]] = {}
     if normalise and calib_runs:
-        grids = list(dict.fromkeys(run.parent for run in calib_runs))
-        norms = {g: grid_norm([r for r in calib_runs if r.parent == g], params, summaries, gc_priors=False)
-                 for g in grids}
-        jobs = [(run, factored_overrides(run, params, norms[run.parent])) for run in calib_runs]
+        sets = {run: tuple(calibration_runs_for(run, calib_runs, calibration)) for run in calib_runs}
+        norms = {cs: grid_norm(list(cs), params, summaries, gc_priors=False) for cs in dict.fromkeys(sets.values())}
+        jobs = [(run, factored_overrides(run, params, norms[sets[run]])) for run in calib_runs]
         todo = [(run, o) for run, o in jobs if o != overrides]
         factored = {run: summaries[run] for run, o in jobs if o == overrides}
         factored.update(zip([run for run, _ in todo], map_in_order(calibration_twin_summary, todo, workers)))
-    plans = [_plan(root, root_runs, params, normalise, include_calibration, only, summaries, factored)
+    plans = [_plan(root, root_runs, params, normalise, include_calibration, only, summaries, factored, calibration)
              for root, root_runs in zip(roots, runs)]
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1 (got {seeds})")
@@ -300,35 +302,47 @@ class _Plan:
     by_grid: dict[Path, list[Path]]
     norms: dict[Path, GridNorm]
     jobs: list[tuple[Path, Path, str, dict[str, Any]]]
+    #: the calibration runs each twin took (:func:`cfsim.validation.twin.calibration_runs_for`)
+    calibrated_by: dict[Path, list[str]] = field(default_factory=dict)
 
 
 def _plan(root: Path, runs: list[Path], params: Mapping[str, Any] | None, normalise: bool,
           include_calibration: bool, only: list[Path] | None,
           calibration_summaries: Mapping[Path, Mapping[str, Any]],
-          factored_summaries: Mapping[Path, Mapping[str, Any]] | None = None) -> _Plan:
+          factored_summaries: Mapping[Path, Mapping[str, Any]] | None = None, calibration: str = "all") -> _Plan:
     from cfsim.validation.calibrate import apply_grid
 
     by_grid: dict[Path, list[Path]] = defaultdict(list)
     for run in runs:
         by_grid[run.parent].append(run)
-    # what the calibration runs tell each grid, then each twin's inputs
+    # what the calibration runs tell each grid (the grid table), then each twin's inputs from the
+    # calibration runs it takes (every kept one, or with "latest" the last before it)
     norms: dict[Path, GridNorm] = {}
+    by_set: dict[tuple[Path, ...], GridNorm] = {}
+    calibrated_by: dict[Path, list[str]] = {}
     jobs: list[tuple[Path, Path, str, dict[str, Any]]] = []
     for grid_dir, grid_runs in by_grid.items():
         roles = _roles(grid_dir)
-        norm = norms[grid_dir] = grid_norm(grid_runs, params, calibration_summaries, factored_summaries) \
-            if normalise else GridNorm()
+        calib = [r for r in grid_runs if is_calibration_run(r)]
+        norms[grid_dir] = by_set[tuple(calib)] = \
+            grid_norm(grid_runs, params, calibration_summaries, factored_summaries) if normalise else GridNorm()
         for run in grid_runs:
             role = _role(run, roles)
             if role == "calibration" and not include_calibration:
                 continue
             if only is not None and run not in only:
                 continue
+            chosen = tuple(calibration_runs_for(run, calib, calibration))
+            if chosen not in by_set:
+                by_set[chosen] = grid_norm(list(chosen), params, calibration_summaries, factored_summaries) \
+                    if normalise else GridNorm()
+            norm = by_set[chosen]
+            calibrated_by[run] = [c.name for c in chosen]
             tenants = pre_run_tenants_cores(run_manifest(run))
             run_params = {**grid_priors(run_scenario(run), norm, tenants),
                           **apply_grid(run, params or {}, norm)}
             jobs.append((grid_dir, run, role, run_params))
-    return _Plan(root, by_grid, norms, jobs)
+    return _Plan(root, by_grid, norms, jobs, calibrated_by)
 
 
 def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool | Callable[[str], None],
@@ -366,6 +380,7 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
         manifest = run_manifest(run)
         tenants = pre_run_tenants_cores(manifest)
         row = {"run": run_id, "grid": grid_dir.name, "role": role, "fit": role_note, "held_out": held_out,
+               "calibrated_by": plan.calibrated_by.get(run, []),
                "regime": regime, "regime_inputs": regime_inputs, "path": str(run),
                "pre_run_tenants_cores": tenants, "host_state": host_state(tenants),
                "scenario": {k: scenario.get(k) for k in SCENARIO_COLUMNS} | {

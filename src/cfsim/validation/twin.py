@@ -340,15 +340,54 @@ def calibration_known_before(runs: list[Path]) -> list[Path]:
 
 
 #: which calibration runs set a grid's factors and priors (``validate(calibration=...)``)
-CALIBRATION_CHOICES = ("all", "before")
+CALIBRATION_CHOICES = ("all", "before", "latest")
 
 
 def runs_with_calibration(runs: list[Path], calibration: str) -> list[Path]:
-    """``runs`` with the calibration runs ``calibration`` keeps: ``"all"`` of them, or ``"before"``
-    (:func:`calibration_known_before`); any other choice is refused."""
+    """``runs`` with the calibration runs ``calibration`` keeps: ``"all"`` of them, ``"before"``
+    (:func:`calibration_known_before`), or for ``"latest"`` all of them (each run's twin then takes
+    its own, :func:`calibration_runs_for`); any other choice is refused."""
     if calibration not in CALIBRATION_CHOICES:
         raise ValueError(f"calibration must be one of {', '.join(CALIBRATION_CHOICES)} (got {calibration!r})")
     return calibration_known_before(runs) if calibration == "before" else runs
+
+
+def _calibration_start(run: Path) -> float | None:
+    """When a calibration run started, for ordering: its manifest's time, else the lab's names
+    (``calib-start`` before everything, ``calib-end`` after), else unknown."""
+    t = run_started_unix_s(run)
+    if t is not None:
+        return t
+    order = _CALIBRATION_ORDER.get(run.name)
+    return None if order is None else order * float("inf")
+
+
+def calibration_runs_for(run: Path, calib_runs: list[Path], calibration: str) -> list[Path]:
+    """The calibration runs whose measurements the twin of ``run`` takes, among its grid's
+    ``calib_runs`` (those :func:`runs_with_calibration` kept): every one for ``"all"`` and
+    ``"before"``; for ``"latest"`` the one that started last before ``run`` (none when none did, or
+    when the run's start is unknown and no ``calib-start`` is there), so that a grid with
+    calibration runs between its points (``cfsim lab grid --calibrate-every N``) calibrates each
+    run by the host's state just before it. A calibration run's own twin, under ``"latest"``,
+    takes itself.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp()) / "g"
+    >>> cal = [d / n for n in ("calib-start", "calib-end")]
+    >>> [r.name for r in calibration_runs_for(d / "p000", cal, "latest")]
+    ['calib-start']
+    >>> [r.name for r in calibration_runs_for(d / "p000", cal, "all")]
+    ['calib-start', 'calib-end']
+    """
+    mine = [c for c in calib_runs if c.parent == run.parent]
+    if calibration != "latest":
+        return mine
+    if is_calibration_run(run):
+        return [run]
+    t = run_started_unix_s(run)
+    known = [(start, c) for c in mine if (start := _calibration_start(c)) is not None
+             and (start < t if t is not None else start == float("-inf"))]
+    return [max(known, key=lambda sc: sc[0])[1]] if known else []
 
 
 # ------------------------------------------------------------------ machine facts: the tick rate
