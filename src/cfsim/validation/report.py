@@ -770,7 +770,12 @@ def to_markdown(report: ValidationReport) -> str:
                          f"{_fmt(k['lab_context_switches_per_s'])} | {_fmt(k['lab_sleep_syscalls_per_s'])} | "
                          f"{_fmt(k['lab_kernel_fraction'])} | {_fmt(k['model_thread_switches_per_s'])} | "
                          f"{_fmt(k.get('model_context_switches_per_s'))} |")
-    lines += ["", "## Grid noise (measured) and what the calibration runs gave the twins", "",
+    lines += ["", "## Grid noise (measured) and what the calibration runs gave the twins", ""]
+    if report.calibration == "latest":
+        lines += ["With `--calibration latest` each twin took the factors and priors of its own calibration run "
+                  "(the runs' `calibrated_by` in report.json); the columns below are those of all the grid's "
+                  "calibration runs together.", ""]
+    lines += [
               "Repeat spreads: median / max over the grid's repeated points (relative; throttled ratio absolute).", "",
               "Cost factor: the workload's CPU per item on the grid's host over its twin's (from the user "
               "class of /cpu/classes where the calibration runs recorded it); GC factor: the GC's mark CPU per "
