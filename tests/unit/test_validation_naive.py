@@ -108,3 +108,24 @@ def test_the_report_sets_the_naive_baseline_beside_the_model(tmp_path):
     assert row["naive"] == pytest.approx(row["observed"] * (1 + row["naive_error"]))
     js = json.loads((out / "report.json").read_text())
     assert "tails_naive" in js and js["throttled_below_limit"]["lab not, model not"] == 3
+
+
+def test_the_report_measures_the_loops_share_from_repeats(tmp_path):
+    """Repeats whose 'measured' CPU an item follows their start-up loop rounds to the power 0.6: the
+    report's loop-share slope recovers 0.6 from the lab side alone."""
+    root = tmp_path / "lab" / "open"
+    for point, rate in (("p0", 300), ("p1", 500)):
+        for name, rounds in ((point, 1000.0), (f"repeat2-{point}", 1100.0), (f"repeat3-{point}", 930.0)):
+            sc = _sc(OPEN, [f"workload.rate_per_s={rate}"])
+            summary = simulate(sc).summary
+            summary["cpu_usage_cores"] *= (rounds / 1000.0) ** 0.6
+            run = root / name
+            run.mkdir(parents=True)
+            (run / "scenario.toml").write_text(sc.to_toml())
+            (run / "summary.json").write_text(json.dumps(summary))
+            (run / "manifest.json").write_text(json.dumps({"run_id": name, "calibration_rounds_per_cpu_ms": rounds}))
+    rep = validate(root, normalise=False, workers=1)
+    share = rep.loop_share()["open"]
+    assert share["runs"] == 6 and share["lab_slope"] == pytest.approx(0.6, abs=1e-6)
+    from cfsim.validation.report import to_markdown
+    assert "## The loop's share of an item's CPU" in to_markdown(rep)

@@ -103,6 +103,13 @@ class ValidationReport:
                 by_grid[row["grid"]].append(row)
         return {grid: tails_summary(rows, side) for grid, rows in by_grid.items()}
 
+    def loop_share(self) -> dict[str, dict[str, Any]]:
+        """Per grid, the share of an item's CPU that follows the lab workload's start-up loop rounds,
+        for the lab and the twins (:func:`cfsim.validation.loopshare.loop_share_slopes`)."""
+        from cfsim.validation.loopshare import loop_share_slopes
+
+        return loop_share_slopes(self.runs)
+
     def by_host_state(self) -> dict[str, dict[str, Any]]:
         """Per host state before the run (:func:`cfsim.validation.regimes.host_state`): the number of
         held-out runs and their errors (:func:`summarise_errors`), out-of-scope runs left out."""
@@ -115,6 +122,7 @@ class ValidationReport:
                 "by_host_state": self.by_host_state(),
                 "errors": self.errors, "grids": self.grids, "gc": self.gc, "tails": self.tails(),
                 "tails_naive": self.tails("naive"), "throttled_below_limit": throttled_below_limit(self.runs),
+                "loop_share": self.loop_share(),
                 "params": self.params, "calibration": self.calibration,
                 **({"against": self.against} if self.against else {}),
                 "runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs]}
@@ -551,6 +559,23 @@ def _tails_markdown(report: ValidationReport) -> list[str]:
     return lines
 
 
+def _loop_share_markdown(report: ValidationReport) -> list[str]:
+    shares = report.loop_share()
+    if not shares:
+        return []
+    lines = ["", "## The loop's share of an item's CPU, lab against twins (no model; cfsim.validation.loopshare)", "",
+             "Within each repeated design point, the slope of log(CPU an item) on log(the workload's start-up loop "
+             "rounds): the share of an item's CPU that follows the loop (the rest is the server, the runtime and "
+             "the GC). The twins take the rounds as an input, so theirs is the model's share. A host whose speed "
+             "at start-up lasts into the window raises the lab's slope; a noisy start-up count lowers it.", "",
+             "| grid | runs | lab slope (correlation) | twins' slope | start-up rounds spread (sd of log) |",
+             "|---|---|---|---|---|"]
+    for grid, v in shares.items():
+        lines.append(f"| {grid} | {v['runs']} | {v['lab_slope']:.2f} ({_fmt(v['lab_corr'])}) | {v['twin_slope']:.2f} | "
+                     f"{v['rounds_sd_log']:.3f} |")
+    return lines
+
+
 #: metrics shown in the per-regime tables (the others are in errors.csv and the JSON)
 REGIME_TABLE_METRICS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "gc_cpu_share",
                         "latency_p50_s", "latency_p99_s")
@@ -741,6 +766,7 @@ def to_markdown(report: ValidationReport) -> str:
     lines += _host_state_markdown(report)
     lines += _gc_markdown(report)
     lines += _tails_markdown(report)
+    lines += _loop_share_markdown(report)
     if report.against:
         from cfsim.validation.against import to_markdown as against_markdown
 
