@@ -37,7 +37,6 @@ PREDICTED_REGIMES = ("uncapped", "contended")
 HELD_OUT_ROLES = ("point", "repeat")
 REL_TOL = 0.05
 FLOOR = {"relative": 0.003, "absolute": 0.005}
-_KIND = {m.name: m.kind for m in vm.METRICS}
 
 
 def read_validation_runs(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -92,7 +91,8 @@ def change(name: str, before: float, after: float, rel_tol: float = REL_TOL, noi
     >>> change("throughput_per_s", 0.040, 0.046, noise=0.008)
     'same'
     """
-    floor = FLOOR[_KIND.get(name, "relative")]
+    metric = vm.BY_NAME.get(name)
+    floor = FLOOR[metric.kind if metric else "relative"]
     d = after - before
     if d > rel_tol * before and d > floor and d > noise:
         return "worse"

@@ -141,8 +141,8 @@ def _summary(runs: list[Mapping[str, Any]], names: tuple[str, ...]) -> dict[str,
         if vals:
             out[name] = {"median_abs": float(statistics.median(abs(v) for v in vals)),
                          "median": float(statistics.median(vals)), "n": len(vals),
-                         "goal": next((m.goal for m in vm.METRICS if m.name == name), None)}
-            naive = naive_comparison(list(runs), name)
+                         "goal": vm.BY_NAME[name].goal}
+            naive = naive_comparison(runs, name)
             if naive:
                 out[name]["naive"] = naive
     return out

@@ -225,5 +225,6 @@ def error(metric: Metric, observed: float | None, simulated: float | None) -> fl
         return None if abs(simulated) > floor else 0.0
     return round((simulated - observed) / observed, 12)
 
+
 #: every metric by its name
 BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}

@@ -27,7 +27,7 @@ memory, no scavenger, no CPU limiter.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -149,7 +149,7 @@ def _factor(e: float) -> float:
     return math.inf if r <= 0 else max(r, 1.0 / r)
 
 
-def naive_comparison(runs: list[dict[str, Any]], metric: str) -> dict[str, Any] | None:
+def naive_comparison(runs: Sequence[Mapping[str, Any]], metric: str) -> dict[str, Any] | None:
     """The model against the naive baseline (:mod:`cfsim.validation.naive`) on the runs where both
     have an error for ``metric``: their number, both median |error|s, and in how many runs each is the
     closer one (ties, e.g. both exact at a cap, in neither). For a relative metric closeness is the
