@@ -10,7 +10,7 @@
 #   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
 #   gc-near-limit-256 7, gc-near-limit-256-gmp8 11, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, tenant-root 29,
-#   idle-cost 32, gc-limiter 10, gc-idle-workers 7.
+#   idle-cost 32, gc-limiter 10, gc-idle-workers 7, gc-memory-path 13.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -142,3 +142,8 @@ if [ -z "$ARGS" ] || want idle-cost; then
   # under a 1.5-core limit, GOMAXPROCS 1 and 2 twice, 8 once, quiet host
   grid $S/open-latency.toml --design $S/idle-cost.designs.toml --set lab.quiet_host_cores=0.3 \
     --set cgroup.cpu_limit=1.5 --out data/lab/idle-cost; fi
+if [ -z "$ARGS" ] || want gc-memory-path; then
+  # the stream near GOMEMLIMIT and at GOGC 100 with a calibration run after every three points,
+  # each probing the kernel's memory path first (faultbench: lab.memory_probe_rounds)
+  grid $S/gc-memory.toml --design $S/gc-memory-path.designs.toml --calibrate-every 3 \
+    --out data/lab/gc-memory-path; fi

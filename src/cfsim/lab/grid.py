@@ -141,10 +141,17 @@ def read_designs(path: Path) -> list[Design]:
     return out
 
 
+#: faultbench rounds before each calibration run: the host's price of a page fault, a release and
+#: a TLB shootdown moves with the VM's state, further than its CPU speed (2026-12-02: release and
+#: shootdown 1.6-2.4x the 2026-11-26 figures while the loop ran 1.3x slower), and the twins take
+#: the grid's own (cfsim.validation.normalise.GridNorm.memory_path)
+CALIBRATION_MEMORY_PROBE_ROUNDS = 3
+
+
 def calibration_overrides() -> list[tuple[str, Any]]:
     return [("cgroup.cpu_limit", None), ("cgroup.limit_schedule", None), ("cgroup.burst_us", 0),
             ("go.gomaxprocs", 1), ("lab.load_fraction", None), ("lab.profile_s", 0.0), ("lab.trace_s", 0.0),
-            ("lab.tenant_threads", 0)]
+            ("lab.tenant_threads", 0), ("lab.memory_probe_rounds", CALIBRATION_MEMORY_PROBE_ROUNDS)]
 
 
 def relative_change(a: float | None, b: float | None) -> float | None:

@@ -60,6 +60,7 @@ from cfsim.io.gctrace import GODEBUG_GCTRACE, read_gctrace
 from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, preflight, prometheus, queries, quiet, summary
 from cfsim.lab import threads as lab_threads
 from cfsim.lab.c2c import measure_c2c
+from cfsim.lab.tlb import measure_memory_path
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
 from cfsim.lab.lock import machine_lock
 from cfsim.scenario import Scenario, ScenarioError
@@ -860,6 +861,10 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         # where the VM's CPUs sit right now: a cache line's round trip between them, measured
         # before anything of the run starts (cfsim.lab.c2c)
         c2c = measure_c2c(bins["c2cbench"])
+        # and what the kernel charges for a page fault, a release and a TLB shootdown right now
+        # (calibration runs: cfsim.lab.grid.CALIBRATION_MEMORY_PROBE_ROUNDS)
+        memory_path = (measure_memory_path(bins["faultbench"], sc["lab.memory_probe_rounds"])
+                       if sc["lab.memory_probe_rounds"] else None)
         name = cgroup.run_name(run_id)
         cg = cgroup.create(name, tools.mounts, version)
         cleanup.callback(cg.remove)
@@ -1000,6 +1005,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                            "at_ready_bytes": workload.info.get("gomemlimit_bytes")},
             "host": host_facts(sc["lab.godebug"]),
             "host_c2c": c2c,
+            "host_memory_path": memory_path,
             "host_quiet": host_quiet,
             "code": code_version(),
             "go_version": build.go_version(tools.go) if tools.go else workload.info.get("go_version"),

@@ -94,6 +94,44 @@ def run_faultbench(binary: Path, rounds: int = 3, timeout_s: float = 600.0) -> s
     return res.stdout
 
 
+def memory_path_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the host charged for its memory path in ``rows`` (medians over the rounds): a refault
+    of a released page and a release per 4 KiB page alone [us], and :func:`tlb_params`' figures
+    (``None`` where the busy runs counted no flush).
+
+    >>> alone = {"busy": False, "refault_us_per_page": 0.6, "release_us_per_page": 0.3, "release_us": 4.8,
+    ...          "flushes_per_release": 0.0, "other_lost_us_per_release": 0.0}
+    >>> busy = {"busy": True, "refault_us_per_page": 0.5, "release_us_per_page": 1.8, "release_us": 28.8,
+    ...         "flushes_per_release": 1.0, "other_lost_us_per_release": 17.0}
+    >>> memory_path_summary([alone, busy])
+    {'refault_us_per_page': 0.6, 'release_us_per_page': 0.3, 'go.page_release_us': 0.3, 'host.tlb_shootdown_us': 41.0}
+    """
+    alone = [r for r in rows if not r["busy"]]
+    if not alone:
+        raise FaultbenchError("no run alone")
+    out: dict[str, Any] = {
+        "refault_us_per_page": round(statistics.median(r["refault_us_per_page"] for r in alone), 4),
+        "release_us_per_page": round(statistics.median(r["release_us_per_page"] for r in alone), 4)}
+    try:
+        out.update(tlb_params(rows))
+    except FaultbenchError:
+        out.update({"go.page_release_us": out["release_us_per_page"], "host.tlb_shootdown_us": None})
+    return out
+
+
+def measure_memory_path(binary: Path, rounds: int = 3, timeout_s: float = 120.0) -> dict[str, Any]:
+    """Run ``faultbench`` just before a lab run (about a second a round) and summarise it
+    (:func:`memory_path_summary`, with each round's row); ``{"error": ...}`` instead when it
+    cannot run, so a probe never fails the run it precedes."""
+    try:
+        text = run_faultbench(Path(binary), rounds, timeout_s)
+        rows, _ = read_faultbench(text, Path(binary).name)
+        summary = memory_path_summary(rows)
+    except (OSError, subprocess.TimeoutExpired, FaultbenchError) as exc:
+        return {"error": f"{Path(binary).name}: {exc}"}
+    return {**summary, "rounds": rounds, "rows": [{k: r[k] for k in _FIELDS} for r in rows]}
+
+
 def params_toml(params: dict[str, float], rows: list[dict[str, Any]], command: str) -> str:
     """A ``--params`` file with the measurement it came from as comments."""
     lines = [

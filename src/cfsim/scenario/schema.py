@@ -418,6 +418,12 @@ register_section("lab", {
     "trace_s": Key(0.0, "float", "Go execution trace (runtime/trace, net/http/pprof) of this many seconds in the "
                                   "measured window, summarised one row per GC mark in gc_marks.csv.gz "
                                   "(cfsim.io.gotrace; the raw trace is not kept); 0 = none", _ge(0)),
+    "memory_probe_rounds": Key(0, "int", "rounds of lab/cmd/faultbench (256 MiB faulted, released in 64 KiB "
+                                          "runs, alone and with the other CPU busy) run just before the workload "
+                                          "starts, in the manifest's host_memory_path: what a page fault, a "
+                                          "release and a TLB shootdown cost on the host at that moment "
+                                          "(cfsim.lab.tlb.measure_memory_path; a grid's calibration runs take 3); "
+                                          "0 = none", _between(0, 20)),
     "perf_s": Key(0.0, "float", "perf stat counters (context switches, migrations, page faults, signals) and a "
                                 "perf record split by DSO (kernel share) and by stack (user / scheduler / GC, "
                                 "each sample in perf_samples.csv.gz) of this many seconds in the measured "

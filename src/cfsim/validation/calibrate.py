@@ -183,15 +183,41 @@ def gc_speed(params: Mapping[str, float], base_factor: float, gc_factor: float |
     return (base_factor if gc_factor is None else gc_factor) * params.get("cost_factor", 1.0)
 
 
+def memory_path_overrides(memory_path: Mapping[str, float] | None) -> dict[str, float]:
+    """The kernel's memory-path prices a grid's calibration runs measured just before they ran
+    (:attr:`cfsim.validation.normalise.GridNorm.memory_path`): a release per page and a TLB
+    shootdown as measured. They move with the VM's state further than its CPU speed (2026-12-02:
+    a release 0.26-0.27 us and a shootdown 43-48 us before `gc-memory-path`'s calibration runs,
+    against 0.139 and 19 on 2026-11-26, while the workload's loop ran 1.3x slower). A page fault's
+    price stays as given: faultbench's refault (0.52-0.58 us against 0.35) is not the fault in
+    place, and near the limit at GOMAXPROCS 1, where no shootdown is sent, the lab paid about 1.06
+    us a fault beyond its GOGC-100 user CPU that night, the prior's 1.0 (scaling it with the
+    release, 1.92, made that twin 11 % slow). Empty without a probe.
+
+    >>> memory_path_overrides({"go.page_release_us": 0.3, "host.tlb_shootdown_us": 40.0})
+    {'go.page_release_us': 0.3, 'host.tlb_shootdown_us': 40.0}
+    >>> memory_path_overrides({"go.page_release_us": 0.3, "host.tlb_shootdown_us": None}), memory_path_overrides(None)
+    ({'go.page_release_us': 0.3}, {})
+    """
+    if not memory_path or not memory_path.get("go.page_release_us"):
+        return {}
+    out = {"go.page_release_us": float(memory_path["go.page_release_us"])}
+    if memory_path.get("host.tlb_shootdown_us") is not None:
+        out["host.tlb_shootdown_us"] = float(memory_path["host.tlb_shootdown_us"])
+    return out
+
+
 def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor: float,
-                   gc_factor: float | None = None, rounds_ratio: float = 1.0) -> dict[str, Any]:
+                   gc_factor: float | None = None, rounds_ratio: float = 1.0,
+                   memory_path: Mapping[str, float] | None = None) -> dict[str, Any]:
     """Scenario overrides for a workload measured on a lab grid's host: ``params``, and the
     per-item CPU and the allocation's CPU per KiB scaled by the machine's speed (the grid's cost
     factor x ``cost_factor``), the GC's scan rate by the GC's speed (the grid's ``gc_factor`` x
     ``cost_factor``; the cost factor when the grid has none, :class:`cfsim.validation.normalise.
     GridNorm`). ``rounds_ratio``: the run's workload loop rounds per item over the calibration
     runs' (:func:`cfsim.validation.normalise.rounds_ratio`), which scales the per-item CPU only
-    (the loop's work, not mallocgc's). Where the GC was slower than the code (GC factor over cost
+    (the loop's work, not mallocgc's). ``memory_path``: the kernel's prices the grid's calibration
+    runs measured (:func:`memory_path_overrides`). Where the GC was slower than the code (GC factor over cost
     factor ``g`` > 1, read as cached lines that missed: :func:`cfsim.validation.normalise.
     cache_held_share`), the cost of lines the marking CPUs pass between them applies to the share
     the cache still held. The miss factor of a heap beyond the cache is divided by ``g`` either way
@@ -229,13 +255,16 @@ def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor:
             # states (185-209 against 204 ms at GOMAXPROCS 1, 233-241 against 239 at 8) while
             # the 16 MiB calibration runs' GC moves 1.57x between them
             out["go.gc_scan_miss_factor"] = max(1.0, miss * factor / gc)
+    # the kernel's side is not the CPU's speed: its own probe where the grid measured one
+    out.update(memory_path_overrides(memory_path))
     return out
 
 
 def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
-                 gc_factor: float | None = None, rounds_ratio: float = 1.0) -> dict[str, Any]:
+                 gc_factor: float | None = None, rounds_ratio: float = 1.0,
+                 memory_path: Mapping[str, float] | None = None) -> dict[str, Any]:
     """Scenario overrides for one lab run's twin: :func:`grid_overrides` of the run's scenario."""
-    return grid_overrides(run_scenario(run), params, base_factor, gc_factor, rounds_ratio)
+    return grid_overrides(run_scenario(run), params, base_factor, gc_factor, rounds_ratio, memory_path)
 
 
 def apply_grid(run: Path, params: Mapping[str, float], norm: Any) -> dict[str, Any]:
@@ -244,7 +273,8 @@ def apply_grid(run: Path, params: Mapping[str, float], norm: Any) -> dict[str, A
     (:func:`cfsim.validation.normalise.rounds_ratio`)."""
     from cfsim.validation.normalise import rounds_ratio
 
-    return apply_params(run, params, norm.factor, norm.gc_factor, rounds_ratio(run, norm.rounds_per_cpu_ms))
+    return apply_params(run, params, norm.factor, norm.gc_factor, rounds_ratio(run, norm.rounds_per_cpu_ms),
+                        getattr(norm, "memory_path", None))
 
 
 def _residuals_for_run(args: tuple) -> list[float]:

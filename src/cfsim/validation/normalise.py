@@ -91,6 +91,12 @@ class GridNorm:
     #: calibration runs of :func:`server_alloc_kb`: the lab's net/http server allocates about
     #: 1.7-2.0 KiB a request where the schema's prior says 4
     server_alloc_kb: float | None = None
+    #: what the kernel charged for the memory path on this grid's host, measured by faultbench
+    #: just before its calibration runs (manifest ``host_memory_path``, runs since 2026-12-02;
+    #: :func:`cfsim.lab.tlb.memory_path_summary`), the median over those that recorded it: a
+    #: release per 4 KiB page alone and a TLB shootdown [us] (``go.page_release_us``,
+    #: ``host.tlb_shootdown_us``); None for older grids (the parameters stand as given)
+    memory_path: dict[str, float] | None = None
 
     def params_for(self, scenario: Scenario) -> dict[str, Any]:
         key = COST_KEYS.get(scenario["workload.kind"])
@@ -418,6 +424,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
         norm.server_alloc_kb = round(statistics.median(server_alloc), 4)
     if norm.factors:
         _set_factors(norm, splits, rounds)
+    norm.memory_path = grid_memory_path([r for r in grid_runs if is_calibration_run(r)])
     if gc_priors:
         for run in grid_runs:
             if not is_calibration_run(run):
@@ -438,6 +445,19 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     if extra_live:
         norm.extra_live_mb = round(statistics.median(extra_live), 4)
     return norm
+
+
+def grid_memory_path(calibration_runs: list[Path]) -> dict[str, float] | None:
+    """The medians of the memory-path probes the calibration runs recorded before they started
+    (``host_memory_path``; :attr:`GridNorm.memory_path`), None when none did."""
+    probes = [p for run in calibration_runs
+              if isinstance(p := run_manifest(run).get("host_memory_path"), dict) and not p.get("error")]
+    out: dict[str, float] = {}
+    for key in ("go.page_release_us", "host.tlb_shootdown_us"):
+        values = [float(p[key]) for p in probes if p.get(key) is not None]
+        if values:
+            out[key] = round(statistics.median(values), 4)
+    return out if "go.page_release_us" in out else None
 
 
 def extra_marked_mb(observed: Mapping[str, Any], simulated: Mapping[str, Any], scenario: Scenario) -> float | None:

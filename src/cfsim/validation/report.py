@@ -431,6 +431,7 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
                                 "extra_stw_us": norm.extra_stw_us, "client_cpu_us": norm.client_cpu_us,
                                 "client_cpu_scale": norm.client_cpu_scale,
                                 "server_alloc_kb": norm.server_alloc_kb,
+                                "memory_path": norm.memory_path,
                                 **_noise(grid_rows)}
         spread = grid_seed_spread([r for r in grid_rows.values() if r.get("held_out")])
         if spread:
@@ -438,6 +439,12 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
     by_regime, counts = summarise_by_regime(report_runs)
     return ValidationReport(report_runs, summarise_errors(report_runs), grids, sims, by_regime, counts,
                             gc_by_regime(report_runs), params=dict(params or {}))
+
+
+def _memory_path_cell(path: Mapping[str, Any] | None) -> str:
+    if not path:
+        return ""
+    return f"{_fmt(path.get('go.page_release_us'))} / {_fmt(path.get('host.tlb_shootdown_us'))}"
 
 
 def _spread_cell(spread: Mapping[str, Any] | None) -> str:
@@ -812,11 +819,15 @@ def to_markdown(report: ValidationReport) -> str:
               "the calibration runs (median) and that over the lab's curve at their mode and rate "
               "(cfsim.lab.loadgen_cost); each twin takes the curve at its own mode and rate times the latter. "
               "Request garbage: what serving a request allocates beside the handler on the calibration runs "
-              "(workload.server_alloc_kb_per_request of the twins; cfsim.validation.normalise.server_alloc_kb).", "",
+              "(workload.server_alloc_kb_per_request of the twins; cfsim.validation.normalise.server_alloc_kb). "
+              "Memory path: a page released and a TLB shootdown [us] as faultbench measured them before the "
+              "calibration runs (grids since 2026-12-02; the twins take them, and a fault's price scaled as the "
+              "release's: cfsim.validation.calibrate.memory_path_overrides); blank: the parameters stand.", "",
               "| grid | cost factor | GC factor | loop rounds [1/ms] | calibration drift | repeated points | throughput | CPU | "
               "throttled ratio | p99 latency | GC cycles/s | client rtt p50 / p99 [ms] | extra live heap [MiB] | "
-              "extra STW [us] | load generator [us/request] / over its curve | request garbage [KiB] |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "extra STW [us] | load generator [us/request] / over its curve | request garbage [KiB] | "
+              "memory path: release / shootdown [us] |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, g in report.grids.items():
         nz = g.get("noise", {})
         spreads = " | ".join(_spread_cell(nz.get(m)) for m in ("throughput_per_s", "cpu_usage_cores", "throttled_ratio",
@@ -828,7 +839,7 @@ def to_markdown(report: ValidationReport) -> str:
                      f"{_fmt(g.get('client_rtt_ms'))} / {_fmt(g.get('client_rtt_p99_ms'))} | "
                      f"{_fmt(g.get('extra_live_mb'))} | {_fmt(g.get('extra_stw_us'))} | "
                      f"{_fmt(g.get('client_cpu_us'))} / {_fmt(g.get('client_cpu_scale'))} | "
-                     f"{_fmt(g.get('server_alloc_kb'))} |")
+                     f"{_fmt(g.get('server_alloc_kb'))} | {_memory_path_cell(g.get('memory_path'))} |")
     lines += _seed_markdown(report)
     lines += ["", "## Runs", "", "| run | regime | limit | GOMAXPROCS | HZ | contention | throughput obs / sim | "
               "CPU obs / sim | throttled obs / sim |", "|---|---|---|---|---|---|---|---|---|"]
