@@ -60,9 +60,9 @@ from cfsim.io.gctrace import GODEBUG_GCTRACE, read_gctrace
 from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, preflight, prometheus, queries, quiet, summary
 from cfsim.lab import threads as lab_threads
 from cfsim.lab.c2c import measure_c2c
-from cfsim.lab.tlb import measure_memory_path
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
 from cfsim.lab.lock import machine_lock
+from cfsim.lab.tlb import measure_memory_path
 from cfsim.scenario import Scenario, ScenarioError
 
 READY_POLL_S = 0.05
