@@ -141,10 +141,10 @@ def read_designs(path: Path) -> list[Design]:
     return out
 
 
-#: faultbench rounds before each calibration run: the host's price of a page fault, a release and
-#: a TLB shootdown moves with the VM's state, further than its CPU speed (2026-12-02: release and
-#: shootdown 1.6-2.4x the 2026-11-26 figures while the loop ran 1.3x slower), and the twins take
-#: the grid's own (cfsim.validation.normalise.GridNorm.memory_path)
+#: faultbench rounds before each calibration run: the host's price of a page release and of a TLB
+#: shootdown moves with the VM's state, further than its CPU speed (2026-12-02: 1.6-2.4x the
+#: 2026-11-26 figures while the loop ran 1.3x slower), and the twins take the grid's own
+#: (cfsim.validation.normalise.GridNorm.memory_path)
 CALIBRATION_MEMORY_PROBE_ROUNDS = 3
 
 

@@ -274,7 +274,7 @@ def apply_grid(run: Path, params: Mapping[str, float], norm: Any) -> dict[str, A
     from cfsim.validation.normalise import rounds_ratio
 
     return apply_params(run, params, norm.factor, norm.gc_factor, rounds_ratio(run, norm.rounds_per_cpu_ms),
-                        getattr(norm, "memory_path", None))
+                        norm.memory_path)
 
 
 def _residuals_for_run(args: tuple) -> list[float]:

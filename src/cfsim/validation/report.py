@@ -821,8 +821,8 @@ def to_markdown(report: ValidationReport) -> str:
               "Request garbage: what serving a request allocates beside the handler on the calibration runs "
               "(workload.server_alloc_kb_per_request of the twins; cfsim.validation.normalise.server_alloc_kb). "
               "Memory path: a page released and a TLB shootdown [us] as faultbench measured them before the "
-              "calibration runs (grids since 2026-12-02; the twins take them, and a fault's price scaled as the "
-              "release's: cfsim.validation.calibrate.memory_path_overrides); blank: the parameters stand.", "",
+              "calibration runs (grids since 2026-12-02; the twins take both, a page fault's price stays as given: "
+              "cfsim.validation.calibrate.memory_path_overrides); blank: the parameters stand.", "",
               "| grid | cost factor | GC factor | loop rounds [1/ms] | calibration drift | repeated points | throughput | CPU | "
               "throttled ratio | p99 latency | GC cycles/s | client rtt p50 / p99 [ms] | extra live heap [MiB] | "
               "extra STW [us] | load generator [us/request] / over its curve | request garbage [KiB] | "
