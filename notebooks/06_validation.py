@@ -71,6 +71,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Image, display
 
+from cfsim.io.manifest import manifest_folders
 from cfsim.validation import validate_each, write_report
 from cfsim.validation import plots
 from cfsim.validation.regimes import PREDICTED, REGIMES
@@ -102,7 +103,7 @@ def grid_status(gdir: Path) -> dict:
 
 
 others = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in EXPECTED_GRIDS
-                and p.name != "scenarios" and any(p.rglob("manifest.json"))) if root.is_dir() else []
+                and p.name != "scenarios" and manifest_folders(p)) if root.is_dir() else []
 status = pd.DataFrame([grid_status(root / g) for g in (*EXPECTED_GRIDS, *others)]).set_index("grid")
 missing = [g for g in EXPECTED_GRIDS if status.loc[g, "run folders with results"] == 0]
 print("missing grids:", ", ".join(missing) or "none")

@@ -37,7 +37,7 @@ class SimulationResult:
     workload_series: pd.DataFrame = field(default_factory=pd.DataFrame)
     wall_s: float = 0.0
     #: quota changes cfsim's own VPA made during the run (``lab.vpa_in_the_loop``), as the lab
-    #: records them in ``manifest.json`` ``cgroup.quota_changes``
+    #: records them in the run's manifest, ``cgroup.quota_changes``
     quota_changes: list[dict[str, Any]] = field(default_factory=list)
     #: one row a GC cycle of a Go workload (``GoRuntime.gc_cycle_table``, the fields of the runtime's
     #: gctrace); empty for workloads without a Go runtime

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from cfsim.io import check_lab_rates, check_tidy, read_lab_run
+from cfsim.io.manifest import has_manifest, manifest_folders, read_manifest
 
 LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
-ALL_RUNS = sorted(p.parent for p in LAB.rglob("manifest.json")
-                  if (p.parent / "summary.json").is_file()) if LAB.is_dir() else []
+ALL_RUNS = [p for p in manifest_folders(LAB) if (p / "summary.json").is_file()] if LAB.is_dir() else []
 RUNS = ALL_RUNS if os.environ.get("CFSIM_IO_ALL_LAB_RUNS") or len(ALL_RUNS) <= 3 else \
     [ALL_RUNS[0], ALL_RUNS[len(ALL_RUNS) // 2], ALL_RUNS[-1]]
 
@@ -24,7 +24,7 @@ RUNS = ALL_RUNS if os.environ.get("CFSIM_IO_ALL_LAB_RUNS") or len(ALL_RUNS) <= 3
 @pytest.mark.parametrize("run", RUNS or [None], ids=[str(r.relative_to(LAB)) for r in RUNS] or ["none"])
 def test_lab_run_parses_and_rates_agree(run):
     if run is None:
-        pytest.skip(f"no lab run folders (with manifest.json) under {LAB} yet")
+        pytest.skip(f"no lab run folders (with a manifest) under {LAB} yet")
     frames, meta = read_lab_run(run)
     assert not [w for w in meta["warnings"] if "is missing" in w], meta["warnings"]
     for frame in frames.values():
@@ -50,7 +50,7 @@ def test_every_grid_is_in_the_lab_index():
     grids = sorted(p.parent for p in LAB.glob("*/grid.json"))
     assert not {g.name for g in grids} - set(index), "grids missing from data/lab/manifest.json"
     for name in set(index) - {g.name for g in grids}:
-        assert list((LAB / name).glob("*/manifest.json")), name
+        assert [p for p in (LAB / name).iterdir() if has_manifest(p)], name
     for g in grids:
         entry = manifest_entry(g)
         assert {k: index[g.name][k] for k in ("runs", "failed", "oom")} == \
@@ -69,7 +69,7 @@ def test_every_latency_histogram_fits_a_lab_bucket_layout():
 
     seen = set()
     for run in ALL_RUNS:
-        manifest = json.loads((run / "manifest.json").read_text())
+        manifest = read_manifest(run)
         samples = manifest.get("window_samples") or {}
         kept = [k for src in ("loadgen", "workload") for k in ((samples.get(src) or {}).get("end") or {})
                 if any(k.startswith(f"{name}_bucket") for name in LATENCY_HISTOGRAMS) and "+Inf" not in k]

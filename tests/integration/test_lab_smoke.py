@@ -13,6 +13,7 @@ import os
 import pytest
 
 from cfsim.goruntime.gomaxprocs import gomaxprocs_value
+from cfsim.io.manifest import read_manifest
 from cfsim.lab import build, cgroup, preflight
 from cfsim.scenario import load_scenario
 
@@ -102,7 +103,7 @@ def test_an_execution_trace_becomes_one_row_per_gc_mark(lab_run):
     from cfsim.io.gotrace import COLUMNS
 
     _, out, _ = lab_run
-    info = json.loads((out / "manifest.json").read_text())["exectrace"]
+    info = read_manifest(out)["exectrace"]
     assert info["error"] is None and info["seconds"] == 4.0
     # the raw trace is decoded and dropped (its size and digest stay in the manifest)
     assert info["raw_bytes"] > 0 and len(info["raw_sha256"]) == 64 and not (out / "trace.out").exists()
@@ -119,7 +120,7 @@ def test_the_watcher_keeps_the_window_s_cpu_counters_and_they_add_up(lab_run):
     from cfsim.validation.twin import observed_summary
 
     sc, out, s = lab_run
-    info = json.loads((out / "manifest.json").read_text())["cpu_watch"]
+    info = read_manifest(out)["cpu_watch"]
     w = pd.read_csv(out / info["file"])
     window_s = sc["run.duration_s"] - sc["run.warmup_s"]
     # ~0.1 s samples across the window, counters never going back
@@ -139,13 +140,13 @@ def test_gomaxprocs_follows_policy(lab_run):
     ncpu = len(os.sched_getaffinity(0))
     # Go >= 1.25 default: min(CPUs, max(2, ceil(0.5))) = min(CPUs, 2)
     assert s["gomaxprocs"] == gomaxprocs_value("go1.25", LIMIT_CORES, ncpu, version="1.25") == min(ncpu, 2)
-    observed = json.loads((out / "manifest.json").read_text())["gomaxprocs"]["observed"]
+    observed = read_manifest(out)["gomaxprocs"]["observed"]
     assert observed["values"] == [min(ncpu, 2)]
 
 
 def test_a_tenant_runs_beside_the_workload_and_is_measured_as_one(lab_run):
     _, out, _ = lab_run
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = read_manifest(out)
     assert manifest["tenant"]["threads"] == 1 and manifest["tenant"]["shares"] == 1024
     # a busy loop takes about a CPU; measured as a tenant (not the harness, not the workload)
     assert manifest["host_cpu"]["pre_run"]["tenants_cores"] > 0.7

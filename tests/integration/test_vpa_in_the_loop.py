@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from cfsim.io.manifest import read_manifest
+
 
 RUN = Path(__file__).resolve().parents[2] / "data" / "lab" / "vpa-in-the-loop" / "run-automaxprocs"
 
@@ -22,7 +24,7 @@ def _twin_events(tmp_path):
 def test_simulated_vpa_follows_the_real_trajectory(tmp_path):
     if not RUN.is_dir():
         pytest.skip(f"{RUN} is not in this checkout")
-    manifest = json.loads((RUN / "manifest.json").read_text())
+    manifest = read_manifest(RUN)
     real = [q for q in manifest["cgroup"]["quota_changes"] if q.get("vpa_action")]
     real_gomaxprocs = json.loads((RUN / "summary.json").read_text())["gomaxprocs"]
     twin = _twin_events(tmp_path)

@@ -26,8 +26,7 @@ def test_a_c2cbench_that_cannot_run_is_recorded_not_raised(tmp_path):
 def test_a_run_oom_killed_at_start_up_keeps_the_round_trip_measured_before_it(tmp_path):
     """Every run's manifest keeps host_c2c, the start-up OOM kill's too (it was measured before
     the workload started)."""
-    import json
-
+    from cfsim.io.manifest import read_manifest
     from cfsim.lab import cgroup, runner
     from cfsim.scenario import load_scenario
 
@@ -37,6 +36,7 @@ def test_a_run_oom_killed_at_start_up_keeps_the_round_trip_measured_before_it(tm
     c2c = {"round_trip_ns_median": 120.0, "rounds": 5}
     summ = runner._write_startup_oom(sc, tmp_path, "p000", ["workload"], None, mem,
                                      runner.WorkloadDied("killed", -9), c2c)
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert (tmp_path / "manifest.json.gz").is_file() and not (tmp_path / "manifest.json").exists()
+    manifest = read_manifest(tmp_path)
     assert manifest["host_c2c"] == c2c and manifest["status"] == "oom"
     assert summ["oom_kills"] == 1

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cfsim.io.manifest import read_manifest, write_manifest
 from cfsim.scenario import load_scenario
 from cfsim.validation.twin import (Neighbour, find_runs, neighbour_background_cores, recorded_hz,
                                    tenant_neighbours, tenant_tasks, twin_spec)
@@ -63,7 +64,8 @@ def test_every_committed_run_twin_takes_only_allowed_inputs():
         spec = twin_spec(run)
         for inp in spec.inputs:
             _check_source(inp.source)
-        host_cpu = json.loads((run / "manifest.json").read_text()).get("host_cpu") or {}
+        manifest = read_manifest(run)
+        host_cpu = manifest.get("host_cpu") or {}
         if "harness_cores" in host_cpu or "pre_run" in host_cpu:
             # the lab measured the neighbours apart from the workload: contention is modelled from that
             assert spec.contention == "modelled", run
@@ -71,7 +73,7 @@ def test_every_committed_run_twin_takes_only_allowed_inputs():
         else:
             # the first grids recorded no independent neighbour measurement: no contention input at all
             assert spec.contention == "unknown" and spec.scenario["host.background_cores"] == 0.0, run
-        scraped = "workload" in (json.loads((run / "manifest.json").read_text()).get("processes") or {}) \
+        scraped = "workload" in (manifest.get("processes") or {}) \
             .get("prometheus", {}).get("targets", {})
         if scraped and spec.scenario["workload.kind"] != "threads":
             assert spec.scenario["workload.scrape_interval_s"] == spec.scenario["lab.scrape_interval_s"], run
@@ -103,7 +105,7 @@ def poisoned_lab(tmp_path_factory):
         shutil.copy(run / "scenario.toml", dst / "scenario.toml")
         summary = json.loads((run / "summary.json").read_text())
         (dst / "summary.json").write_text(json.dumps(_poison(summary)))
-        man = json.loads((run / "manifest.json").read_text())
+        man = read_manifest(run)
         host_cpu = man.get("host_cpu") or {}
         for key in MEASURED_HOST_CPU:
             host_cpu[key] = _poison(host_cpu.get(key, 1.0))
@@ -117,7 +119,7 @@ def poisoned_lab(tmp_path_factory):
         if isinstance(man.get("gomaxprocs"), dict):
             man["gomaxprocs"]["observed"] = {"final": 97, "values": [97], "changes_t_s": [[0.0, 97]]}
             man["gomaxprocs"]["at_ready"] = 97
-        (dst / "manifest.json").write_text(json.dumps(man))
+        write_manifest(dst, man)
     shutil.copy(LAB / "manifest.json", root / "manifest.json")
     return root
 

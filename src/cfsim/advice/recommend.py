@@ -113,7 +113,8 @@ def from_lab_run(run_dir: str | Path, params: str | Path | None = None,
 
     run = Path(run_dir)
     if not is_run_folder(run):
-        raise FileNotFoundError(f"{run}: not a lab run folder (needs manifest.json, summary.json, scenario.toml)")
+        raise FileNotFoundError(f"{run}: not a lab run folder (needs manifest.json.gz or manifest.json, "
+                                f"summary.json, scenario.toml)")
     sc = run_scenario(run)
     if overrides:
         sc = sc.with_overrides(list(overrides))

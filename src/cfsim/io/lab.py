@@ -3,7 +3,8 @@
 
 A run folder (written by :mod:`cfsim.lab.runner`)::
 
-    manifest.json             scenario, environment, timings, "prometheus_version", "exports"
+    manifest.json[.gz]        scenario, environment, timings, "prometheus_version", "exports"
+                              (the lab writes it gzip'd; either is read, :mod:`cfsim.io.manifest`)
     summary.json              the keys of ``cfsim run --json``
     prom/raw.jsonl[.gz]       /api/v1/query_range of each bare metric name, one body per line
     prom/rate.jsonl[.gz]      dashboard queries such as rate(x[5s]), one body per line
@@ -39,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from cfsim.io.errors import CfsimParseError
+from cfsim.io.manifest import read_manifest
 from cfsim.io.prometheus_json import parse_prometheus_response
 from cfsim.io.promql import counter_to_rate, parse_duration
 
@@ -134,10 +136,7 @@ def _export_bodies(root: Path, manifest: dict[str, Any], kind: str, warnings: li
 
 def _manifest_and_summary(folder: str | os.PathLike) -> tuple[Path, dict[str, Any], dict[str, Any] | None]:
     root = Path(folder)
-    manifest_path = root / "manifest.json"
-    if not manifest_path.is_file():
-        raise FileNotFoundError(f"{root}: not a lab run folder (no manifest.json)")
-    manifest = _load_json(manifest_path)
+    manifest = read_manifest(root)
     summary = _load_json(root / "summary.json") if (root / "summary.json").is_file() else None
     return root, manifest, summary
 
@@ -159,7 +158,7 @@ def read_lab_run(folder: str | os.PathLike) -> tuple[dict[str, pd.DataFrame], di
     Parameters
     ----------
     folder : path
-        The run folder (holding ``manifest.json``).
+        The run folder (holding ``manifest.json.gz`` or ``manifest.json``).
 
     Returns
     -------
@@ -176,7 +175,7 @@ def read_lab_run(folder: str | os.PathLike) -> tuple[dict[str, pd.DataFrame], di
     Raises
     ------
     FileNotFoundError
-        No ``manifest.json`` in ``folder``.
+        Neither ``manifest.json.gz`` nor ``manifest.json`` in ``folder``.
     CfsimParseError
         A malformed file, named with its position.
     """

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
+from cfsim.io.manifest import manifest_folders
 from cfsim.lab import summary
 from cfsim.lab.cgroup import CpuStat, MemoryStat
 from cfsim.lab.kinds import lab_kind
@@ -237,8 +238,7 @@ def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, tuple[Any,
 
 
 def run_folders(root: Path) -> list[Path]:
-    return sorted(p.parent for p in Path(root).rglob("manifest.json")
-                  if (p.parent / "summary.json").exists() and (p.parent / "prom").is_dir())
+    return [p for p in manifest_folders(root) if (p / "summary.json").exists() and (p / "prom").is_dir()]
 
 
 def main(argv: list[str] | None = None) -> int:

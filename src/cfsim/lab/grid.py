@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from cfsim.io.manifest import read_manifest
 from cfsim.lab import runner
 from cfsim.scenario import Scenario, ScenarioError, parse_value
 
@@ -243,7 +244,7 @@ def _load_run(folder: Path) -> dict[str, Any] | None:
     s = folder / "summary.json"
     if not s.exists():
         return None
-    m = json.loads((folder / "manifest.json").read_text())
+    m = read_manifest(folder)
     host = m.get("host_cpu") or {}
     pre = host.get("pre_run") or {}
     # other tenants' CPU: measured before the run (pre_run), else during it; runs made before the

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from cfsim.io.manifest import has_manifest, read_manifest
 from cfsim.lab import table
 
 
@@ -128,11 +129,10 @@ def perf_rows(grid_dir: Path) -> list[dict[str, Any]]:
     out = []
     g = json.loads((grid_dir / "grid.json").read_text())
     for name in g["order"]:
-        mp = grid_dir / name / "manifest.json"
         sp = grid_dir / name / "summary.json"
-        if not (mp.exists() and sp.exists()):
+        if not (has_manifest(grid_dir / name) and sp.exists()):
             continue
-        block = json.loads(mp.read_text()).get("perf") or {}
+        block = read_manifest(grid_dir / name).get("perf") or {}
         if not block.get("per_s"):
             continue
         s = json.loads(sp.read_text())
@@ -160,10 +160,9 @@ def manifest_entry(grid_dir: Path) -> dict[str, Any]:
     c = counts(grid_dir)
     starts, ends, commits, kernels, hz = [], [], set(), set(), set()
     for name in g["order"]:
-        mp = grid_dir / name / "manifest.json"
-        if not mp.exists():
+        if not has_manifest(grid_dir / name):
             continue
-        m = json.loads(mp.read_text())
+        m = read_manifest(grid_dir / name)
         t = m.get("times") or {}
         if "start_utc" in t:
             starts.append(t["start_utc"])

@@ -14,8 +14,9 @@ Cgroups of a run (same name ``cfsim-lab-<runner pid>-<run>``; the pid tells a de
 
 Run folder layout::
 
-    manifest.json        scenario, environment, timings, commands, observed GOMAXPROCS/GOMEMLIMIT,
+    manifest.json.gz     scenario, environment, timings, commands, observed GOMAXPROCS/GOMEMLIMIT,
                          counters at the window's ends, neighbours' CPU, OOM, profile split
+                         (gzip'd JSON; plain manifest.json in older folders: cfsim.io.manifest)
     summary.json         the keys of ``cfsim run --json`` plus GC/memory keys (cfsim.lab.derive)
     scenario.toml        the resolved scenario
     prom/raw.jsonl.gz    /api/v1/query_range bodies of each metric, one per line, byte for byte
@@ -57,6 +58,7 @@ from cfsim.io import gotrace
 from cfsim.io.errors import CfsimParseError
 from cfsim.io.gclimiter import LIMITER_LOG, limiter_turned_on, read_gc_limiter
 from cfsim.io.gctrace import GODEBUG_GCTRACE, read_gctrace
+from cfsim.io.manifest import write_manifest
 from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, preflight, prometheus, queries, quiet, summary
 from cfsim.lab import threads as lab_threads
 from cfsim.lab.c2c import measure_c2c
@@ -1087,7 +1089,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         done = (summ.get("throughput_per_s") or 0) * (s1.t_s - s0.t_s)
         manifest["threads"] = lab_threads.thread_window(s0.threads, s1.threads, s1.t_s - s0.t_s,
                                                         done if done > 0 and s1.threads else None)
-        (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
+        write_manifest(out_dir, manifest)
         (out_dir / "summary.json").write_text(json.dumps(summ, indent=1, sort_keys=True) + "\n")
         return summ
 
@@ -1148,6 +1150,6 @@ def _write_startup_oom(sc: Scenario, out_dir: Path, run_id: str, command: list[s
                         "oom_kills": mem.oom_kills, "memory_after_kill": asdict(mem)},
                 "command": command, "command_line": shlex.join(command), "times": {"start_utc": _utc(time.time())},
                 "gomaxprocs": {"expected_at_start": None}, "exports": {}}
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
+    write_manifest(out_dir, manifest)
     (out_dir / "summary.json").write_text(json.dumps(summ, indent=1, sort_keys=True) + "\n")
     return summ

@@ -8,6 +8,8 @@ from typing import Any
 
 import pandas as pd
 
+from cfsim.io.manifest import has_manifest, read_manifest
+
 
 # further scenario keys the newer grids vary (empty columns for grids that do not)
 SCENARIO_COLUMNS = (("workload", "kind"), ("workload", "rate_per_s"), ("workload", "arrivals"),
@@ -16,10 +18,10 @@ SCENARIO_COLUMNS = (("workload", "kind"), ("workload", "rate_per_s"), ("workload
 
 
 def run_row(folder: Path) -> dict[str, Any] | None:
-    if not (folder / "summary.json").is_file() or not (folder / "manifest.json").is_file():
+    if not (folder / "summary.json").is_file() or not has_manifest(folder):
         return None
     summ = json.loads((folder / "summary.json").read_text())
-    man = json.loads((folder / "manifest.json").read_text())
+    man = read_manifest(folder)
     sc = man.get("scenario") or {}
     host = man.get("host_cpu") or {}
     row: dict[str, Any] = {

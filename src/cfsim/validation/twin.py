@@ -1,9 +1,9 @@
 """A lab run's simulated twin: a prediction from what was known before the run, on the event engine.
 
 A lab run folder holds ``scenario.toml`` (the resolved scenario the real run used),
-``manifest.json`` (how the run was made, plus what it measured) and ``summary.json`` (what it
-measured). The twin is a *prediction*, so :func:`twin_spec` - the one function that builds the
-twin's scenario - reads only:
+``manifest.json.gz`` (how the run was made, plus what it measured; a plain ``manifest.json`` in
+older folders, :mod:`cfsim.io.manifest`) and ``summary.json`` (what it measured). The twin is a
+*prediction*, so :func:`twin_spec` - the one function that builds the twin's scenario - reads only:
 
 * the run's ``scenario.toml``, but for the model's own priors (:data:`MODEL_PRIOR_KEYS`), which
   come from today's model: the file recorded the defaults of the day it was collected, and the
@@ -22,11 +22,11 @@ twin's scenario - reads only:
   at the rate it measured at start-up, before the window (``calibration_rounds_per_cpu_ms``);
   validation scales each twin's per-item CPU by that over its grid's calibration runs' rate
   (through ``params``: :func:`cfsim.validation.normalise.rounds_ratio`);
-* machine facts the lab recorded in ``manifest.json``: ``host.hz``, ``host.affinity_cpus`` /
+* machine facts the lab recorded in the manifest: ``host.hz``, ``host.affinity_cpus`` /
   ``host.host_cpus``, ``host.kernel``, ``host.kernel_version``, ``host.hostname`` (for runs without
   ``host.hz``: other manifests of the same data tree from the same kernel build on the same host,
   :func:`recorded_hz`; never the validating machine);
-* what the lab set up before the run and recorded in ``manifest.json``: the Prometheus targets
+* what the lab set up before the run and recorded in the manifest: the Prometheus targets
   (``processes.prometheus.targets``: a scraped workload serves ``/metrics`` every
   ``lab.scrape_interval_s``, :func:`recorded_scrape_interval_s`);
 * how the lab's workload started: it allocates its live heap (``buildLiveHeap``) and reports the
@@ -76,6 +76,7 @@ from cfsim.goruntime.gc_cycles import cycle_keys, gc_cpu_per_cycle_s, mark_spans
 from cfsim.io.gclimiter import LIMITER_LOG, limiter_turned_on, read_gc_limiter
 from cfsim.io.gctrace import cycle_table
 from cfsim.io.lab import read_lab_metrics
+from cfsim.io.manifest import has_manifest, manifest_folders, manifest_path, read_manifest, read_manifest_file
 from cfsim.io.tidy import expand_labels
 from cfsim.kernel.cpu_windows import (CPU_WATCH_FILE, gc_interval_keys_from_samples, gc_window_keys_from_samples,
                                       window_keys)
@@ -93,8 +94,7 @@ from cfsim.workloads.latency_gc import latency_gc_keys_from_histograms
 
 
 def is_run_folder(path: Path) -> bool:
-    return (path / "manifest.json").is_file() and (path / "summary.json").is_file() \
-        and (path / "scenario.toml").is_file()
+    return has_manifest(path) and (path / "summary.json").is_file() and (path / "scenario.toml").is_file()
 
 
 def find_runs(path: str | Path) -> list[Path]:
@@ -104,10 +104,10 @@ def find_runs(path: str | Path) -> list[Path]:
         raise FileNotFoundError(f"{root}: no such run folder or grid")
     if is_run_folder(root):
         return [root]
-    runs = sorted(p.parent for p in root.rglob("manifest.json") if is_run_folder(p.parent))
+    runs = [p for p in manifest_folders(root) if is_run_folder(p)]
     if not runs:
-        raise FileNotFoundError(f"{root}: no lab run folders below it (a run folder holds manifest.json, "
-                                f"summary.json and scenario.toml)")
+        raise FileNotFoundError(f"{root}: no lab run folders below it (a run folder holds manifest.json.gz "
+                                f"or manifest.json, summary.json and scenario.toml)")
     return runs
 
 
@@ -284,7 +284,7 @@ def _gc_interval_observed(run_dir: Path, watch: pd.DataFrame) -> dict[str, Any]:
 
 
 def run_manifest(run_dir: Path) -> dict[str, Any]:
-    return json.loads((run_dir / "manifest.json").read_text())
+    return read_manifest(run_dir)
 
 
 def is_calibration_run(run_dir: Path) -> bool:
@@ -411,10 +411,11 @@ def _hz_evidence(root: str) -> dict[tuple, dict[int, list[str]]]:
     ``host.hz``: kernel identity -> {hz: [manifest paths]}."""
     out: dict[tuple, dict[int, list[str]]] = {}
     base = Path(root)
-    for path in sorted(base.rglob("manifest.json")):
+    # sorted by file, as the evidence names the first one
+    for path in sorted(p for p in map(manifest_path, manifest_folders(base)) if p is not None):
         try:
-            doc = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            doc = read_manifest_file(path)
+        except (OSError, ValueError):  # unreadable or not JSON: no evidence
             continue
         host = doc.get("host") or (doc.get("environment") or {}).get("host") or {}
         kid, hz = _kernel_id(host), host.get("hz")

@@ -33,6 +33,7 @@ import pandas as pd
 from cfsim.io import irate, read_lab_run, read_prometheus_json, rate
 from cfsim.io.labels import parse_labels
 from cfsim.io.live import METRICS, VPA_PREFIX
+from cfsim.io.manifest import manifest_folders
 from cfsim.scenario import load_scenario
 
 __all__ = ["Container", "containers_from_frame", "load_containers", "load_live_containers", "Key", "RATE_STEPS",
@@ -437,8 +438,7 @@ def load_containers(path: str | Path, include_calibration: bool = False, executo
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such export folder")
-    runs = [root] if is_run_folder(root) else sorted(p.parent for p in root.rglob("manifest.json")
-                                                      if is_run_folder(p.parent))
+    runs = [root] if is_run_folder(root) else [p for p in manifest_folders(root) if is_run_folder(p)]
     if runs:
         runs = [r for r in runs if include_calibration or not is_calibration_run(r)]
         if executor is not None and len(runs) > 1:

@@ -1,0 +1,117 @@
+"""A lab run's manifest: the one place that knows its file names.
+
+A run folder of :mod:`cfsim.lab.runner` records how the run was made and what it measured in its
+manifest. The lab writes it gzip-compressed, ``manifest.json.gz``: most of a manifest is
+``window_samples`` (the raw /metrics snapshots at the window's ends), which compresses well, and
+``data/lab`` is tracked in git, so every clone carries every run's manifest. Folders made before
+(and hand-made ones, such as the tests' fixtures) hold a plain ``manifest.json``; every reader
+takes either, the compressed one first.
+
+The compressed file is deterministic (no time stamp or file name in the gzip header, keys sorted),
+so writing the same manifest again gives the same bytes and git sees no change.
+
+This is the *run*'s manifest only: ``data/lab/manifest.json`` (the index of the grids) and a
+sweep's ``manifest.json`` (:mod:`cfsim.sweep.store`) are other files and stay plain JSON.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from pathlib import Path
+from typing import Any, Mapping
+
+from cfsim.io.errors import CfsimParseError
+
+__all__ = ["MANIFEST_GZ", "MANIFEST_JSON", "MANIFEST_NAMES", "manifest_path", "has_manifest",
+           "read_manifest", "read_manifest_file", "write_manifest", "manifest_folders"]
+
+MANIFEST_GZ = "manifest.json.gz"
+MANIFEST_JSON = "manifest.json"
+#: the names a run's manifest may have, the one a reader prefers first
+MANIFEST_NAMES = (MANIFEST_GZ, MANIFEST_JSON)
+
+# the smallest file zlib makes: a manifest is written once and read many times
+_COMPRESS_LEVEL = 9
+
+
+def manifest_path(run_dir: str | os.PathLike[str]) -> Path | None:
+    """The run's manifest file: ``manifest.json.gz``, else ``manifest.json``, else None."""
+    for name in MANIFEST_NAMES:
+        path = Path(run_dir) / name
+        if path.is_file():
+            return path
+    return None
+
+
+def has_manifest(run_dir: str | os.PathLike[str]) -> bool:
+    """Whether ``run_dir`` holds a manifest in either form."""
+    return manifest_path(run_dir) is not None
+
+
+def read_manifest_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A manifest file as parsed JSON; gzip-compressed when its name ends in ``.gz``.
+
+    Raises :class:`~cfsim.io.errors.CfsimParseError` (a ``ValueError``) naming the file when it is
+    not valid gzip or not valid JSON.
+    """
+    path = Path(path)
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as fh:
+                return json.load(fh)
+        with open(path, "rb") as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise CfsimParseError(str(path), f"not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        # a truncated or damaged download, or plain JSON under a .gz name
+        raise CfsimParseError(str(path), f"not a valid gzip file: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CfsimParseError(str(path), f"not UTF-8 text: {exc.reason}") from None
+
+
+def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The run's manifest (``manifest.json.gz`` or ``manifest.json``) as parsed JSON.
+
+    Raises ``FileNotFoundError`` naming the folder when it holds neither, and
+    :class:`~cfsim.io.errors.CfsimParseError` naming the file when it cannot be read.
+    """
+    path = manifest_path(run_dir)
+    if path is None:
+        raise FileNotFoundError(f"{run_dir}: not a lab run folder (no {MANIFEST_GZ} or {MANIFEST_JSON})")
+    return read_manifest_file(path)
+
+
+def _manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    """The compressed file: the JSON text the lab always wrote (one-space indent, sorted keys,
+    anything else as its ``str``), gzip'd with ``mtime=0`` and no file name in the header."""
+    text = json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n"
+    return gzip.compress(text.encode(), compresslevel=_COMPRESS_LEVEL, mtime=0)
+
+
+def write_manifest(run_dir: str | os.PathLike[str], manifest: Mapping[str, Any]) -> Path:
+    """Write the run's manifest as ``run_dir/manifest.json.gz`` and return its path.
+
+    A plain ``manifest.json`` left in the folder is removed afterwards: readers prefer the
+    compressed file, and two copies could disagree. The file is written beside its final name and
+    renamed, so an interrupted write never leaves a truncated ``.gz`` that readers would prefer.
+    """
+    folder = Path(run_dir)
+    path = folder / MANIFEST_GZ
+    partial = folder / (MANIFEST_GZ + ".partial")
+    partial.write_bytes(_manifest_bytes(manifest))
+    os.replace(partial, path)
+    (folder / MANIFEST_JSON).unlink(missing_ok=True)
+    return path
+
+
+def manifest_folders(root: str | os.PathLike[str]) -> list[Path]:
+    """Every folder at or below ``root`` holding a manifest in either form, sorted (each once).
+
+    This takes ``data/lab/manifest.json``, the grids' index, too when ``root`` is ``data/lab``:
+    callers that want run folders keep their own test (``summary.json`` beside it, say).
+    """
+    base = Path(root)
+    return sorted({p.parent for name in MANIFEST_NAMES for p in base.rglob(name) if p.is_file()})
