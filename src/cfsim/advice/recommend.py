@@ -120,14 +120,16 @@ def from_lab_run(run_dir: str | Path, params: str | Path | None = None,
         sc = sc.with_overrides(list(overrides))
     try:
         norm = grid_norm(find_runs(run.parent), gc_priors=False)
-        factor, gc_factor = norm.factor, norm.gc_factor
+        factor, gc_factor, memory_path = norm.factor, norm.gc_factor, norm.memory_path
         note = (f"grid {run.parent.name}: cost factor {norm.factor:.3g}"
                 + (f", GC factor {norm.gc_factor:.3g}" if norm.gc_factor is not None else "")
+                + (", memory path " + ", ".join(f"{k} {v:g}" for k, v in sorted(memory_path.items()))
+                   if memory_path else "")
                 + f" from {len(norm.factors)} calibration run(s)" if norm.factors else
                 f"grid {run.parent.name}: no calibration runs, cost factor 1")
     except FileNotFoundError:
-        factor, gc_factor, note = 1.0, None, "no grid calibration"
-    unc = uncertainty_for(sc, params, factor, gc_factor=gc_factor)
+        factor, gc_factor, memory_path, note = 1.0, None, None, "no grid calibration"
+    unc = uncertainty_for(sc, params, factor, gc_factor=gc_factor, memory_path=memory_path)
     return sc, Uncertainty(unc.nominal, unc.pessimistic, f"{note}; {unc.description}"), str(run)
 
 

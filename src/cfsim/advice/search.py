@@ -145,7 +145,8 @@ def _read_uncertainty(path: str | Path) -> tuple[dict[str, float], dict[str, flo
 
 
 def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, base_factor: float = 1.0,
-                    default_rel: float = DEFAULT_REL_UNCERTAINTY, gc_factor: float | None = None) -> Uncertainty:
+                    default_rel: float = DEFAULT_REL_UNCERTAINTY, gc_factor: float | None = None,
+                    memory_path: Mapping[str, float] | None = None) -> Uncertainty:
     """Nominal and pessimistic overrides for ``scenario``.
 
     The nominal side is what the validation's twins take on a lab grid's host
@@ -153,7 +154,10 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
     factor, see :func:`cfsim.validation.normalise.grid_norm`) scales the workload's per-item CPU
     and the allocation's CPU per KiB; ``gc_factor``, a grid's GC speed from the same runs, divides
     the GC's scan rate (the file's, else the scenario's; the cost factor does when it is None), and
-    where it is slower than the code the miss and sharing costs follow the twins' rules. A params
+    where it is slower than the code the miss and sharing costs follow the twins' rules;
+    ``memory_path``, the kernel's prices of releasing a page and of a TLB flush that the grid's
+    calibration runs measured (:attr:`cfsim.validation.normalise.GridNorm.memory_path`), replaces the
+    files' as it does for the twins. A params
     file (``cfsim calibrate --out``) adds its ``cost_factor`` and runtime keys; the pessimistic side
     moves each by ``exp(sigma_log)`` in its costly direction (the per-item cost up, scan rates down,
     runtime CPU costs up). Without a file, or for a parameter without a finite sigma, the cost moves
@@ -169,7 +173,7 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
     factor = base_factor * params.get("cost_factor", 1.0)
     cost_sigma = sigma.get("cost_factor", math.log1p(default_rel))
     # the nominal side is what the validation's twins take on the grid's host (one rule)
-    nominal_map = grid_overrides(scenario, params, base_factor, gc_factor)
+    nominal_map = grid_overrides(scenario, params, base_factor, gc_factor, memory_path=memory_path)
     pess_map = dict(nominal_map)
     if cost_key is not None:
         nominal_map.setdefault(cost_key, scenario[cost_key] * factor)
