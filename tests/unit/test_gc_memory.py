@@ -395,6 +395,28 @@ def test_releases_flush_the_tlbs_of_other_cpus_running_the_process():
     assert 0.7 < two["tlb_flushes_per_s"] / two["throughput_per_s"] < 1.1
 
 
+def test_background_releases_flush_the_tlbs_the_process_runs_on_under_a_quota():
+    """The background scavenger is a goroutine: it releases while the process runs, so each 64 KiB
+    flushes the TLB of the other CPU running the process then, whether or not a quota throttles the
+    process between its bursts. The instant the model paces it falls on the quota period's boundary,
+    where a process that used its quota runs on no CPU: priced there, a throttled process at
+    GOMAXPROCS 2 or 8 flushed nothing (the lab's allocation-heavy stream under a 1-core limit:
+    140-205 TLB shootdowns a second at GOMAXPROCS 2, 736 at 8, about 1 at 1; gc-memory-quiet)."""
+    def run(P, limit):
+        raw = {"host": {"cpus": 2, "hz": 250, "tlb_shootdown_us": 20.0}, "cgroup": {"cpu_limit": limit},
+               "go": {"gomaxprocs": P, "gogc": 100, "live_heap_mb": 16},
+               "workload": {"kind": "stream", "workers": 8, "rate_per_s": 100_000, "cpu_ms_per_item": 0.05,
+                            "alloc_kb_per_item": 64},
+               "run": {"duration_s": 2.5, "warmup_s": 0.5, "seed": 1}}
+        return simulate(load_scenario(raw)).summary["tlb_flushes_per_s"]
+
+    assert run(1, 1.0) == 0.0   # one P: no other CPU runs the process while it releases
+    for P in (2, 8):
+        free, throttled = run(P, 2.0), run(P, 1.0)
+        assert free > 20.0
+        assert throttled > 0.5 * free
+
+
 def test_background_scavenger_paces_by_the_cpu_it_measures_and_skips_dense_chunks():
     """``scavengerState.run`` times its work; 10 us a page is only its stand-in for a clock that did
     not advance. At 0.2 us a page, 1 % of 2 Ps releases 400 MiB/s: 40 MiB in 0.1 s if that much

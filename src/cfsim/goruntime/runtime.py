@@ -421,6 +421,10 @@ class GoRuntime(RuntimeReports):
         # CPU of page faults and page releases not yet burnt by a goroutine (see _user_infl)
         self.mm_debt_ns = 0.0
         self._mm_seen = (0, 0)
+        # the background scavenger's releases wait to be priced until an M of the process next
+        # allocates (see _sample); the other CPUs that instant found running the process
+        self._scav_pending = False
+        self._scav_others = 0
         self.oom_ns: int | None = None      # when the kernel's OOM killer killed the process
         self.dead = False
         self._commit()
@@ -1018,6 +1022,17 @@ class GoRuntime(RuntimeReports):
             release = (released - r0) * self._release_ns_per_page(others) if released != r0 else 0
             self.mm_debt_ns += ((faulted - f0) * self.params.page_fault_ns + release) / gmem.PAGE
 
+    def _charge_background_releases(self) -> None:
+        """Price the background scavenger's releases at an instant the process runs: it is a
+        goroutine (``bgscavenge``), so it releases while the process holds a CPU, and each 64 KiB
+        flushes the TLBs of the other CPUs running the process then. The sampling instant that
+        paces it is no such instant: it falls on the quota period's boundary, where a process that
+        used its quota is throttled (no CPU runs it), or on sysmon's flush, the one moment a
+        GOMAXPROCS-1 process runs on two CPUs. The next allocation is made by a running M."""
+        self._scav_pending = False
+        self._scav_others = self._other_cpus_running()
+        self._mm_charge()
+
     def _other_cpus_running(self) -> int:
         """CPUs besides the releasing thread's that run threads of the process now."""
         return max(self.engine.cpus_running() - 1, 0)
@@ -1037,6 +1052,8 @@ class GoRuntime(RuntimeReports):
         self.alloc_total += alloc
         mem = self.mem
         gml = self.params.gomemlimit_bytes
+        if self._scav_pending:
+            self._charge_background_releases()
         if (mem.alloc + alloc) * mem._frag1 > mem.inuse:   # the spans grow (else reused in place)
             mem.allocate(alloc, gml, self.limiter.enabled)
             self._mm_charge()
@@ -1965,11 +1982,17 @@ class GoRuntime(RuntimeReports):
                 self.sm_owed += self.sysmon.advance(self._env._now, busy=True) * self.c_sysmon
             self._sysmon_flush()
         if not self.dead:
-            # the background scavenger, paced over the sampling interval (mgcscavenge.go)
+            # the background scavenger, paced over the sampling interval (mgcscavenge.go) at the
+            # price of a page it last paid; what it releases is priced (and its TLB flushes
+            # counted) at the process's next allocation (_charge_background_releases), or here
+            # a sample later if the process has not allocated since
+            if self._scav_pending:
+                self._charge_background_releases()
+            released = self.mem.scavenged_bytes
             self.mem.scavenge_background(self.sample_ns if self.samples else 0, self.nprocs,
                                          self.params.gomemlimit_bytes, self.goal, self.last_goal,
-                                         self._release_ns_per_page(self._other_cpus_running()))
-            self._mm_charge()
+                                         self._release_ns_per_page(self._scav_others))
+            self._scav_pending = self.mem.scavenged_bytes != released
         row = self._row()
         self.samples.append(row)
         self.mem_hwm = row[C_USAGE]
