@@ -11,7 +11,7 @@
 #   gc-near-limit-256 7, gc-near-limit-256-gmp8 11, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, tenant-root 29,
 #   idle-cost 32, gc-limiter 10, gc-idle-workers 7, gc-memory-path 13,
-#   gc-memory-path-trace 13.
+#   gc-memory-path-trace 13, gc-scavenge 6.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -152,3 +152,6 @@ if [ -z "$ARGS" ] || want gc-memory-path-trace; then
   # the same with the runtime's per-cycle GC trace
   grid $S/gc-memory.toml --design $S/gc-memory-path.designs.toml --calibrate-every 3 \
     --set lab.gctrace=true --out data/lab/gc-memory-path-trace; fi
+if [ -z "$ARGS" ] || want gc-scavenge; then
+  # the scavenger's releases (GODEBUG scavtrace) and the kernel's counters (perf) at GOMAXPROCS 2 and 8
+  grid $S/gc-memory.toml --design $S/gc-scavenge.designs.toml --out data/lab/gc-scavenge; fi
