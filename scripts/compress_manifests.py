@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cfsim.io.manifest import MANIFEST_GZ, MANIFEST_JSON, read_manifest_file, write_manifest
+from cfsim.io.manifest import MANIFEST_GZ, MANIFEST_JSON, read_json_file, write_manifest
 
 # paths per git invocation: well below any command-line limit
 _GIT_BATCH = 200
@@ -41,12 +41,12 @@ def compress_one(plain: Path) -> str:
     gz = plain.with_name(MANIFEST_GZ)
     if gz.is_file():
         # both: write_manifest was interrupted between its rename and removing the plain file
-        if read_manifest_file(gz) != before:
+        if read_json_file(gz) != before:
             raise SystemExit(f"{plain.parent}: {MANIFEST_GZ} and {MANIFEST_JSON} differ; resolve by hand")
         plain.unlink()
         return "stale plain file removed"
     write_manifest(plain.parent, before)
-    if read_manifest_file(gz) != before:
+    if read_json_file(gz) != before:
         plain.write_bytes(raw)
         gz.unlink()
         raise SystemExit(f"{plain}: the compressed copy reads back differently; left as it was")

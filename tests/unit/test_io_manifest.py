@@ -8,7 +8,7 @@ import re
 import pytest
 
 from cfsim.io import CfsimParseError
-from cfsim.io.manifest import (has_manifest, manifest_folders, manifest_path, read_manifest, read_manifest_file,
+from cfsim.io.manifest import (has_manifest, manifest_folders, manifest_path, read_manifest, read_json_file,
                                write_manifest)
 
 MANIFEST = {"run_id": "p000", "times": {"start_unix_s": 1.5}, "window_samples": {"workload": {"end": {"x": 3}}},
@@ -71,7 +71,7 @@ def test_a_corrupt_manifest_names_its_file(tmp_path, name, data, what):
     with pytest.raises(CfsimParseError, match=re.escape(str(tmp_path / name)) + f".*: {what}"):
         read_manifest(tmp_path)
     with pytest.raises(ValueError):  # what callers that skip unreadable manifests catch
-        read_manifest_file(tmp_path / name)
+        read_json_file(tmp_path / name)
 
 
 def test_manifest_folders_finds_either_form_once(tmp_path):

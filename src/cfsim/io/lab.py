@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from cfsim.io.errors import CfsimParseError
-from cfsim.io.manifest import read_manifest
+from cfsim.io.manifest import read_json_file, read_manifest
 from cfsim.io.prometheus_json import parse_prometheus_response
 from cfsim.io.promql import counter_to_rate, parse_duration
 
@@ -57,14 +57,6 @@ def prometheus_compat(version: str | None) -> str | None:
         return None
     m = re.search(r"(\d+)\.(\d+)(?:\.\d+)?", str(version))
     return f"{m.group(1)}.{m.group(2)}" if m else None
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        with open(path, "rb") as fh:
-            return json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise CfsimParseError(str(path), f"not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
 
 
 def export_file(root: Path, kind: str) -> Path | None:
@@ -118,7 +110,7 @@ def _export_bodies(root: Path, manifest: dict[str, Any], kind: str, warnings: li
         if not path.is_file():
             warnings.append(f"{kind} export {name!r}: file {path} is missing")
             continue
-        yield name, spec.get("query"), _load_json(path), str(path)
+        yield name, spec.get("query"), read_json_file(path), str(path)
     if by_line:
         path = export_file(root, kind)
         if path is None:
@@ -129,7 +121,7 @@ def _export_bodies(root: Path, manifest: dict[str, Any], kind: str, warnings: li
     if not listed:
         found = sorted((root / "prom" / kind).glob("*.json"))
         for path in found:  # not in the manifest: the file name is the metric (raw) or the export name
-            yield path.stem, (path.stem if kind == "raw" else None), _load_json(path), str(path)
+            yield path.stem, (path.stem if kind == "raw" else None), read_json_file(path), str(path)
         if found and kind != "samples":
             warnings.append(f"manifest lists no {kind} exports; read prom/{kind}/*.json")
 
@@ -137,7 +129,7 @@ def _export_bodies(root: Path, manifest: dict[str, Any], kind: str, warnings: li
 def _manifest_and_summary(folder: str | os.PathLike) -> tuple[Path, dict[str, Any], dict[str, Any] | None]:
     root = Path(folder)
     manifest = read_manifest(root)
-    summary = _load_json(root / "summary.json") if (root / "summary.json").is_file() else None
+    summary = read_json_file(root / "summary.json") if (root / "summary.json").is_file() else None
     return root, manifest, summary
 
 

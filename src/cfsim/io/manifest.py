@@ -25,7 +25,7 @@ from typing import Any, Mapping
 from cfsim.io.errors import CfsimParseError
 
 __all__ = ["MANIFEST_GZ", "MANIFEST_JSON", "MANIFEST_NAMES", "manifest_path", "has_manifest",
-           "read_manifest", "read_manifest_file", "write_manifest", "manifest_folders"]
+           "read_manifest", "read_json_file", "write_manifest", "manifest_folders"]
 
 MANIFEST_GZ = "manifest.json.gz"
 MANIFEST_JSON = "manifest.json"
@@ -50,8 +50,9 @@ def has_manifest(run_dir: str | os.PathLike[str]) -> bool:
     return manifest_path(run_dir) is not None
 
 
-def read_manifest_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A manifest file as parsed JSON; gzip-compressed when its name ends in ``.gz``.
+def read_json_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A JSON file (a manifest, a summary, an export body) as parsed JSON; gzip-compressed when its
+    name ends in ``.gz``.
 
     Raises :class:`~cfsim.io.errors.CfsimParseError` (a ``ValueError``) naming the file when it is
     not valid gzip or not valid JSON.
@@ -81,7 +82,7 @@ def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     path = manifest_path(run_dir)
     if path is None:
         raise FileNotFoundError(f"{run_dir}: not a lab run folder (no {MANIFEST_GZ} or {MANIFEST_JSON})")
-    return read_manifest_file(path)
+    return read_json_file(path)
 
 
 def _manifest_bytes(manifest: Mapping[str, Any]) -> bytes:

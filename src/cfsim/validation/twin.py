@@ -76,7 +76,7 @@ from cfsim.goruntime.gc_cycles import cycle_keys, gc_cpu_per_cycle_s, mark_spans
 from cfsim.io.gclimiter import LIMITER_LOG, limiter_turned_on, read_gc_limiter
 from cfsim.io.gctrace import cycle_table
 from cfsim.io.lab import read_lab_metrics
-from cfsim.io.manifest import has_manifest, manifest_folders, manifest_path, read_manifest, read_manifest_file
+from cfsim.io.manifest import has_manifest, manifest_folders, manifest_path, read_manifest, read_json_file
 from cfsim.io.tidy import expand_labels
 from cfsim.kernel.cpu_windows import (CPU_WATCH_FILE, gc_interval_keys_from_samples, gc_window_keys_from_samples,
                                       window_keys)
@@ -414,7 +414,7 @@ def _hz_evidence(root: str) -> dict[tuple, dict[int, list[str]]]:
     # sorted by file, as the evidence names the first one
     for path in sorted(p for p in map(manifest_path, manifest_folders(base)) if p is not None):
         try:
-            doc = read_manifest_file(path)
+            doc = read_json_file(path)
         except (OSError, ValueError):  # unreadable or not JSON: no evidence
             continue
         host = doc.get("host") or (doc.get("environment") or {}).get("host") or {}
