@@ -380,3 +380,20 @@ def test_twin_reads_its_latency_quantiles_through_the_labs_buckets(tmp_path):
     # a run without latency buckets (or in no known layout) keeps exact quantiles
     bare = _run(tmp_path, "p001", {"host": HOST}, over)
     assert twin_spec(bare).scenario["run.latency_buckets_s"] is None
+
+
+def test_observed_limiter_turn_on_comes_from_the_runtimes_reads_at_the_window_ends(tmp_path):
+    """`gc_limiter_turned_on` of a lab run: 1 when /gc/limiter/last-enabled changed during the window
+    to a cycle after the one counted at its start, 0 when it kept a turn-on from before the window,
+    absent without the reads (and for a run the OOM killer ended)."""
+    from cfsim.validation.twin import observed_summary
+
+    def reads(c0, l0, c1, l1):
+        return {"host": HOST, "window_samples": {"workload": {
+            "start": {"go_gc_cycles_total_gc_cycles_total": c0, "go_gc_limiter_last_enabled_gc_cycle": l0},
+            "end": {"go_gc_cycles_total_gc_cycles_total": c1, "go_gc_limiter_last_enabled_gc_cycle": l1}}}}
+
+    assert observed_summary(_run(tmp_path, "on", reads(406, 407, 1665, 1665)))["gc_limiter_turned_on"] == 1
+    assert observed_summary(_run(tmp_path, "before", reads(406, 407, 1665, 407)))["gc_limiter_turned_on"] == 0
+    assert observed_summary(_run(tmp_path, "never", reads(40, 0, 90, 0)))["gc_limiter_turned_on"] == 0
+    assert "gc_limiter_turned_on" not in observed_summary(_run(tmp_path, "bare", {"host": HOST}))

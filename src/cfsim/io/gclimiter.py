@@ -13,21 +13,23 @@ each time its finalizer goroutine runs after a cycle, one line a read::
 
 :func:`read_gc_limiter` returns ``(reads, meta)`` (the pvlib ``read_*`` convention);
 :func:`limiter_turned_on` says for each cycle whether the limiter turned on in it, where the
-reads tell.
+reads tell. Every lab run (since 2026-11-23) also scrapes the same number with the cycle count at
+its window's two ends, which says whether the limiter turned on at all in the window
+(:func:`limiter_turned_on_in_window`).
 """
 from __future__ import annotations
 
 import math
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
 from cfsim.io.errors import CfsimParseError
 from cfsim.io.gctrace import open_log
 
-__all__ = ["read_gc_limiter", "parse_gc_limiter", "limiter_turned_on", "LIMITER_LOG"]
+__all__ = ["read_gc_limiter", "parse_gc_limiter", "limiter_turned_on", "limiter_turned_on_in_window", "LIMITER_LOG"]
 
 #: the workload's file of reads, in a lab run's ``logs/`` (gzipped once the run is written)
 LIMITER_LOG = "gc_limiter.log"
@@ -89,3 +91,39 @@ def limiter_turned_on(cycles: Iterable[int], reads: pd.DataFrame) -> list[float]
         last = first.get(c)
         out.append(math.nan if last is None or last > c else 1.0 if last == c else 0.0)
     return out
+
+
+#: the window samples' names of the runtime's cycle count and the limiter's last turn-on
+#: (client_golang's names for ``/gc/cycles/total:gc-cycles`` and ``/gc/limiter/last-enabled:gc-cycle``)
+CYCLES_SAMPLE = "go_gc_cycles_total_gc_cycles_total"
+LAST_ENABLED_SAMPLE = "go_gc_limiter_last_enabled_gc_cycle"
+
+
+def limiter_turned_on_in_window(start: Mapping[str, float], end: Mapping[str, float]) -> bool | None:
+    """Whether the GC CPU limiter turned on between two reads of a process's runtime metrics
+    (``start``, ``end``: name -> value, :data:`CYCLES_SAMPLE` and :data:`LAST_ENABLED_SAMPLE`);
+    None when either read lacks them.
+
+    A turn-on stores the cycle under way, ``numgc + 1`` (``src/runtime/mgclimit.go``,
+    ``gcCPULimiterState.accumulate``), so one after the first read stores more than that read's
+    cycle count and changes the number. A turn-on in the cycle that was under way at the first read,
+    after an earlier one in the same cycle, changes nothing either read shows: it counts as not
+    seen, the one case this misses.
+
+    >>> s = {CYCLES_SAMPLE: 406.0, LAST_ENABLED_SAMPLE: 407.0}
+    >>> limiter_turned_on_in_window(s, {CYCLES_SAMPLE: 1665.0, LAST_ENABLED_SAMPLE: 1665.0})
+    True
+    >>> limiter_turned_on_in_window(s, {CYCLES_SAMPLE: 1665.0, LAST_ENABLED_SAMPLE: 407.0})
+    False
+    >>> limiter_turned_on_in_window({CYCLES_SAMPLE: 40.0, LAST_ENABLED_SAMPLE: 0.0},
+    ...                             {CYCLES_SAMPLE: 90.0, LAST_ENABLED_SAMPLE: 0.0})
+    False
+    >>> limiter_turned_on_in_window({}, {CYCLES_SAMPLE: 90.0, LAST_ENABLED_SAMPLE: 0.0}) is None
+    True
+    """
+    try:
+        cycles0 = float(start[CYCLES_SAMPLE])
+        last0, last1 = float(start[LAST_ENABLED_SAMPLE]), float(end[LAST_ENABLED_SAMPLE])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return last1 != last0 and last1 > cycles0

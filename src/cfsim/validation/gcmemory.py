@@ -120,6 +120,27 @@ def oom_by_point(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def limiter_confusion(runs: list[Mapping[str, Any]]) -> dict[str, int]:
+    """Counts of (lab, model) answers to "did the GC CPU limiter turn on in the window"
+    (``gc_limiter_turned_on``) over the runs where both say (neither OOM-killed): the limiter decides whether the
+    assists pace a heap near its memory limit (``src/runtime/mgcmark.go``, ``gcAssistAlloc``), so
+    a twin that turns it on where the runtime never did (or the reverse) runs that heap under the
+    other rule.
+
+    >>> limiter_confusion([{"observed": {"gc_limiter_turned_on": 1}, "simulated": {"gc_limiter_turned_on": 0}},
+    ...                    {"observed": {"gc_limiter_turned_on": 0}, "simulated": {"gc_limiter_turned_on": 0}},
+    ...                    {"observed": {}, "simulated": {"gc_limiter_turned_on": 1}}])
+    {'lab on, model on': 0, 'lab on, model off': 1, 'lab off, model on': 0, 'lab off, model off': 1}
+    """
+    out = {f"lab {o}, model {s}": 0 for o in ("on", "off") for s in ("on", "off")}
+    for r in runs:
+        o, s = r["observed"].get("gc_limiter_turned_on"), r["simulated"].get("gc_limiter_turned_on")
+        if o is None or s is None or r["observed"].get("oom_killed") or r["simulated"].get("oom_killed"):
+            continue
+        out[f"lab {'on' if o else 'off'}, model {'on' if s else 'off'}"] += 1
+    return out
+
+
 def naive_oom_confusion(runs: list[Mapping[str, Any]]) -> dict[str, int]:
     """Counts of (lab, naive) OOM outcomes: the naive baseline kills a run whose textbook heap goal
     is above its container limit (:func:`cfsim.validation.naive.textbook_gc`)."""
@@ -150,7 +171,7 @@ def _summary(runs: list[Mapping[str, Any]], names: tuple[str, ...]) -> dict[str,
 
 def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point", "repeat")) -> dict[str, Any]:
     """``{"regimes": {regime: {metric: {median_abs, median, n, goal}}}, "oom": confusion,
-    "oom_points": per repeated point}`` over the
+    "oom_points": per repeated point, "limiter": the limiter's turn-ons (:func:`limiter_confusion`)}`` over the
     held-out runs (no fit used them) that record GC metrics (runs without any are left out).
     OOM-killed runs count in the confusion table and, for the other metrics, nowhere (their
     errors are None: no comparable window)."""
@@ -166,4 +187,4 @@ def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point
     if sel:
         out["all"] = _summary(sel, GC_REGIME_METRICS) | {"runs": len(sel)}
     return {"regimes": out, "oom": oom_confusion(sel), "oom_naive": naive_oom_confusion(sel),
-            "oom_points": oom_by_point(sel)}
+            "oom_points": oom_by_point(sel), "limiter": limiter_confusion(sel)}

@@ -480,6 +480,11 @@ def _gc_markdown(report: ValidationReport) -> list[str]:
     oom = report.gc.get("oom") or {}
     if any(oom.values()):
         lines += ["", "OOM kills (lab, model): " + ", ".join(f"{k}: {v}" for k, v in oom.items())]
+    limiter = report.gc.get("limiter") or {}
+    if any(limiter.values()):
+        lines += ["", "GC CPU limiter turned on in the window (lab: the runtime's /gc/limiter/last-enabled "
+                  "and /gc/cycles/total at its two ends; model: the twin's limiter): "
+                  + ", ".join(f"{k}: {v}" for k, v in limiter.items())]
     oom_naive = report.gc.get("oom_naive") or {}
     if any(oom_naive.values()):
         lines += ["", "OOM kills (lab, naive: the textbook goal above the container limit): "

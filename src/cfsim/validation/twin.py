@@ -73,7 +73,7 @@ from typing import Any, Mapping, NamedTuple
 import pandas as pd
 
 from cfsim.goruntime.gc_cycles import cycle_keys, gc_cpu_per_cycle_s, mark_spans
-from cfsim.io.gclimiter import LIMITER_LOG, limiter_turned_on, read_gc_limiter
+from cfsim.io.gclimiter import LIMITER_LOG, limiter_turned_on, limiter_turned_on_in_window, read_gc_limiter
 from cfsim.io.gctrace import cycle_table
 from cfsim.io.lab import read_lab_metrics
 from cfsim.io.manifest import has_manifest, manifest_folders, manifest_path, read_manifest, read_json_file
@@ -160,7 +160,9 @@ def run_scenario(run_dir: Path) -> Scenario:
 
 
 def observed_summary(run_dir: Path) -> dict[str, Any]:
-    """What the run measured (``summary.json``): compared with the twin, never given to it. A
+    """What the run measured (``summary.json``): compared with the twin, never given to it; with
+    whether the GC CPU limiter turned on in the window where the manifest keeps the runtime's reads
+    at its two ends (``gc_limiter_turned_on``, :func:`cfsim.io.gclimiter.limiter_turned_on_in_window`). A
     run that recorded the runtime's per-cycle GC trace (``gc_cycles.csv.gz``, ``lab.gctrace``)
     adds its per-cycle keys over the measured window (:func:`cfsim.goruntime.gc_cycles.cycle_keys`);
     one with the watcher's CPU samples (``cpu_watch.csv.gz``, runs since 2026-11-28) the spread of
@@ -173,7 +175,14 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     (:func:`cfsim.kernel.cpu_windows.gc_window_keys`); one with both the trace and perf's samples
     (``lab.perf_s``, runs since 2026-12-01) the GC's real CPU a cycle (:func:`_gc_cpu_observed`)."""
     out = json.loads((run_dir / "summary.json").read_text())
-    sleeps = m_sleeps_per_item(run_manifest(run_dir).get("threads") or {})
+    manifest = run_manifest(run_dir)
+    if not out.get("oom_kills"):
+        # whether the GC CPU limiter turned on in the window, from the runtime's own two reads
+        ends = (manifest.get("window_samples") or {}).get("workload") or {}
+        on = limiter_turned_on_in_window(ends.get("start") or {}, ends.get("end") or {})
+        if on is not None:
+            out["gc_limiter_turned_on"] = int(on)
+    sleeps = m_sleeps_per_item(manifest.get("threads") or {})
     if sleeps is not None:
         out["os_thread_sleeps_per_item"] = sleeps
     watch = run_dir / CPU_WATCH_FILE
