@@ -356,6 +356,24 @@ if not lab.empty:
                  "lab memory_max_usage_bytes", "model memory_max_usage_bytes"]])
 
 # %% [markdown]
+# ### The GC CPU limiter: did it turn on?
+#
+# Whether the GC CPU limiter (`src/runtime/mgclimit.go`) turned on in the window decides whether
+# the assists pace a heap near its limit. The lab reads it from the runtime at the window's two ends
+# (`/gc/limiter/last-enabled` against `/gc/cycles/total`; `cfsim.io.gclimiter`), the twin from its
+# own limiter (`gc_limiter_turned_on`); runs an OOM kill ended are left out.
+
+# %%
+if not lab.empty and "gc_limiter_turned_on" in metric:
+    lim_rows = [{"run": Path(r["path"]).name if "path" in r else r["run"],
+                 "lab": r["observed"].get("gc_limiter_turned_on"), "model": r["simulated"].get("gc_limiter_turned_on")}
+                for r in report.runs if not (r["observed"].get("oom_killed") or r["simulated"].get("oom_killed"))]
+    lim = pd.DataFrame(lim_rows).dropna()
+    if len(lim):
+        display(pd.crosstab(lim["lab"].map({1: "lab: turned on", 0: "lab: never on"}),
+                            lim["model"].map({1: "model: turned on", 0: "model: never on"})))
+
+# %% [markdown]
 # ### The GC cycle by cycle (`gc-trace` grid)
 #
 # The `gc-trace` grid ran the same stream with `GODEBUG=gctrace=1,gcpacertrace=1`: the runtime's own
