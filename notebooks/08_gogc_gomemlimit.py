@@ -361,17 +361,14 @@ if not lab.empty:
 # Whether the GC CPU limiter (`src/runtime/mgclimit.go`) turned on in the window decides whether
 # the assists pace a heap near its limit. The lab reads it from the runtime at the window's two ends
 # (`/gc/limiter/last-enabled` against `/gc/cycles/total`; `cfsim.io.gclimiter`), the twin from its
-# own limiter (`gc_limiter_turned_on`); runs an OOM kill ended are left out.
+# own limiter (`gc_limiter_turned_on`); runs an OOM kill ended are left out
+# (`cfsim.validation.gcmemory.limiter_confusion`, as `cfsim validate` reports it).
 
 # %%
-if not lab.empty and "gc_limiter_turned_on" in metric:
-    lim_rows = [{"run": Path(r["path"]).name if "path" in r else r["run"],
-                 "lab": r["observed"].get("gc_limiter_turned_on"), "model": r["simulated"].get("gc_limiter_turned_on")}
-                for r in report.runs if not (r["observed"].get("oom_killed") or r["simulated"].get("oom_killed"))]
-    lim = pd.DataFrame(lim_rows).dropna()
-    if len(lim):
-        display(pd.crosstab(lim["lab"].map({1: "lab: turned on", 0: "lab: never on"}),
-                            lim["model"].map({1: "model: turned on", 0: "model: never on"})))
+limiter_counts = gc_report.get("limiter") or {}
+if any(limiter_counts.values()):
+    display(pd.DataFrame([[limiter_counts[f"lab {o}, model {m}"] for m in ("on", "off")] for o in ("on", "off")],
+                         index=["lab: turned on", "lab: never on"], columns=["model: turned on", "model: never on"]))
 
 # %% [markdown]
 # ### The GC cycle by cycle (`gc-trace` grid)

@@ -249,22 +249,24 @@ class GcCpuLimiter:
     #: every cycle the limiter turned on in (``numgc + 1`` at each turn-on, as ``lastEnabledCycle``
     #: stores it): the model's side of the lab's per-cycle reads (cfsim.io.gclimiter)
     turned_on_cycles: list[int] = field(default_factory=list)
+    #: and when [ns] (the window check beside the lab's two reads of the runtime, ``gc_limiter_turned_on``)
+    turned_on_ns: list[int] = field(default_factory=list)
 
     @property
     def capacity(self) -> float:
         return self.procs * LIMITER_CAPACITY_PER_PROC_NS
 
     def update(self, window_wall_ns: float, assist_ns: float, idle_ns: float, gc_on: bool,
-               stw_ns: float = 0.0, cycle: int = 0) -> bool:
+               stw_ns: float = 0.0, cycle: int = 0, now_ns: int = 0) -> bool:
         total = window_wall_ns * self.procs
         gc = assist_ns + stw_ns
         if gc_on:
             gc += total * GC_BACKGROUND_UTILIZATION
         total -= idle_ns
-        self.accumulate(total - gc, gc, cycle)
+        self.accumulate(total - gc, gc, cycle, now_ns)
         return self.enabled
 
-    def accumulate(self, mutator_ns: float, gc_ns: float, cycle: int = 0) -> None:
+    def accumulate(self, mutator_ns: float, gc_ns: float, cycle: int = 0, now_ns: int = 0) -> None:
         headroom = self.capacity - self.fill
         was = headroom <= 0
         change = gc_ns - mutator_ns
@@ -275,6 +277,7 @@ class GcCpuLimiter:
                 self.enabled = True
                 self.last_enabled_cycle = cycle + 1
                 self.turned_on_cycles.append(cycle + 1)
+                self.turned_on_ns.append(now_ns)
             return
         if change < 0 and self.fill <= -change:
             self.fill = 0.0

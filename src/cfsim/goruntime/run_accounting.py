@@ -137,7 +137,7 @@ class RuntimeReports:
             "gc_pause_total_s": pause,
             "gc_limiter_last_enabled_cycle": int(self.limiter.last_enabled_cycle),
             # whether it turned on in the window (the lab reads it from the runtime at the two ends)
-            "gc_limiter_turned_on": int(any(t0_ns < t <= t1_ns for t in self.limiter_on_ns)),
+            "gc_limiter_turned_on": int(any(t0_ns < t <= t1_ns for t in self.limiter.turned_on_ns)),
             "gogc_percent": int(self.params.gogc),
             "gomemlimit_bytes": self.params.gomemlimit_bytes,
             "gc_alloc_bytes": int(now_row[C_ALLOC] - start[C_ALLOC]),

@@ -402,7 +402,6 @@ class GoRuntime(RuntimeReports):
         self._lim_t = 0
         self._lim_acc = [0.0] * 6
         self.limiter_enabled_ns = 0
-        self.limiter_on_ns: list[int] = []   # when the GC CPU limiter turned on (each time)
         self.goal = 0
         self.trigger_bytes = 0
         # chunk cap [ns]: a chunk's allocation is at most an allocation quantum (see _claim_cap)
@@ -1405,14 +1404,12 @@ class GoRuntime(RuntimeReports):
         d = [acc[i] - self._lim_acc[i] for i in range(6)]
         was = self.limiter.enabled
         self.limiter.update(now - self._lim_t, d[PC_ASSIST], d[PC_IDLE] + d[PC_IDLEMARK],
-                            self.phase == MARK if gc_on is None else gc_on, d[PC_PAUSE], self.gc_cycles)
+                            self.phase == MARK if gc_on is None else gc_on, d[PC_PAUSE], self.gc_cycles, now)
         if was:
             self.limiter_enabled_ns += now - self._lim_t
-        elif self.limiter.enabled:
-            self.limiter_on_ns.append(now)
-            if self.phase == MARK:
-                # running assists see the flag at their next object (after the current callback)
-                self.engine.call_later(0, self._cut_assists)
+        elif self.limiter.enabled and self.phase == MARK:
+            # running assists see the flag at their next object (after the current callback)
+            self.engine.call_later(0, self._cut_assists)
         self._lim_t = now
         self._lim_acc = list(acc)
 
@@ -1422,12 +1419,9 @@ class GoRuntime(RuntimeReports):
         mutator window has just turned off turns on again when the pause covers its headroom,
         and stays on across back-to-back cycles)."""
         now = self._env._now
-        was = self.limiter.enabled
-        if was:
+        if self.limiter.enabled:
             self.limiter_enabled_ns += now - self._lim_t
-        self.limiter.accumulate(0.0, (now - self._lim_t) * self.nprocs, self.gc_cycles)
-        if self.limiter.enabled and not was:
-            self.limiter_on_ns.append(now)
+        self.limiter.accumulate(0.0, (now - self._lim_t) * self.nprocs, self.gc_cycles, now)
         self._lim_t = now
         self._lim_acc = list(self._acc())
 
