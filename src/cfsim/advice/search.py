@@ -146,7 +146,8 @@ def _read_uncertainty(path: str | Path) -> tuple[dict[str, float], dict[str, flo
 
 def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, base_factor: float = 1.0,
                     default_rel: float = DEFAULT_REL_UNCERTAINTY, gc_factor: float | None = None,
-                    memory_path: Mapping[str, float] | None = None) -> Uncertainty:
+                    memory_path: Mapping[str, float] | None = None,
+                    calibration_heap_mb: float | None = None) -> Uncertainty:
     """Nominal and pessimistic overrides for ``scenario``.
 
     The nominal side is what the validation's twins take on a lab grid's host
@@ -157,7 +158,8 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
     where it is slower than the code the miss and sharing costs follow the twins' rules;
     ``memory_path``, the kernel's prices of releasing a page and of a TLB flush that the grid's
     calibration runs measured (:attr:`cfsim.validation.normalise.GridNorm.memory_path`), replaces the
-    files' as it does for the twins. A params
+    files' as it does for the twins; ``calibration_heap_mb``, the heap those runs marked, scales
+    the scan as it does for the twins where it outgrew the cache. A params
     file (``cfsim calibrate --out``) adds its ``cost_factor`` and runtime keys; the pessimistic side
     moves each by ``exp(sigma_log)`` in its costly direction (the per-item cost up, scan rates down,
     runtime CPU costs up). Without a file, or for a parameter without a finite sigma, the cost moves
@@ -173,7 +175,8 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
     factor = base_factor * params.get("cost_factor", 1.0)
     cost_sigma = sigma.get("cost_factor", math.log1p(default_rel))
     # the nominal side is what the validation's twins take on the grid's host (one rule)
-    nominal_map = grid_overrides(scenario, params, base_factor, gc_factor, memory_path=memory_path)
+    nominal_map = grid_overrides(scenario, params, base_factor, gc_factor, memory_path=memory_path,
+                                 calibration_heap_mb=calibration_heap_mb)
     pess_map = dict(nominal_map)
     if cost_key is not None:
         nominal_map.setdefault(cost_key, scenario[cost_key] * factor)

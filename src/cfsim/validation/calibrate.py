@@ -28,7 +28,8 @@ from scipy.optimize import least_squares
 
 from cfsim.scenario import Scenario, parse_value
 from cfsim.validation import metrics as vm
-from cfsim.validation.normalise import cache_held_share, calibration_overrides, grid_norm, grid_priors
+from cfsim.validation.normalise import (cache_held_share, calibration_overrides, grid_norm, grid_priors,
+                                       missed_heap_scale)
 from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
                                    run_scenario, runs_with_calibration, calibration_runs_for, twin)
 
@@ -209,7 +210,8 @@ def memory_path_overrides(memory_path: Mapping[str, float] | None) -> dict[str, 
 
 def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor: float,
                    gc_factor: float | None = None, rounds_ratio: float = 1.0,
-                   memory_path: Mapping[str, float] | None = None) -> dict[str, Any]:
+                   memory_path: Mapping[str, float] | None = None,
+                   calibration_heap_mb: float | None = None) -> dict[str, Any]:
     """Scenario overrides for a workload measured on a lab grid's host: ``params``, and the
     per-item CPU and the allocation's CPU per KiB scaled by the machine's speed (the grid's cost
     factor x ``cost_factor``), the GC's scan rate by the GC's speed (the grid's ``gc_factor`` x
@@ -222,7 +224,11 @@ def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor:
     cache_held_share`), the cost of lines the marking CPUs pass between them applies to the share
     the cache still held. The miss factor of a heap beyond the cache is divided by ``g`` either way
     (never below 1): a byte that misses anyway costs its miss at the machine's speed, whether the
-    calibration runs' cached scan was slower than their code or faster.
+    calibration runs' cached scan was slower than their code or faster. ``calibration_heap_mb``:
+    the heap those runs marked (:attr:`cfsim.validation.normalise.GridNorm.calibration_heap_mb`);
+    where it outgrew the cache their GC factor measured misses too, and the scan rate is divided
+    by :func:`cfsim.validation.normalise.missed_heap_scale` as well, so that their twins mark at
+    the speed they measured.
 
     The one rule for every simulation of a lab host's workload: the validation's twins
     (:func:`apply_params`), the audit's fixes of lab runs and the search's nominal parameters
@@ -238,9 +244,14 @@ def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor:
         # the same speed as the workload's code; the GC's marking at the speed its calibration
         # runs measured for it
         out.setdefault(key, scenario[key] * factor * rounds_ratio)
-        out["go.gc_scan_mb_per_ms"] = out.get("go.gc_scan_mb_per_ms", scenario["go.gc_scan_mb_per_ms"]) / gc
-        out["go.alloc_ns_per_kb"] = out.get("go.alloc_ns_per_kb", scenario["go.alloc_ns_per_kb"]) * factor
         miss = out.get("go.gc_scan_miss_factor", scenario["go.gc_scan_miss_factor"])
+        scale = 1.0
+        if calibration_heap_mb and miss > 1.0 and gc != factor:
+            llc_mb = out.get("host.llc_mb", scenario["host.llc_mb"])
+            missed = max(0.0, 1.0 - llc_mb / calibration_heap_mb)
+            scale = missed_heap_scale(gc / factor, miss, missed)
+        out["go.gc_scan_mb_per_ms"] = out.get("go.gc_scan_mb_per_ms", scenario["go.gc_scan_mb_per_ms"]) / (gc * scale)
+        out["go.alloc_ns_per_kb"] = out.get("go.alloc_ns_per_kb", scenario["go.alloc_ns_per_kb"]) * factor
         if gc > factor:
             # the calibration runs' GC was slower than their code because lines their cache
             # should have held missed (cache_held_share): only the lines it held pay the sharing
@@ -262,9 +273,11 @@ def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor:
 
 def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
                  gc_factor: float | None = None, rounds_ratio: float = 1.0,
-                 memory_path: Mapping[str, float] | None = None) -> dict[str, Any]:
+                 memory_path: Mapping[str, float] | None = None,
+                 calibration_heap_mb: float | None = None) -> dict[str, Any]:
     """Scenario overrides for one lab run's twin: :func:`grid_overrides` of the run's scenario."""
-    return grid_overrides(run_scenario(run), params, base_factor, gc_factor, rounds_ratio, memory_path)
+    return grid_overrides(run_scenario(run), params, base_factor, gc_factor, rounds_ratio, memory_path,
+                          calibration_heap_mb)
 
 
 def apply_grid(run: Path, params: Mapping[str, float], norm: Any) -> dict[str, Any]:
@@ -274,7 +287,7 @@ def apply_grid(run: Path, params: Mapping[str, float], norm: Any) -> dict[str, A
     from cfsim.validation.normalise import rounds_ratio
 
     return apply_params(run, params, norm.factor, norm.gc_factor, rounds_ratio(run, norm.rounds_per_cpu_ms),
-                        norm.memory_path)
+                        norm.memory_path, norm.calibration_heap_mb)
 
 
 def _residuals_for_run(args: tuple) -> list[float]:

@@ -97,6 +97,10 @@ class GridNorm:
     #: release per 4 KiB page alone and a TLB shootdown [us] (``go.page_release_us``,
     #: ``host.tlb_shootdown_us``); None for older grids (the parameters stand as given)
     memory_path: dict[str, float] | None = None
+    #: the live heap the calibration runs marked [MiB] (their scenario's ``go.live_heap_mb`` plus
+    #: ``go.process_heap_mb``, the mean): where it outgrew the cache, their GC factor measured the
+    #: misses as well, and the twins' scan takes that into account (:func:`missed_heap_scale`)
+    calibration_heap_mb: float | None = None
 
     def params_for(self, scenario: Scenario) -> dict[str, Any]:
         key = COST_KEYS.get(scenario["workload.kind"])
@@ -335,6 +339,35 @@ def cache_held_share(gc_over_cost: float, miss_factor: float) -> float:
     return (1.0 - missed) / gc_over_cost
 
 
+def missed_heap_scale(gc_over_cost: float, miss_factor: float, missed_share: float) -> float:
+    """What a grid's GC speed is multiplied by so that its calibration runs' twins, factored,
+    mark at the speed those runs measured, when part of the heap they marked missed the cache.
+
+    The twins' rule for a lab grid (:func:`cfsim.validation.calibrate.grid_overrides`) reads the
+    GC factor as the speed of the lines the cache held and prices a missed line at the machine's
+    speed (the cost factor): per byte, relative to the prior at one P, ``(1 - m) g + m max(g, M)``
+    with ``g = gc_over_cost`` and ``M`` the miss factor (:func:`cfsim.goruntime.runtime.
+    scan_slowdown`, ``m`` the share of the heap beyond the cache). A GC factor is measured as
+    ``g ((1 - m_c) + m_c M)`` on the calibration runs' own heap, so the two agree only where
+    their heap fitted the cache (``m_c = 0``, the lab's 16 MiB runs). Where it did not (the
+    ``alloc-stream`` grid calibrates at 256 MiB, seven eighths beyond a 32 MiB L3; ``quota-steps``
+    and ``overprovisioned`` at 64 MiB) the measured speed covered the misses too; the scale keeps
+    the rule's split between the two prices and restores the measured total, and is 1 where the
+    calibration heap fitted.
+
+    >>> missed_heap_scale(1.5, 2.15, 0.0), missed_heap_scale(1.0, 2.15, 0.875)
+    (1.0, 1.0)
+    >>> round(missed_heap_scale(1.17, 2.15, 0.875), 4)   # alloc-stream: GC factor 1.262, cost 1.079
+    1.1577
+    """
+    if missed_share <= 0.0 or gc_over_cost <= 0.0:
+        return 1.0
+    m, g, miss = min(1.0, missed_share), gc_over_cost, max(1.0, miss_factor)
+    measured = g * ((1.0 - m) + m * miss)
+    factored = (1.0 - m) * g + m * max(g, miss)
+    return measured / factored
+
+
 def factored_overrides(run: Path, params: Mapping[str, Any] | None, norm: GridNorm) -> dict[str, Any]:
     """The parameters of a calibration run's twin at the grid's own speed: ``params`` with the
     per-item CPU and the GC's scan rate scaled by the grid's factors (what the validation runs'
@@ -425,6 +458,10 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     if norm.factors:
         _set_factors(norm, splits, rounds)
     norm.memory_path = grid_memory_path([r for r in grid_runs if is_calibration_run(r)])
+    heaps = [sc["go.live_heap_mb"] + sc["go.process_heap_mb"]
+             for sc in (run_scenario(r) for r in grid_runs if is_calibration_run(r))]
+    if heaps:
+        norm.calibration_heap_mb = statistics.fmean(heaps)
     if gc_priors:
         for run in grid_runs:
             if not is_calibration_run(run):

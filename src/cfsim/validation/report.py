@@ -432,6 +432,7 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
                                 "client_cpu_scale": norm.client_cpu_scale,
                                 "server_alloc_kb": norm.server_alloc_kb,
                                 "memory_path": norm.memory_path,
+                                "calibration_heap_mb": norm.calibration_heap_mb,
                                 **_noise(grid_rows)}
         spread = grid_seed_spread([r for r in grid_rows.values() if r.get("held_out")])
         if spread:
@@ -817,7 +818,9 @@ def to_markdown(report: ValidationReport) -> str:
               "Repeat spreads: median / max over the grid's repeated points (relative; throttled ratio absolute).", "",
               "Cost factor: the workload's CPU per item on the grid's host over its twin's (from the user "
               "class of /cpu/classes where the calibration runs recorded it); GC factor: the GC's mark CPU per "
-              "cycle over its twin's (blank: the cost factor serves the GC too). Both at the workload's busy-loop "
+              "cycle over its twin's (blank: the cost factor serves the GC too; where the calibration runs' heap "
+              "outgrew the cache, the twins' scan is scaled so that their own twins mark at that speed, "
+              "cfsim.validation.normalise.missed_heap_scale). Both at the workload's busy-loop "
               "rounds per CPU-ms its calibration runs measured at start-up (loop rounds); each run's twin scales "
               "the per-item CPU by its own start-up rounds over these (cfsim.validation.normalise.startup_rounds), "
               "and the drift is what is left between the calibration runs. Load generator: its CPU a request on "
