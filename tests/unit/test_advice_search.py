@@ -7,6 +7,7 @@ import pytest
 from cfsim import load_scenario, simulate
 from cfsim.advice.search import (Candidate, SearchOptions, Searcher, policy_kinds, search, uncertainty_for)
 from cfsim.advice.slo import parse_slos
+from cfsim.validation.normalise import missed_heap_scale
 from cfsim.cli import main
 
 # demand 1.6 cores of 1 ms records on a 2-CPU node; short runs keep the tests fast
@@ -105,6 +106,14 @@ def test_uncertainty_from_params_file(tmp_path, scenario):
     bare = dict(uncertainty_for(scenario, base_factor=0.5, gc_factor=2.5).nominal)
     assert bare["go.gc_scan_mb_per_ms"] == pytest.approx(scenario["go.gc_scan_mb_per_ms"] / 2.5)
     assert "go.gc_scan_mb_per_ms" not in dict(default.nominal)
+    # a grid calibrated on a heap beyond the cache (cfsim.validation.normalise.missed_heap_scale):
+    # the scan is divided by the scale as well, as for the twins, and the note says by how much
+    big = scenario.with_overrides([("go.gc_scan_miss_factor", 2.15)])
+    scale = missed_heap_scale(2.5 / 0.5, 2.15, 1.0 - big["host.llc_mb"] / 256.5)
+    held = uncertainty_for(big, base_factor=0.5, gc_factor=2.5, calibration_heap_mb=256.5)
+    assert scale > 1.0
+    assert dict(held.nominal)["go.gc_scan_mb_per_ms"] == pytest.approx(big["go.gc_scan_mb_per_ms"] / (2.5 * scale))
+    assert f"GC scan /{2.5 * scale:.3g}" in held.description
 
 
 def test_policy_kinds_validation(scenario):

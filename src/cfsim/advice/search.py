@@ -165,7 +165,7 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
     runtime CPU costs up). Without a file, or for a parameter without a finite sigma, the cost moves
     by ``default_rel`` (10 %).
     """
-    from cfsim.validation.calibrate import gc_speed, grid_overrides
+    from cfsim.validation.calibrate import grid_overrides
 
     cost_key = COST_KEYS.get(scenario["workload.kind"])
     params: dict[str, float] = {}
@@ -187,8 +187,11 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
             pess_map[k] = nominal_map[k] * (math.exp(-s) if k in _SMALLER_IS_WORSE else math.exp(s))
     nominal = list(nominal_map.items())
     pess = list(pess_map.items())
-    gc = gc_speed(params, base_factor, gc_factor)   # what grid_overrides divided the scan rate by
-    gc = gc if cost_key is not None and gc != 1.0 else None
+    # what grid_overrides divided the scan rate by (the GC's speed, and where the grid's calibration
+    # heap outgrew the cache, the scale that keeps the misses it measured)
+    scan = nominal_map.get("go.gc_scan_mb_per_ms")
+    gc = params.get("go.gc_scan_mb_per_ms", scenario["go.gc_scan_mb_per_ms"]) / scan if scan else 1.0
+    gc = gc if cost_key is not None and abs(gc - 1.0) > 1e-12 else None
     if params_path is not None:
         desc = (f"params {params_path}: cost x{factor:.3g}; pessimistic cost x{math.exp(cost_sigma):.3g}"
                 + (f" (sigma_log {cost_sigma:.3g})" if "cost_factor" in sigma else " (default)")
