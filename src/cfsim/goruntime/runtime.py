@@ -226,6 +226,16 @@ class GoParams:
                    wakeup=WakeupCost.from_scenario(sc), resume=ResumeCost.from_scenario(sc))
 
 
+def cache_missed_share(live_bytes: float, llc_bytes: float) -> float:
+    """The share of a live heap the last-level cache cannot hold, ``1 - LLC / live`` (0 when it
+    fits): the bytes :func:`scan_slowdown` prices at the miss factor.
+
+    >>> cache_missed_share(16, 32), cache_missed_share(256, 32)
+    (0.0, 0.875)
+    """
+    return 0.0 if live_bytes <= llc_bytes else 1.0 - llc_bytes / live_bytes
+
+
 def scan_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float, procs: int = 1, cpus: int = 1,
                   parallel_cost: float = 0.0) -> float:
     """Mark CPU per byte relative to one P marking a live heap that fits the last-level cache.
@@ -248,7 +258,7 @@ def scan_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float, procs: in
     measured but the lab's); the lab's twins take the lab host's 0.77 (docs/params/gc-parallel.toml),
     on the share of the scan their grid's cache still served (docs/model-notes.md, "The CPUs
     marking at once")."""
-    miss = 0.0 if live_bytes <= llc_bytes else 1.0 - llc_bytes / live_bytes
+    miss = cache_missed_share(live_bytes, llc_bytes)
     sharing = 1.0 + parallel_cost * (1.0 - 1.0 / max(1, min(procs, cpus)))
     return (1.0 - miss) * sharing + miss * max(1.0, miss_factor)
 

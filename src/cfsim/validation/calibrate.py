@@ -26,6 +26,7 @@ import numpy as np
 import tomli_w
 from scipy.optimize import least_squares
 
+from cfsim.goruntime.runtime import cache_missed_share
 from cfsim.scenario import Scenario, parse_value
 from cfsim.validation import metrics as vm
 from cfsim.validation.normalise import (cache_held_share, calibration_overrides, grid_norm, grid_priors,
@@ -247,8 +248,7 @@ def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor:
         miss = out.get("go.gc_scan_miss_factor", scenario["go.gc_scan_miss_factor"])
         scale = 1.0
         if calibration_heap_mb and miss > 1.0 and gc != factor:
-            llc_mb = out.get("host.llc_mb", scenario["host.llc_mb"])
-            missed = max(0.0, 1.0 - llc_mb / calibration_heap_mb)
+            missed = cache_missed_share(calibration_heap_mb, out.get("host.llc_mb", scenario["host.llc_mb"]))
             scale = missed_heap_scale(gc / factor, miss, missed)
         out["go.gc_scan_mb_per_ms"] = out.get("go.gc_scan_mb_per_ms", scenario["go.gc_scan_mb_per_ms"]) / (gc * scale)
         out["go.alloc_ns_per_kb"] = out.get("go.alloc_ns_per_kb", scenario["go.alloc_ns_per_kb"]) * factor
