@@ -206,9 +206,10 @@ def test_pre_run_neighbours_become_background_by_cfs_weight(tmp_path):
     spec = twin_spec(run)
     assert spec.contention == "modelled"
     # reach min(demand 1.0, 2, 2, 2) = 1 core: 1 CPU free; neighbours 1.05 cores before the run
-    # (tenants 1.0, harness 0.05): 0.05 competes, split 1.0 / 0.05 between tenants (1024) and
-    # harness (8192) against the workload's 8192
-    want = 0.05 * (1.0 / 1.05) * 1024 / 9216 + 0.05 * (0.05 / 1.05) * 0.5
+    # (tenants 1.0, harness 0.05): 0.05 competes, split 1.0 / 0.05 between tenants and harness
+    # (8192, against the workload's 8192); the tenants' 1.0 core is at least one task (no count
+    # recorded), 1024 on its CPU against the workload group's 8192 spread over its 2
+    want = 0.05 * (1.0 / 1.05) * 1024 / (1024 + 4096) + 0.05 * (0.05 / 1.05) * 0.5
     assert spec.scenario["host.background_cores"] == pytest.approx(want, abs=1e-4)
     (bg,) = [i for i in spec.inputs if i.key == "host.background_cores"]
     _check_source(bg.source)
@@ -256,8 +257,13 @@ def test_tenant_task_count_from_the_pre_run_window_only():
     assert tenant_tasks({"host_cpu": {"pre_run": pre}}) == (4.2, "manifest:host_cpu.pre_run.runnable_others_mean")
     # never fewer tasks than the cores they used
     assert tenant_tasks({"host_cpu": {"pre_run": {**pre, "runnable_others_mean": 0.3}}})[0] == 1.5
-    # an older run's load average is no count
-    assert tenant_tasks({"host_cpu": {"pre_run": {"tenants_cores": 1.5}}, "loadavg": {"start": [9.0, 9, 9]}}) is None
+    # an older run's load average is no count: its tenants ran on at least as many tasks as the
+    # cores they used, each at a task's weight (1.98 cores of them took 0.5-0.9 cores from
+    # open-latency's server, where one light neighbour would take 0.2-0.3)
+    assert tenant_tasks({"host_cpu": {"pre_run": {"tenants_cores": 1.5}}, "loadavg": {"start": [9.0, 9, 9]}}) == \
+        (1.5, "manifest:host_cpu.pre_run.tenants_cores")
+    assert tenant_tasks({"host_cpu": {"pre_run": {"tenants_cores": 0.0}}}) is None
+    assert tenant_tasks({}) is None
 
 
 def test_tenants_weigh_by_cgroup_or_by_task():
@@ -284,6 +290,16 @@ def test_busy_tenants_weigh_by_their_task_count(tmp_path):
     assert spec.scenario["host.background_cores"] > 2 * few
     (bg,) = [i for i in spec.inputs if i.key == "host.background_cores"]
     assert "runnable_others_mean" in bg.source
+    _check_source(bg.source)
+    # uncounted (recorded before the lab counted): as many tasks as the tenants' cores, as a count
+    # below them gives (few: 1.0 counted, 2.0 cores), not the one light neighbour they were before
+    # (1024 against the group's 8192 on the core the workload leaves them to compete for: 0.111)
+    del man["host_cpu"]["pre_run"]["runnable_others_mean"]
+    spec = twin_spec(_run(tmp_path, "uncounted", man))
+    (bg,) = [i for i in spec.inputs if i.key == "host.background_cores"]
+    assert spec.scenario["host.background_cores"] == pytest.approx(few)
+    assert few > 1.5 * round(1024 / 9216, 4)
+    assert bg.source.count("tenants_cores") == 1
     _check_source(bg.source)
 
 

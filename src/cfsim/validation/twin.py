@@ -587,27 +587,33 @@ def tenant_tasks(manifest: Mapping[str, Any]) -> tuple[float, str] | None:
     is the pre-run window's runnable tasks besides the reader (``host_cpu.pre_run.
     runnable_others_mean``, ``/proc/stat procs_running``), never fewer than the cores the tenants
     used (``tenants_cores``): a task uses one core at most. Runs recorded before the lab counted
-    keep no count: the 1-minute load average they recorded is no count of busy tasks (it also
-    holds the previous run's threads and tasks in uninterruptible sleep; docs/model-notes.md).
+    take that floor alone, the fewest tasks their tenants' cores allow (until 2026-12-02 they were
+    one neighbour of a cgroup's weight however many cores it used, which let 1.98 cores of tenants
+    take 0.2-0.3 from the workload where they took 0.5-0.9: docs/model-notes.md); the 1-minute load
+    average they recorded is no count of busy tasks (it also holds the previous run's threads and
+    tasks in uninterruptible sleep).
 
     >>> tenant_tasks({"host_cpu": {"pre_run": {"tenants_cores": 1.97, "runnable_others_mean": 8.05}}})
     (8.05, 'manifest:host_cpu.pre_run.runnable_others_mean')
     >>> tenant_tasks({"host_cpu": {"pre_run": {"tenants_cores": 1.0, "runnable_others_mean": 0.4}}})[0]
     1.0
-    >>> tenant_tasks({"host_cpu": {"pre_run": {"tenants_cores": 1.0}}, "loadavg": {"start": [8.6, 8, 7]}}) is None
+    >>> tenant_tasks({"host_cpu": {"pre_run": {"tenants_cores": 1.98}}, "loadavg": {"start": [8.6, 8, 7]}})
+    (1.98, 'manifest:host_cpu.pre_run.tenants_cores')
+    >>> tenant_tasks({"host_cpu": {"pre_run": {"tenants_cores": 0.0}}}) is None
     True
     """
     pre = (manifest.get("host_cpu") or {}).get("pre_run") or {}
-    if pre.get("runnable_others_mean") is None:
-        return None
     floor = float(pre.get("tenants_cores") or 0.0)
+    if pre.get("runnable_others_mean") is None:
+        # no count: the fewest tasks the cores they used allow
+        return (floor, "manifest:host_cpu.pre_run.tenants_cores") if floor > 0 else None
     return max(floor, float(pre["runnable_others_mean"])), "manifest:host_cpu.pre_run.runnable_others_mean"
 
 
 def tenant_neighbours(manifest: Mapping[str, Any], tenants_cores: float, tasks: float | None,
                       group_shares: float) -> list[Neighbour]:
-    """The tenants as :class:`Neighbour` s. Without a task count, one neighbour of
-    ``group_shares`` (what any tenant weighed before the lab counted tasks). With one: the lab's
+    """The tenants as :class:`Neighbour` s. Without a task count (a quiet host's blips,
+    :data:`COUNTED_TENANTS_MIN_CORES`), one neighbour of ``group_shares``. With one: the lab's
     own tenant (``tenant``: its busy loops in a cgroup of ``group_shares``, or in the root cgroup
     at :data:`NICE_0_WEIGHT` each), up to a core a loop, and the rest of the tenants' cores on the
     rest of the ``tasks``, each at :data:`NICE_0_WEIGHT`.
@@ -709,7 +715,7 @@ def neighbour_inputs(manifest: Mapping[str, Any], scenario: Scenario, client_cor
         group = shares("tenant_shares", None, None)
         # a count only for tenants that were busy: a quiet host's blips stay one light neighbour
         tasks = tenant_tasks(manifest) if tenants >= COUNTED_TENANTS_MIN_CORES else None
-        if tasks is not None:
+        if tasks is not None and tasks[1] not in sources:
             sources.append(tasks[1])
         neighbours += tenant_neighbours(manifest, float(tenants), tasks[0] if tasks else None, group)
     return neighbours, workload_shares, sources
