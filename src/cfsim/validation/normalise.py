@@ -401,6 +401,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     overrides = calibration_overrides(params)
     rtts, rtt_p99s, extra_live, extra_stw, client_cpu, client_scale = [], [], [], [], [], []
     server_alloc: list[float] = []
+    heaps: list[float] = []   # the heap each calibration run marked [MiB]
     splits: dict[str, tuple[float, float]] = {}
     rounds: dict[str, tuple[float | None, float, float]] = {}  # run -> (rounds, loop share total, user)
     for run in grid_runs:
@@ -419,6 +420,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
             if split_obs and split_sim:
                 splits[run.name] = (split_obs[0] / split_sim[0], split_obs[1] / split_sim[1])
         sc = run_scenario(run)
+        heaps.append(sc["go.live_heap_mb"] + sc["go.process_heap_mb"])
         alloc_kb = server_alloc_kb(obs, sim, overrides.get("workload.server_alloc_kb_per_request",
                                                             sc["workload.server_alloc_kb_per_request"])) \
             if "server_alloc_kb_per_request" in workload_kind(sc["workload.kind"]).keys else None
@@ -458,8 +460,6 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     if norm.factors:
         _set_factors(norm, splits, rounds)
     norm.memory_path = grid_memory_path([r for r in grid_runs if is_calibration_run(r)])
-    heaps = [sc["go.live_heap_mb"] + sc["go.process_heap_mb"]
-             for sc in (run_scenario(r) for r in grid_runs if is_calibration_run(r))]
     if heaps:
         norm.calibration_heap_mb = statistics.fmean(heaps)
     if gc_priors:
