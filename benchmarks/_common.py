@@ -28,7 +28,9 @@ def reference_loop_s() -> float:
 def paired_speeds(run: Callable[[], object], span_s: float, repeats: int) -> dict:
     """Simulated seconds per wall second (and per second of this process's CPU time) of ``run``,
     which simulates ``span_s`` seconds, over ``repeats`` runs each after a reference loop: the
-    median, min and max, the median of the quiet repeats, and the reference loop's times."""
+    median, min and max, the median of the quiet repeats, and the reference loop's times; and
+    whether the compiled modules ran (``compiled``: cfsim._native; ``CFSIM_PURE_PYTHON=1`` runs the
+    source, for a before/after in one session)."""
     speeds, cpu_speeds, refs = [], [], []
     for _ in range(repeats):
         refs.append(reference_loop_s())
@@ -38,7 +40,9 @@ def paired_speeds(run: Callable[[], object], span_s: float, repeats: int) -> dic
         cpu_speeds.append(span_s / (time.process_time() - c0))
     fastest = min(refs)
     quiet = [s for s, ref in zip(speeds, refs) if ref <= 1.10 * fastest]
-    return {"median_x": statistics.median(speeds), "cpu_median_x": statistics.median(cpu_speeds),
+    from cfsim._native import compiled
+
+    return {"compiled": compiled(), "median_x": statistics.median(speeds), "cpu_median_x": statistics.median(cpu_speeds),
             "min_x": min(speeds), "max_x": max(speeds),
             "quiet_median_x": statistics.median(quiet), "quiet_repeats": len(quiet), "repeats": repeats,
             "reference_loop_ms_median": 1e3 * statistics.median(refs),

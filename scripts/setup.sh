@@ -46,9 +46,18 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import sys' >/dev/nul
     "$PYTHON" -m venv "$VENV"
 fi
 
-# cfsim itself: skipped when this pyproject.toml is installed and the environment imports this checkout
+# a C compiler for the hot modules mypyc compiles at install (setup.py, src/cfsim/_native.py);
+# without one cfsim installs and runs from source, slower
+if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
+    apt_install gcc || echo "warning: no C compiler: cfsim runs from source (slower)" >&2
+fi
+
+# cfsim itself: skipped when this pyproject.toml, setup.py and the compiled modules' sources are
+# installed as they are now and the environment imports this checkout (an edited compiled module
+# is built again; until then cfsim runs it from source, cfsim._native)
 stamp="$VENV/.cfsim-pyproject.sha256"
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+native="$(sed -n 's/^ *"\(cfsim\.[a-z_.]*\)",$/\1/p' src/cfsim/_native.py | tr . / | sed 's|^|src/|; s|$|.py|')"
+want="$(cat pyproject.toml setup.py $native | sha256sum | cut -d' ' -f1)"
 have="$(cat "$stamp" 2>/dev/null || true)"
 where="$("$VENV/bin/python" -c 'import cfsim, os; print(os.path.dirname(cfsim.__file__))' 2>/dev/null || true)"
 if [ "$have" != "$want" ] || [ "$where" != "$ROOT/src/cfsim" ]; then

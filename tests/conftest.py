@@ -32,3 +32,25 @@ def pytest_unconfigure(config):
 
         shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
         os.environ.pop("CFSIM_SIM_CACHE", None)
+
+
+# Tests that watch a method of a compiled class by patching it, or pass a stand-in where compiled
+# code expects one of its classes (``@pytest.mark.from_source``):
+# compiled code calls its methods directly, past any patch (cfsim._native), so where the compiled
+# modules run, such a test runs whole in a fresh pytest process that imports cfsim from source.
+def pytest_pyfunc_call(pyfuncitem):
+    if pyfuncitem.get_closest_marker("from_source") is None or os.environ.get("CFSIM_PURE_PYTHON"):
+        return None
+    from cfsim._native import compiled
+
+    if not compiled():
+        return None
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CFSIM_PURE_PYTHON": "1"}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", pyfuncitem.nodeid],
+                       cwd=pyfuncitem.config.rootpath, env=env, capture_output=True, text=True)
+    if r.returncode != 0 or " passed" not in r.stdout:
+        raise AssertionError(f"{pyfuncitem.nodeid} from source (CFSIM_PURE_PYTHON=1):\n{r.stdout[-4000:]}{r.stderr[-2000:]}")
+    return True

@@ -5,6 +5,10 @@ The layout follows the domain: :mod:`cfsim.kernel`, :mod:`cfsim.goruntime` and
 :mod:`cfsim.autoscalers` hold the rules as pure functions; :mod:`cfsim.engine` drives them
 through time; :mod:`cfsim.io` reads exports; :mod:`cfsim.validation` compares; the CLI is thin.
 """
+from cfsim._native import install_guard
+
+install_guard()   # before any compiled module loads: a stale build must not run (cfsim._native)
+
 from cfsim.scenario import Scenario, ScenarioError, load_scenario
 
 __version__ = "0.1.0"

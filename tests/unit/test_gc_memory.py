@@ -200,6 +200,7 @@ def test_the_limiter_stops_running_assists_at_once_under_a_quota_at_high_gomaxpr
         assert cls["go_cpu_classes_gc_mark_assist_cpu_seconds_total"] / busy < 0.35
 
 
+@pytest.mark.from_source   # patches a method of a compiled class (tests/conftest.py)
 def test_a_thread_the_quota_froze_keeps_its_assist_until_it_runs_again(monkeypatch):
     """The limiter's flag is set at its updates, and only running threads update it: the end of a
     ``gcAssistAlloc1``, ``findRunnableGCWorker``, the GC's phase changes (``mgcmark.go``,

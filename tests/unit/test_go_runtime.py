@@ -136,6 +136,7 @@ def test_periodic_gc_has_no_idle_workers_when_there_are_dedicated_ones():
     assert s["go_cpu_classes_gc_mark_dedicated_cpu_seconds_total"] > 0
 
 
+@pytest.mark.from_source   # patches a method of a compiled class (tests/conftest.py)
 def test_a_fractional_worker_leaves_by_the_clock_not_by_its_cpu(monkeypatch):
     """``pollFractionalWorkerExit`` (``src/runtime/mgc.go``) stops a fractional worker once its
     P's time in fractional mode, read with ``nanotime``, passes 1.2 x the goal (GOMAXPROCS 2: 0.25
@@ -458,6 +459,7 @@ def test_mark_cpu_per_cycle_grows_with_the_cpus_marking_at_once():
 
 @pytest.mark.xfail(strict=True, reason="known defect (docs/model-notes.md, 'Assists that scan what a worker holds'): "
                    "an assist draws on the scan work a running mark worker has claimed, and both scan it")
+@pytest.mark.from_source   # patches a method of a compiled class (tests/conftest.py)
 def test_each_cycle_scans_its_mark_work_once(monkeypatch):
     """The runtime greys and scans each object once; its mark work sits in shared work buffers
     (a worker keeps at most two ``workbuf`` and hands half to the global list when that is empty:

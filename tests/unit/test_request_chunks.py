@@ -51,6 +51,7 @@ def _source(rt, batch=True, fanout=1):
     return RequestSource(rt, 100_000, 0, fanout, server_cpu_ns=40_000, batch=batch)
 
 
+@pytest.mark.from_source   # a stand-in runtime for a compiled class (tests/conftest.py)
 def test_a_busy_p_runs_a_requests_read_handler_and_response_as_one_chunk_and_an_idle_p_one_goroutine():
     rt = _Runtime(nprocs=2)
     src = _source(rt)
@@ -70,6 +71,7 @@ def test_a_busy_p_runs_a_requests_read_handler_and_response_as_one_chunk_and_an_
     assert single.claim(10 * MS, p=0).goroutines == 1 and len(single.q) == 6
 
 
+@pytest.mark.from_source   # a stand-in runtime for a compiled class (tests/conftest.py)
 def test_no_chunk_during_a_gc_cycle_or_where_the_request_forks():
     rt = _Runtime(nprocs=2)
     rt.gc_wants = True
@@ -85,6 +87,7 @@ def test_no_chunk_during_a_gc_cycle_or_where_the_request_forks():
     assert fork.claim(10 * MS, p=0).goroutines == 1
 
 
+@pytest.mark.from_source   # a stand-in runtime for a compiled class (tests/conftest.py)
 def test_a_chunk_ends_its_goroutines_in_order_after_the_throttled_spell_they_ran_across():
     # a read of 20 us, the handler's 100 us, the response's 20 us from t = 0; the CPU was
     # throttled from 30 to 130 us
@@ -101,12 +104,14 @@ def test_a_chunk_ends_its_goroutines_in_order_after_the_throttled_spell_they_ran
     assert len(src.q) == 1 and src.q.peek_own(0)[2] == PRE
 
 
+@pytest.mark.from_source   # a stand-in runtime for a compiled class (tests/conftest.py)
 def test_a_lone_request_runs_one_goroutine_a_chunk():
     src = _source(_Runtime(nprocs=1))
     src.arrive(0, client=0)
     assert src.claim(10 * MS, p=0).goroutines == 1       # nothing waits: the reference path
 
 
+@pytest.mark.from_source   # a stand-in runtime for a compiled class (tests/conftest.py)
 def test_a_stopped_chunk_ends_what_it_finished_and_puts_the_rest_back_in_order():
     rt = _Runtime(nprocs=1)
     src = _source(rt)
@@ -126,6 +131,7 @@ def test_a_stopped_chunk_ends_what_it_finished_and_puts_the_rest_back_in_order()
     assert [src.q.take(0, 0, 1, 0)[2] for _ in range(3)] == [CHILD, PRE, PRE]
 
 
+@pytest.mark.from_source   # a stand-in runtime for a compiled class (tests/conftest.py)
 @pytest.mark.parametrize("schedtick, goroutines", [(60, 1), (10, 3)])
 def test_a_chain_stops_where_the_global_queues_turn_comes(schedtick, goroutines):
     src = _source(_Runtime(nprocs=1))

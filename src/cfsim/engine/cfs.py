@@ -802,7 +802,8 @@ class CfsEngine:
             return prev
         n = self.ncpus
         start = (prev + 1) % n if prev >= 0 else int(self.rng.integers(0, n))
-        best, best_load = start, None
+        best: int = start
+        best_load: int | None = None
         for i in range(n):
             c = (start + i) % n
             if nq[c] == 0 or thr[c]:

@@ -129,6 +129,8 @@ LIMITER_WATCH_FILL = 0.5
 # how often an M frozen by the quota is looked at again (a host tick)
 FROZEN_POLL_NS = 1_000_000
 SAMPLE_NS_DEFAULT = 100_000_000
+#: "no trigger near" for the chunk cap's check (_claim_cap); a float as the distances it is compared with
+_CAP_FAR = float(1 << 62)
 SYSMON_BATCH_NS = 250_000   # sysmon's counted polls are burnt in chunks of at least this CPU
 
 
@@ -321,8 +323,6 @@ class _M:
 class GoRuntime(RuntimeReports):
     """One Go process. ``source`` is set by the workload before :meth:`start`."""
 
-    SAMPLE_NS = SAMPLE_NS_DEFAULT
-
     def __init__(self, engine, params: GoParams, cpus: int, base_limit: float | None,
                  limit_schedule=None, period_us: int = 100_000, name: str = "go",
                  sample_ns: int = SAMPLE_NS_DEFAULT):
@@ -416,7 +416,7 @@ class GoRuntime(RuntimeReports):
         self.trigger_bytes = 0
         # chunk cap [ns]: a chunk's allocation is at most an allocation quantum (see _claim_cap)
         self.claim_ns = FORCE_PREEMPT_NS
-        self._cap_near = 1 << 62
+        self._cap_near = _CAP_FAR
         self.alloc_per_ns = 0.0             # the workload's allocation per CPU-ns, seen in its chunks
         self.assistq: deque[list] = deque()  # goroutines parked on the assist queue: [claim, t0, debt]
         self.assist_inflight = 0.0          # scan work of running assists
@@ -450,8 +450,9 @@ class GoRuntime(RuntimeReports):
         self.bg_credit = 0.0
         self.mark_start = 0
         self.triggered = 0
-        self.assist_pt0 = 0.0
-        self.idlemark_pt0 = 0.0
+        self.assist_pt0 = 0     # P-time [ns] of the classes at the cycle's start (_gc_start)
+        self.ded_pt0 = 0
+        self.idlemark_pt0 = 0
         self.frac_ns: dict[int, float] = {}
         self.assist_work_per_byte = 0.0
         self.periodic = False
@@ -459,7 +460,7 @@ class GoRuntime(RuntimeReports):
         self.stw_wait = 0
         self.stw_coord_done = False
         self.stw_t0 = 0
-        self.stw_then = None
+        self.stw_then: Any = None           # what runs once the world is stopped (_stw_begin)
         self.stw_coord: _M | None = None
         self.pending_procs: int | None = None
         self.stw_preempted = False
@@ -595,9 +596,9 @@ class GoRuntime(RuntimeReports):
         """Start segment ``seg`` on ``m`` (already holding its P, if any) after ``pre`` ns of
         scheduler overhead; ``infl``: CPU per unit of ``work`` (SMT sharing). Returns the total
         CPU to burn."""
-        pre = int(pre)
+        pre_ns = int(pre)
         m.infl = infl
-        total = int(work * infl) + pre
+        total = int(work * infl) + pre_ns
         if total < 1:
             total = 1
         if m.p >= 0:
@@ -606,7 +607,7 @@ class GoRuntime(RuntimeReports):
                 self._pc_move(old, new)
         m.seg = seg
         m.work = total
-        m.pre = pre
+        m.pre = pre_ns
         m.t_seg = self._env._now
         return total
 
@@ -988,9 +989,8 @@ class GoRuntime(RuntimeReports):
         t, at = m.preempt
         if t != m.t_sched:
             sm = self.sysmon
-            at = sm.preempt_at(m.t_sched) if sm is not None else None
-            if at is None:
-                at = m.t_sched + FORCE_PREEMPT_NS
+            polled = sm.preempt_at(m.t_sched) if sm is not None else None
+            at = m.t_sched + FORCE_PREEMPT_NS if polled is None else polled
             m.preempt = (m.t_sched, at)
         return at
 
@@ -1389,10 +1389,10 @@ class GoRuntime(RuntimeReports):
         against the room the pacer has left."""
         if self.alloc_per_ns <= 0 or not self.goal:
             self.claim_ns = FORCE_PREEMPT_NS
-            self._cap_near = 1 << 62
+            self._cap_near = _CAP_FAR
             return
         p = max(1, self.nprocs)
-        room = self.goal - self.heap_marked
+        room = float(self.goal - self.heap_marked)
         # before a cycle the cap only changes once the trigger is this close (see _count_alloc)
         self._cap_near = room / ALLOC_QUANTA
         if self.phase == MARK:
@@ -1650,11 +1650,11 @@ class GoRuntime(RuntimeReports):
             c, t0, rest = m.owed
             m.owed = None
             if self.phase == MARK and not (self.scan_done >= self.mark_total - 1.0):
-                parked = len(self.assistq)
+                queued = len(self.assistq)
                 w = self._assist_again(m, c, t0, rest)
                 if w is not None:
                     return w
-                parked = len(self.assistq) != parked
+                parked = len(self.assistq) != queued
             else:
                 self.source.done(c, t0, self._env._now)
                 parked = False

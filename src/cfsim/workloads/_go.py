@@ -8,11 +8,11 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from cfsim.goruntime.runtime import ALLOC_QUANTUM_MIN, Claim, GoParams, GoRuntime, MiB
+from cfsim.goruntime.runtime import ALLOC_QUANTUM_MIN, SAMPLE_NS_DEFAULT, Claim, GoParams, GoRuntime, MiB
 from cfsim.goruntime.syncpool import PerPPool
 from cfsim.monitoring.histogram import quantiles_through_buckets
 
-SAMPLE_NS = GoRuntime.SAMPLE_NS
+SAMPLE_NS = SAMPLE_NS_DEFAULT
 MAX_SAMPLES = 200_000
 
 

@@ -77,6 +77,7 @@ import numpy as np
 
 from cfsim.goruntime.runq import RunQueues
 from cfsim.goruntime.runtime import Claim, GoRuntime
+from cfsim.workloads._chunk import _Chunk
 from cfsim.workloads._go import latency_keys
 from cfsim.workloads.arrivals import lognormal_sigma
 
@@ -107,14 +108,6 @@ class _Req:
         self.t_handler = t_arr
         self.per_g = per_g
         self.bg = BG_QUEUED
-
-
-class _Chunk(list):
-    """The goroutines (run-queue entries) of a chunk, in the order it runs them: the first taken
-    from the queues, each after it a stand-in for the goroutine the one before readies into the
-    P's runnext, which that one's end creates (:meth:`RequestSource._finish_chunk`)."""
-
-    __slots__ = ()
 
 
 class CpuDrift:
@@ -185,8 +178,6 @@ class RequestSource:
         # the goroutines ([req, remaining_ns, stage]) in the Go scheduler's queues: each P's
         # runnext and local queue, the global queue, the network's (cfsim.goruntime.runq)
         self.q = RunQueues()
-        # the runtime asks at every schedule: the queues answer it directly (one call fewer)
-        self.has_work = self.q.has_work  # type: ignore[method-assign]
         self.cur_p = 0                      # the P of the goroutine whose end is being booked
         self._chained = False               # booking a chunk's goroutine whose successor it ran
         self._chain_woke = False            # ... and that goroutine's end readied one (a wakep)
