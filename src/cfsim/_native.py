@@ -55,7 +55,7 @@ NATIVE_MODULES = (
 SHARED_LIBRARY = "cfsim_native__mypyc"
 
 _ROOT = Path(__file__).resolve().parent.parent   # the folder holding the cfsim package
-_state: dict[str, object] = {"reason": None, "installed": False}
+_state = {"installed": False}
 
 
 def _source(module: str, root: Path = _ROOT) -> Path:
@@ -117,10 +117,9 @@ def install_guard() -> None:
         return
     _state["installed"] = True
     reason = stale_reason()
-    _state["reason"] = reason
     if reason is None:
         return
-    if any(m in sys.modules for m in NATIVE_MODULES):   # too late to choose: say which ran
+    if any(m in sys.modules for m in NATIVE_MODULES):   # too late to choose: compiled() says which runs
         return
     sys.meta_path.insert(0, _SourceFinder())
     if "changed after" in reason:
