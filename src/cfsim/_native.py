@@ -10,8 +10,10 @@ would silently run the old code. :func:`install_guard` (called by ``import cfsim
 sends every one of these modules to its source file when
 
 * ``CFSIM_PURE_PYTHON`` is set (to anything but ``0`` or the empty string), or
-* any of them has no compiled file, or a source file newer than its compiled file
-  (``scripts/setup.sh`` rebuilds then; until it does, everything runs from source).
+* any of them has no compiled file, or, in a checkout (an editable install: ``setup.py`` beside
+  the ``src`` folder), a source file newer than its compiled file (``scripts/setup.sh`` rebuilds
+  then; until it does, everything runs from source). An installed wheel's files are written
+  together, in no particular order, so their times say nothing there.
 
 All or none: the compiled modules share one library and refer to each other's classes
 directly, so a compiled module cannot run beside a source copy of another.
@@ -24,7 +26,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["NATIVE_MODULES", "compiled", "install_guard", "native_sources", "stale_reason"]
+__all__ = ["NATIVE_MODULES", "compiled", "install_guard", "is_checkout", "native_sources", "stale_reason"]
 
 #: the modules the install compiles: the engines' and the Go runtime's event paths (where the
 #: profiles of ``benchmarks/`` spend their time); setup.py reads this tuple without importing cfsim
@@ -76,9 +78,16 @@ def _compiled_file(module: str, root: Path = _ROOT) -> Path | None:
     return None
 
 
+def is_checkout(root: Path = _ROOT) -> bool:
+    """Whether ``root`` (the folder holding the cfsim package) is a checkout's ``src`` folder."""
+    return (root.parent / "setup.py").is_file()
+
+
 def stale_reason(root: Path = _ROOT, modules: tuple[str, ...] = NATIVE_MODULES,
-                 environ: dict[str, str] | os._Environ = os.environ) -> str | None:
-    """Why the compiled modules under ``root`` must not run (None: they may).
+                 environ: dict[str, str] | os._Environ = os.environ,
+                 checkout: bool | None = None) -> str | None:
+    """Why the compiled modules under ``root`` must not run (None: they may); ``checkout``: compare
+    the files' times (default: :func:`is_checkout`).
 
     >>> stale_reason(Path("/nonexistent"), environ={})
     'cfsim_native__mypyc (the compiled code) is missing'
@@ -89,12 +98,14 @@ def stale_reason(root: Path = _ROOT, modules: tuple[str, ...] = NATIVE_MODULES,
         return "CFSIM_PURE_PYTHON is set"
     if modules and _compiled_file(SHARED_LIBRARY, root) is None:
         return f"{SHARED_LIBRARY} (the compiled code) is missing"
+    if checkout is None:
+        checkout = is_checkout(root)
     for module in modules:
         so = _compiled_file(module, root)
         if so is None:
             return f"{module} is not compiled"
         src = _source(module, root)
-        if src.is_file() and src.stat().st_mtime > so.stat().st_mtime:
+        if checkout and src.is_file() and src.stat().st_mtime > so.stat().st_mtime:
             return f"{src.name} changed after it was compiled (run scripts/setup.sh to rebuild)"
     return None
 

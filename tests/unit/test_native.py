@@ -103,9 +103,14 @@ def test_a_fresh_build_may_run(tmp_path, so_suffix):
 
 def test_a_source_edited_after_the_build_sends_everything_to_source(tmp_path, so_suffix):
     mods = ("pkg.a", "pkg.sub.b")
-    _tree(tmp_path, mods)
-    (tmp_path / "pkg" / "sub" / "b.py").write_text("x = 2\n")   # newer than its compiled file
-    assert "b.py changed after it was compiled" in _native.stale_reason(tmp_path, mods, environ={})
+    src = tmp_path / "src"
+    _tree(src, mods)
+    (src / "pkg" / "sub" / "b.py").write_text("x = 2\n")   # newer than its compiled file
+    # an installed wheel writes its files in any order: their times say nothing
+    assert not _native.is_checkout(src) and _native.stale_reason(src, mods, environ={}) is None
+    (tmp_path / "setup.py").write_text("")                 # a checkout: src/ beside setup.py
+    assert _native.is_checkout(src)
+    assert "b.py changed after it was compiled" in _native.stale_reason(src, mods, environ={})
 
 
 def test_a_partial_build_is_not_used(tmp_path, so_suffix):
