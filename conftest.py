@@ -4,7 +4,6 @@ Where the compiled modules run (cfsim._native), pytest cannot import a compiled 
 file for its doctests (the module is the compiled one), so their doctests run from source in
 tests/unit/test_native.py instead.
 """
-from pathlib import Path
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -1,6 +1,6 @@
 """Build hook: compile the hot modules with mypyc (everything else is in pyproject.toml).
 
-The modules are listed once, in ``src/cfsim/_native.py`` (``NATIVE_MODULES``), read here without
+The modules are listed once, in ``src/cfsim/_native.py`` (``NATIVE_MODULES``), loaded here without
 importing cfsim. ``CFSIM_PURE_PYTHON=1`` at install time builds nothing; a machine without a C
 compiler gets the pure-Python package too (the extensions are optional), which runs the same code
 from source, slower. Type errors do not stop the build: mypyc compiles what mypy infers
@@ -8,8 +8,7 @@ from source, slower. Type errors do not stop the build: mypyc compiles what mypy
 """
 from __future__ import annotations
 
-import ast
-import os
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -18,14 +17,16 @@ from setuptools import setup
 HERE = Path(__file__).resolve().parent
 
 
+def _native():
+    """src/cfsim/_native.py loaded alone (standard library only), not the cfsim package."""
+    spec = importlib.util.spec_from_file_location("_cfsim_native_list", HERE / "src" / "cfsim" / "_native.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def native_modules() -> list[str]:
-    tree = ast.parse((HERE / "src" / "cfsim" / "_native.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.AnnAssign | ast.Assign):
-            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
-            if any(isinstance(t, ast.Name) and t.id == "NATIVE_MODULES" for t in targets):
-                return list(ast.literal_eval(node.value))
-    raise RuntimeError("src/cfsim/_native.py: no NATIVE_MODULES")
+    return list(_native().NATIVE_MODULES)
 
 
 #: setuptools commands that build code; the others (egg_info, dist_info, sdist: pip runs them first,
@@ -34,7 +35,7 @@ _BUILD_COMMANDS = {"build", "build_ext", "bdist_wheel", "editable_wheel", "devel
 
 
 def ext_modules() -> list:
-    if os.environ.get("CFSIM_PURE_PYTHON", "") not in ("", "0"):
+    if _native().pure_python_requested():
         return []
     if not _BUILD_COMMANDS & set(sys.argv[1:]):
         return []

@@ -56,7 +56,7 @@ fi
 # installed as they are now and the environment imports this checkout (an edited compiled module
 # is built again; until then cfsim runs it from source, cfsim._native)
 stamp="$VENV/.cfsim-pyproject.sha256"
-native="$(sed -n 's/^ *"\(cfsim\.[a-z_.]*\)",$/\1/p' src/cfsim/_native.py | tr . / | sed 's|^|src/|; s|$|.py|')"
+native="$("$VENV/bin/python" -P src/cfsim/_native.py)"
 want="$(cat pyproject.toml setup.py $native | sha256sum | cut -d' ' -f1)"
 have="$(cat "$stamp" 2>/dev/null || true)"
 where="$("$VENV/bin/python" -c 'import cfsim, os; print(os.path.dirname(cfsim.__file__))' 2>/dev/null || true)"

@@ -39,11 +39,11 @@ def pytest_unconfigure(config):
 # compiled code calls its methods directly, past any patch (cfsim._native), so where the compiled
 # modules run, such a test runs whole in a fresh pytest process that imports cfsim from source.
 def pytest_pyfunc_call(pyfuncitem):
-    if pyfuncitem.get_closest_marker("from_source") is None or os.environ.get("CFSIM_PURE_PYTHON"):
+    if pyfuncitem.get_closest_marker("from_source") is None:
         return None
     from cfsim._native import compiled
 
-    if not compiled():
+    if not compiled():   # already from source (CFSIM_PURE_PYTHON, or no build)
         return None
     import subprocess
     import sys

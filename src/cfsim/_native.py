@@ -25,11 +25,14 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import Mapping
 
-__all__ = ["NATIVE_MODULES", "compiled", "install_guard", "is_checkout", "native_sources", "stale_reason"]
+__all__ = ["NATIVE_MODULES", "compiled", "install_guard", "is_checkout", "native_sources", "pure_python_requested",
+           "stale_reason"]
 
 #: the modules the install compiles: the engines' and the Go runtime's event paths (where the
-#: profiles of ``benchmarks/`` spend their time); setup.py reads this tuple without importing cfsim
+#: profiles of ``benchmarks/`` spend their time); setup.py and scripts/setup.sh load this file alone,
+#: without importing cfsim
 NATIVE_MODULES = (
     "cfsim.engine.cfs",
     "cfsim.engine.slices",
@@ -78,13 +81,19 @@ def _compiled_file(module: str, root: Path = _ROOT) -> Path | None:
     return None
 
 
+def pure_python_requested(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether ``CFSIM_PURE_PYTHON`` asks for the source (set to anything but ``0`` or nothing); the
+    install (setup.py) and the tests ask it too."""
+    return environ.get("CFSIM_PURE_PYTHON", "") not in ("", "0")
+
+
 def is_checkout(root: Path = _ROOT) -> bool:
     """Whether ``root`` (the folder holding the cfsim package) is a checkout's ``src`` folder."""
     return (root.parent / "setup.py").is_file()
 
 
 def stale_reason(root: Path = _ROOT, modules: tuple[str, ...] = NATIVE_MODULES,
-                 environ: dict[str, str] | os._Environ = os.environ,
+                 environ: Mapping[str, str] = os.environ,
                  checkout: bool | None = None) -> str | None:
     """Why the compiled modules under ``root`` must not run (None: they may); ``checkout``: compare
     the files' times (default: :func:`is_checkout`).
@@ -94,7 +103,7 @@ def stale_reason(root: Path = _ROOT, modules: tuple[str, ...] = NATIVE_MODULES,
     >>> stale_reason(Path("/nonexistent"), environ={"CFSIM_PURE_PYTHON": "1"})
     'CFSIM_PURE_PYTHON is set'
     """
-    if environ.get("CFSIM_PURE_PYTHON", "") not in ("", "0"):
+    if pure_python_requested(environ):
         return "CFSIM_PURE_PYTHON is set"
     if modules and _compiled_file(SHARED_LIBRARY, root) is None:
         return f"{SHARED_LIBRARY} (the compiled code) is missing"
@@ -144,3 +153,8 @@ def compiled() -> bool:
         __import__(NATIVE_MODULES[0])
         mod = sys.modules[NATIVE_MODULES[0]]
     return not str(getattr(mod, "__file__", "")).endswith(".py")
+
+
+if __name__ == "__main__":   # scripts/setup.sh: the compiled modules' sources, to know when to rebuild
+    for _path in sorted(native_sources()):
+        print(_path.relative_to(_ROOT.parent))
