@@ -10,7 +10,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -78,6 +78,42 @@ def kernel_summary(scenario: Scenario, start: CpuStat, end: CpuStat, t0_ns: int,
     }
 
 
+#: The summary keys :func:`window_bounds` bounds while a run goes on.
+WINDOW_BOUND_KEYS = ("throttled_ratio", "throttled_time_s", "cpu_usage_cores")
+
+
+def window_bounds(delta: Mapping[str, int], window_ns: int, period_us: int) -> dict[str, tuple[float, float]]:
+    """What the window's ``cpu.stat`` keys can still end at, given the counters' growth ``delta``
+    (``CpuStat`` fields, ns) since the window opened: ``{key: (lowest, highest)}`` over every way
+    the rest of a ``window_ns`` window could go, for a static period of ``period_us``.
+
+    The counters only grow, and the period timer fires on a fixed grid
+    (``start_cfs_bandwidth`` / ``do_sched_cfs_period_timer``, kernel/sched/fair.c), at most
+    ``window // period + 1`` times in the window, so ``nr_throttled / nr_periods`` ends at least
+    at ``nr_throttled / that``. Each lowest value is computed with the very expression the summary
+    uses (:func:`kernel_summary`), so a float comparison against it errs on no side. Highest values
+    are not bounded here (infinity).
+
+    >>> b = window_bounds({"nr_periods": 10, "nr_throttled": 5, "throttled_time_ns": 3 * 10**8,
+    ...                    "usage_ns": 10**9}, 10 * 10**9, 100_000)
+    >>> b["throttled_ratio"][0], b["throttled_time_s"][0], b["cpu_usage_cores"][0]
+    (0.04950495049504951, 0.3, 0.1)
+    """
+    span_s = window_ns / 1e9
+    most_periods = window_ns // (period_us * 1000) + 1
+    inf = float("inf")
+    return {
+        "throttled_ratio": (delta["nr_throttled"] / most_periods, 1.0),
+        "throttled_time_s": (delta["throttled_time_ns"] / 1e9, inf),
+        "cpu_usage_cores": (delta["usage_ns"] / 1e9 / span_s, inf),
+    }
+
+
+#: What a stop rule is asked at each check: the reachable range of the window's summary keys
+#: (:func:`window_bounds`); it answers why the run may stop (a non-empty text) or None to go on.
+StopRule = Callable[[dict[str, tuple[float, float]]], "str | None"]
+
+
 def new_engine(scenario: Scenario, seed: int) -> CfsEngine:
     """The host + bandwidth engine of a scenario: CPUs shared fluidly or in time slices."""
     kw = dict(cpus=scenario["host.cpus"], hz=scenario["host.hz"], bandwidth=bandwidth_for(scenario),
@@ -96,8 +132,16 @@ def _switches(engine: CfsEngine) -> tuple[int, int, int] | None:
     return None
 
 
-def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> SimulationResult:
+def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = (),
+             stop: StopRule | None = None) -> SimulationResult:
     """Simulate a scenario (object, file or built-in name) and return its result.
+
+    ``stop``: asked once a simulated second during the measured window with what the window's
+    kernel keys can still end at (:func:`window_bounds`); when it answers, the run ends there and
+    the summary is only ``{"stopped_early_s": when, "stopped_because": its answer}`` (no series
+    or tables): a search that needs only a verdict stops a run its verdict is already decided on.
+    Checked only for a static limit (no ``cgroup.limit_schedule``, no VPA in the loop), where the
+    bounds hold; a run the rule never stops is the run without it, bit for bit.
 
     >>> r = simulate("cpu-bound-threads", ["run.duration_s=2"])
     >>> r.summary["cpu_limit_cores"], round(r.summary["cpu_usage_cores"], 1)
@@ -137,6 +181,12 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
         engine.run_until(t0)
     marks["start"] = engine.cpu_stat()
     switches0 = _switches(engine)
+    if stop is not None and bandwidth_for(scenario) is not None and not scenario["cgroup.limit_schedule"] \
+            and not scenario["lab.vpa_in_the_loop"]:
+        why = _run_checked(engine, scenario, stop, marks["start"], t0, t1)
+        if why is not None:
+            return SimulationResult(scenario, {"stopped_early_s": engine.now / 1e9, "stopped_because": why},
+                                    pd.DataFrame(), pd.DataFrame(), wall_s=time.perf_counter() - wall0)
     engine.run_until(t1)
     marks["end"] = engine.cpu_stat()
     switches1 = _switches(engine)
@@ -170,6 +220,21 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = ()) -> 
                                                      SCRAPE_INTERVAL_NS / 1e9))
     return SimulationResult(scenario, summary, periods, series,
                             workload.series(SCRAPE_INTERVAL_NS), wall, quota_changes, gc_cycles)
+
+
+def _run_checked(engine: CfsEngine, scenario: Scenario, stop: StopRule, start: CpuStat, t0: int,
+                 t1: int) -> str | None:
+    """Run the window to ``t1`` in steps ending on the scrape grid (where the engine syncs anyway),
+    asking ``stop`` after each; its answer when it stops the run, else None (the run is at t1)."""
+    period_us = scenario["cgroup.period_us"]
+    t = (t0 // SCRAPE_INTERVAL_NS + 1) * SCRAPE_INTERVAL_NS
+    while t < t1:
+        engine.run_until(t)
+        why = stop(window_bounds(_stat_delta(start, engine.cpu_stat()), t1 - t0, period_us))
+        if why:
+            return why
+        t += SCRAPE_INTERVAL_NS
+    return None
 
 
 def _vpa_in_the_loop(engine: CfsEngine, scenario: Scenario) -> list[dict[str, Any]]:

@@ -158,7 +158,7 @@ def test_lazy_walk_and_screen_give_the_exhaustive_answer(scenario, slos):
     skips limits below ``throughput / per-item CPU``: the answer is the one of simulating every
     coarse limit (a block as long as the lattice) without the screen."""
     parsed = parse_slos(slos)
-    ref = Searcher(scenario, options=SearchOptions(**FAST, screen=False))
+    ref = Searcher(scenario, options=SearchOptions(**FAST, screen=False, stop_early=False))
     ref.block = 10_000
     fast = Searcher(scenario, options=SearchOptions(**FAST))
     assert _answer(fast.search(parsed)) == _answer(ref.search(parsed))
@@ -179,3 +179,38 @@ def test_throughput_screen_is_an_upper_bound(scenario):
             assert s._possible(limit_m, parse_slos([f"throughput_per_s>={thr}"]))
         # 30 % above what the limit allows in steady state (the window's edges add ~9 % in 3 s)
         assert not s._possible(limit_m, parse_slos([f"throughput_per_s>={1.3 * limit_m / 1000 / cost_s}"]))
+
+
+@pytest.mark.parametrize("slos", [["throttled_ratio<=0.1"], ["throttled_ratio<=0.1", "throughput_per_s>=1200"],
+                                  ["cpu_usage_cores<=1.1", "latency_p99_s<=0.05"]])
+def test_stopping_decided_runs_gives_the_same_answer(scenario, slos):
+    """A candidate's run ends once it can no longer meet an SLO (``stop_early``): the search's
+    answer (winner, runner-up, their summaries, every series' best) is the one of running every
+    candidate whole, for fewer simulated seconds."""
+    from cfsim.sweep import simcache
+
+    parsed = parse_slos(slos)
+    longer = scenario.with_overrides([("run.duration_s", 8.0)])
+    got = {}
+    for stop in (False, True):
+        with simcache.kept_default_cache():
+            simcache.set_default_cache(None)       # nothing reused between the two
+            s = Searcher(longer, options=SearchOptions(**FAST, stop_early=stop))
+            got[stop] = (_answer(s.search(parsed)),
+                         [v["stopped_early_s"] for v in s.cache.values() if "stopped_early_s" in v])
+    assert got[True][0] == got[False][0]
+    assert not got[False][1] and got[True][1] and max(got[True][1]) < 8.0   # simulated less, same answer
+
+
+def test_a_stopped_verdict_answers_only_a_search_with_the_slo_it_failed(scenario):
+    """One searcher, two SLO sets: candidates stopped on the throttling SLO are run again whole for
+    a search without it, which then gets the answer of a fresh searcher."""
+    from cfsim.sweep import simcache
+
+    with simcache.kept_default_cache():
+        simcache.set_default_cache(None)           # no whole run of an earlier test answers
+        s = Searcher(scenario, options=SearchOptions(**FAST))
+        s.search(parse_slos(["throttled_ratio<=0.05", "throughput_per_s>=1000"]))
+        assert any("stopped_because" in v for v in s.cache.values())
+        alone = parse_slos(["throughput_per_s>=1000"])
+        assert _answer(s.search(alone)) == _answer(Searcher(scenario, options=SearchOptions(**FAST)).search(alone))

@@ -23,6 +23,11 @@ simulated once. A tighter SLO can never get a cheaper answer: its robust-pass se
 the looser one's, and the coarse interval it refines is never below.
 
 Candidates replace ``cgroup.limit_schedule`` by a static limit (a recommendation is one limit).
+
+A candidate's run ends as soon as it can no longer meet an SLO on the kernel's counters
+(``throttled_ratio``, ``throttled_time_s``, ``cpu_usage_cores`` at most some value:
+:func:`cfsim.advice.slo.stop_rule`, ``SearchOptions.stop_early``): only its verdict is needed, and
+the verdict is the whole run's, so the answer is unchanged.
 """
 from __future__ import annotations
 
@@ -236,13 +241,17 @@ def _clean_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in summary.items() if v is None or isinstance(v, (int, float, str, bool))}
 
 
-def simulate_point(task: tuple[Scenario, tuple[tuple[str, Any], ...]]) -> dict[str, Any]:
+def simulate_point(task: tuple) -> dict[str, Any]:
     """Picklable point function: the summary of ``scenario`` with ``overrides`` (reused when an
-    identical scenario was simulated before in this process; :mod:`cfsim.sweep.simcache`)."""
+    identical scenario was simulated before in this process; :mod:`cfsim.sweep.simcache`).
+    ``task`` is ``(scenario, overrides)`` or ``(scenario, overrides, stop)`` with a stop rule
+    (:func:`cfsim.advice.slo.stop_rule`): then the summary may be only a stopped run's verdict,
+    ``{"stopped_early_s", "stopped_because"}``."""
     from cfsim.sweep.simcache import summary_of
 
-    scenario, overrides = task
-    return _clean_summary(summary_of(scenario.with_overrides(list(overrides))))
+    scenario, overrides = task[0], task[1]
+    stop = task[2] if len(task) > 2 else None
+    return _clean_summary(summary_of(scenario.with_overrides(list(overrides)), stop=stop))
 
 
 @dataclass
@@ -257,6 +266,7 @@ class SearchOptions:
     workers: int = 0                      # 0 = in this process; n = a local process pool
     executor: Any = None                  # an open executor (cfsim.sweep.make_executor) to run on instead
     screen: bool = True                   # skip limits that provably miss a throughput SLO (Searcher._possible)
+    stop_early: bool = True               # end a candidate's run once it can no longer meet an SLO
     progress: Callable[[int], None] | None = None   # told after each simulation: the number done so far
 
 
@@ -312,14 +322,22 @@ class Searcher:
         return (cand.limit_m, effective_gomaxprocs(self.scenario, cand.gomaxprocs, cand.limit),
                 cand.burst_us, variant)
 
-    def _run(self, pairs: Iterable[tuple[Candidate, str]]) -> None:
-        todo: dict[tuple, tuple[Scenario, tuple]] = {}
+    def _run(self, pairs: Iterable[tuple[Candidate, str]], slos: Sequence[SLO] = ()) -> None:
+        """Simulate the pairs not simulated yet. With ``options.stop_early`` a run ends once it
+        can no longer meet one of ``slos`` (:func:`cfsim.advice.slo.stop_rule`): only its verdict
+        is kept, which answers a later search only if that search has the SLO it failed (else
+        the candidate runs again)."""
+        from cfsim.advice.slo import stop_rule
+
+        stop = stop_rule(slos) if self.options.stop_early else None
+        texts = {s.text for s in slos}
+        todo: dict[tuple, tuple] = {}
         for cand, variant in pairs:
             key = self._key(cand, variant)
-            if key in self.cache or key in todo:
+            if key in todo or self._answers(key, texts):
                 continue
             unc = self.uncertainty.nominal if variant == "nominal" else self.uncertainty.pessimistic
-            todo[key] = (self.scenario, tuple(cand.overrides(self.scenario)) + tuple(unc))
+            todo[key] = (self.scenario, tuple(cand.overrides(self.scenario)) + tuple(unc), stop)
         if not todo:
             return
         keys = sorted(todo)
@@ -341,13 +359,19 @@ class Searcher:
                 self.cache[k] = simulate_point(todo[k])
                 self._done()
 
+    def _answers(self, key: tuple, slo_texts: set[str]) -> bool:
+        """Whether the cache holds a summary for ``key`` that can judge these SLOs: a whole run's,
+        or a stopped run's that failed one of them."""
+        got = self.cache.get(key)
+        return got is not None and got.get("stopped_because", "") in slo_texts | {""}
+
     def _done(self) -> None:
         self.simulations += 1
         if self.options.progress:
             self.options.progress(self.simulations)
 
     def evaluate(self, cands: Sequence[Candidate], slos: Sequence[SLO], robust: bool = False) -> list[Evaluation]:
-        self._run((c, "nominal") for c in cands)
+        self._run(((c, "nominal") for c in cands), slos)
         evs = []
         for c in cands:
             s = self.cache[self._key(c, "nominal")]
@@ -357,7 +381,7 @@ class Searcher:
         return evs
 
     def _check_robust(self, evs: Sequence[Evaluation], slos: Sequence[SLO]) -> None:
-        self._run((e.candidate, "pessimistic") for e in evs)
+        self._run(((e.candidate, "pessimistic") for e in evs), slos)
         for e in evs:
             e.pessimistic = self.cache[self._key(e.candidate, "pessimistic")]
             e.robust = e.met and all_met(slos, e.pessimistic)
@@ -468,7 +492,7 @@ class Searcher:
                 except StopIteration as stop:
                     done[name] = stop.value
                     del active[name]
-            self._run(batch)
+            self._run(batch, slos)
         for name, (rank, burst, _) in walks.items():
             best = found[name] = done[name]
             if best is not None:

@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-__all__ = ["SLO", "SLOError", "KNOWN_KEYS", "parse_slo", "parse_slos", "all_met", "tighter"]
+__all__ = ["SLO", "SLOError", "KNOWN_KEYS", "parse_slo", "parse_slos", "all_met", "tighter", "StopOnceFailed",
+           "stop_rule"]
 
 #: Summary keys an SLO may name, with their unit (from ``cfsim run --json``).
 KNOWN_KEYS: dict[str, str] = {
@@ -91,6 +92,21 @@ class SLO:
         scale = abs(self.threshold) or 1.0
         return (self.threshold - v) / scale if self.upper_bound else (v - self.threshold) / scale
 
+    def cannot_be_met(self, bounds: Mapping[str, tuple[float, float]]) -> bool:
+        """Whether no value a run can still end at meets the objective: ``bounds[key]`` is the
+        (lowest, highest) reachable (:func:`cfsim.simulation.window_bounds`); False for a key the
+        bounds do not cover.
+
+        >>> parse_slo("throttled_ratio<=0.1").cannot_be_met({"throttled_ratio": (0.12, 1.0)})
+        True
+        >>> parse_slo("throttled_ratio<=0.1").cannot_be_met({"throttled_ratio": (0.1, 1.0)})
+        False
+        """
+        if self.key not in bounds:
+            return False
+        lowest, highest = bounds[self.key]
+        return not _OPS[self.op](lowest if self.upper_bound else highest, self.threshold)
+
     def __str__(self) -> str:
         return self.text
 
@@ -132,6 +148,43 @@ def parse_slos(texts: Sequence[str]) -> list[SLO]:
 
 def all_met(slos: Sequence[SLO], summary: Mapping[str, Any]) -> bool:
     return all(s.met(summary) for s in slos)
+
+
+@dataclass(frozen=True)
+class StopOnceFailed:
+    """A stop rule for :func:`cfsim.simulation.simulate`: end the run as soon as one of ``slos``
+    can no longer be met, whatever the rest of the window does (:meth:`SLO.cannot_be_met`), and
+    say which. A run it stops fails that SLO exactly as the whole run would have; a run it does
+    not stop is the whole run. Picklable (it travels to a sweep's workers)."""
+
+    slos: tuple[SLO, ...]
+
+    def __call__(self, bounds: Mapping[str, tuple[float, float]]) -> str | None:
+        for s in self.slos:
+            if s.cannot_be_met(bounds):
+                return s.text
+        return None
+
+    @property
+    def key(self) -> str:
+        """What the rule is, for caching the verdicts it stopped on."""
+        return "stop-once-failed:" + "|".join(sorted(s.text for s in self.slos))
+
+
+def stop_rule(slos: Iterable[SLO]) -> StopOnceFailed | None:
+    """The rule that stops a run once one of ``slos`` is decided failed, over the SLOs on keys a
+    run bounds while it goes on (:data:`cfsim.simulation.WINDOW_BOUND_KEYS`); None when there
+    are none (nothing to stop on).
+
+    >>> stop_rule(parse_slos(["throttled_ratio<=0.1", "throughput_per_s>=100"])).key
+    'stop-once-failed:throttled_ratio<=0.1'
+    >>> stop_rule(parse_slos(["latency_p99_s<=0.05"])) is None
+    True
+    """
+    from cfsim.simulation import WINDOW_BOUND_KEYS
+
+    kept = tuple(s for s in slos if s.key in WINDOW_BOUND_KEYS)
+    return StopOnceFailed(kept) if kept else None
 
 
 def tighter(slo: SLO, factor: float) -> SLO:

@@ -124,24 +124,36 @@ class SimCache:
                 Path(tmp).unlink(missing_ok=True)
                 raise
 
-    def summary(self, scenario: Scenario, run: Callable[[Scenario], Mapping[str, Any]]) -> dict[str, Any]:
+    def summary(self, scenario: Scenario, run: Callable[[Scenario], Mapping[str, Any]],
+                stop: Any = None) -> dict[str, Any]:
         """``run(scenario)`` (a summary), or the stored one for an identical scenario. The caller
-        gets its own copy (a dict it may change)."""
+        gets its own copy (a dict it may change).
+
+        With a ``stop`` rule (:func:`cfsim.simulation.simulate`; it has a ``key`` saying what it
+        is) ``run`` is ``run(scenario, stop)``: a whole summary of the scenario answers too, and a
+        run the rule stopped is kept under the scenario and the rule together, never as the whole
+        run's summary."""
         if not self.enabled:
-            self.misses += 1
-            t0 = time.perf_counter()
-            value = dict(run(scenario))
-            self.simulated_s += time.perf_counter() - t0
-            return value
+            return self._timed(run, scenario, stop)
         key = scenario_key(scenario)
         value = self.get(key)
-        if value is None:
-            self.misses += 1
-            t0 = time.perf_counter()
-            value = dict(run(scenario))
-            self.simulated_s += time.perf_counter() - t0
+        if value is None and stop is not None:
+            stop_key = hashlib.sha256(f"{key}|{stop.key}".encode()).hexdigest()
+            value = self.get(stop_key)
+            if value is None:
+                value = self._timed(run, scenario, stop)
+                self.put(stop_key if "stopped_because" in value else key, value)
+        elif value is None:
+            value = self._timed(run, scenario, None)
             self.put(key, value)
         return dict(value)
+
+    def _timed(self, run: Callable[..., Mapping[str, Any]], scenario: Scenario, stop: Any) -> dict[str, Any]:
+        self.misses += 1
+        t0 = time.perf_counter()
+        value = dict(run(scenario) if stop is None else run(scenario, stop))
+        self.simulated_s += time.perf_counter() - t0
+        return value
 
     def stats(self) -> dict[str, float]:
         """Counts so far: simulations run, reused (from memory or disk), seconds spent simulating."""
@@ -181,12 +193,13 @@ def kept_default_cache() -> Iterator[None]:
         _DEFAULT = saved
 
 
-def _full_summary(scenario: Scenario) -> dict[str, Any]:
+def _full_summary(scenario: Scenario, stop: Any = None) -> dict[str, Any]:
     from cfsim.simulation import simulate
 
-    return dict(simulate(scenario).summary)
+    return dict(simulate(scenario, stop=stop).summary)
 
 
-def summary_of(scenario: Scenario, cache: SimCache | None = None) -> dict[str, Any]:
-    """The simulated summary of ``scenario``, reused from ``cache`` (default: this process's)."""
-    return (cache or default_cache()).summary(scenario, _full_summary)
+def summary_of(scenario: Scenario, cache: SimCache | None = None, stop: Any = None) -> dict[str, Any]:
+    """The simulated summary of ``scenario``, reused from ``cache`` (default: this process's);
+    with ``stop`` (:class:`cfsim.advice.slo.StopOnceFailed`) it may be a stopped run's verdict."""
+    return (cache or default_cache()).summary(scenario, _full_summary, stop)
