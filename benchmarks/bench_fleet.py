@@ -23,6 +23,16 @@ summaries and the recommendation compared as JSON).
 The machine is shared: every timing is paired with a fixed pure-Python reference loop
 (``_common.py``, as in ``bench_engine.py``) and printed with it; the medians of ``--repeats`` are
 quoted.
+
+Measured (2026-12-02, session 55, compiled build, both cores, a shared disk cache; "after" only,
+the same audit driver as here): a search's candidate runs stop once an SLO on the kernel's
+counters is decided (``SearchOptions.stop_early``; docs/model-notes.md). The issue's seven lab
+grids, 138 containers, 1,371 simulations: 385 s (reference loop 14.2 ms) -> 237-238 s (19.8-21.1 ms),
+same summary (goal 3 min: not met; ``overprovisioned``'s saturating closed loop is most of it: its
+18 containers audited alone took 789 -> 436 s of the workers' time, now mostly the stopped runs'
+5 s warm-ups and the two whole runs a container, before and after the fix).
+The planted fleet of 1,000 containers (72 configurations): 282 s (19.1 ms) -> 238 s (12.7 ms),
+6,001 simulations and 5,073 reused, same summary (goal 10 min: met).
 """
 from __future__ import annotations
 
