@@ -153,6 +153,22 @@ def test_band_orders_the_corners_with_a_fake_simulator():
     assert seen == [1, 2] and b == {"throughput_per_s": {"low": 100.0, "high": 200.0}}
 
 
+def test_band_corners_are_reused_from_the_simulation_cache():
+    """The corners go through the process's simulation cache, as every other simulation of an
+    audit does: the same band again simulates nothing, and gives the same answer."""
+    from cfsim.sweep import simcache
+
+    big = load_scenario({"host": {"cpus": 8}, "cgroup": {"cpu_limit": 1.0}, "go": {"gomaxprocs": 8},
+                         "workload": {"kind": "closed", "cpu_ms_per_request": 0.2, "clients": 8},
+                         "run": {"duration_s": 0.6, "warmup_s": 0.2}})
+    assert depends_on_unpinned(big)
+    with simcache.kept_default_cache():
+        cache = simcache.set_default_cache(None)
+        first = band(big)
+        assert cache.stats()["simulated"] == 2
+        assert band(big) == first and cache.stats()["simulated"] == 2 and cache.stats()["reused"] == 2
+
+
 def test_every_public_measurement_builds_its_scenarios_and_cites_a_source():
     names = set()
     for m in public.MEASUREMENTS:

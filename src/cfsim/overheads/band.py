@@ -44,15 +44,20 @@ def corner_overrides(sc: Scenario, which: int, known: Iterable[str] = ()) -> lis
 def band(sc: Scenario, keys: Iterable[str] = BAND_KEYS, simulate_fn=None) -> dict[str, dict[str, Any]] | None:
     """``{key: {"low": .., "high": ..}}`` of the headline keys at the two corners (low/high is the
     smaller/larger value, not the corner it came from), or None when the scenario's answer does not
-    depend on unpinned parameters."""
+    depend on unpinned parameters. The corners are simulated through this process's simulation
+    cache (:mod:`cfsim.sweep.simcache`) unless ``simulate_fn`` is given."""
     if not depends_on_unpinned(sc):
         return None
-    if simulate_fn is None:
-        from cfsim.simulation import simulate as simulate_fn
     runs = []
     for which in (0, 1):
         ov = corner_overrides(sc, which)
-        runs.append(simulate_fn(sc.with_overrides(ov) if ov else sc).summary)
+        corner = sc.with_overrides(ov) if ov else sc
+        if simulate_fn is None:   # reused where the same corner was simulated before (an audit run again)
+            from cfsim.sweep.simcache import summary_of
+
+            runs.append(summary_of(corner))
+        else:
+            runs.append(simulate_fn(corner).summary)
     out: dict[str, dict[str, Any]] = {}
     for k in keys:
         vals = [r.get(k) for r in runs]
