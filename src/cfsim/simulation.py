@@ -91,8 +91,8 @@ def window_bounds(delta: Mapping[str, int], window_ns: int, period_us: int) -> d
     (``start_cfs_bandwidth`` / ``do_sched_cfs_period_timer``, kernel/sched/fair.c), at most
     ``window // period + 1`` times in the window, so ``nr_throttled / nr_periods`` ends at least
     at ``nr_throttled / that``. Each lowest value is computed with the very expression the summary
-    uses (:func:`kernel_summary`), so a float comparison against it errs on no side. Highest values
-    are not bounded here (infinity).
+    uses (:func:`kernel_summary`), so a float comparison against it errs on no side. Highest
+    values: 1 for the ratio, unbounded (infinity) for the others.
 
     >>> b = window_bounds({"nr_periods": 10, "nr_throttled": 5, "throttled_time_ns": 3 * 10**8,
     ...                    "usage_ns": 10**9}, 10 * 10**9, 100_000)
