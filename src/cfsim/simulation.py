@@ -181,7 +181,7 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = (),
         engine.run_until(t0)
     marks["start"] = engine.cpu_stat()
     switches0 = _switches(engine)
-    if stop is not None and bandwidth_for(scenario) is not None and not scenario["cgroup.limit_schedule"] \
+    if stop is not None and scenario["cgroup.cpu_limit"] is not None and not scenario["cgroup.limit_schedule"] \
             and not scenario["lab.vpa_in_the_loop"]:
         why = _run_checked(engine, scenario, stop, marks["start"], t0, t1)
         if why is not None:

@@ -244,13 +244,11 @@ def _clean_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
 def simulate_point(task: tuple) -> dict[str, Any]:
     """Picklable point function: the summary of ``scenario`` with ``overrides`` (reused when an
     identical scenario was simulated before in this process; :mod:`cfsim.sweep.simcache`).
-    ``task`` is ``(scenario, overrides)`` or ``(scenario, overrides, stop)`` with a stop rule
-    (:func:`cfsim.advice.slo.stop_rule`): then the summary may be only a stopped run's verdict,
-    ``{"stopped_early_s", "stopped_because"}``."""
+    ``task`` is ``(scenario, overrides, stop)``; with a stop rule (:func:`cfsim.advice.slo.stop_rule`,
+    else None) the summary may be only a stopped run's verdict, ``{"stopped_early_s", "stopped_because"}``."""
     from cfsim.sweep.simcache import summary_of
 
-    scenario, overrides = task[0], task[1]
-    stop = task[2] if len(task) > 2 else None
+    scenario, overrides, stop = task
     return _clean_summary(summary_of(scenario.with_overrides(list(overrides)), stop=stop))
 
 
@@ -363,7 +361,7 @@ class Searcher:
         """Whether the cache holds a summary for ``key`` that can judge these SLOs: a whole run's,
         or a stopped run's that failed one of them."""
         got = self.cache.get(key)
-        return got is not None and got.get("stopped_because", "") in slo_texts | {""}
+        return got is not None and ("stopped_because" not in got or got["stopped_because"] in slo_texts)
 
     def _done(self) -> None:
         self.simulations += 1
@@ -390,7 +388,7 @@ class Searcher:
         """The scenario as given (its own limit, schedule, policy, burst) at the nominal parameters."""
         key = ("current", "nominal")
         if key not in self.cache:
-            self.cache[key] = simulate_point((self.scenario, tuple(self.uncertainty.nominal)))
+            self.cache[key] = simulate_point((self.scenario, tuple(self.uncertainty.nominal), None))
             self._done()
         s = self.cache[key]
         lim = self.scenario["cgroup.cpu_limit"]
