@@ -125,7 +125,7 @@ def _run_real(case: Case, seconds: float, sample_s: float) -> dict[str, Any]:
             children.append(subprocess.Popen(argv, preexec_fn=enter))
         time.sleep(0.5)  # interpreters started
         s0, u0, t0 = _read_stat(cpu_dir), int((acct_dir / "cpuacct.usage").read_text()), time.monotonic()
-        busy0, user0 = host_busy_s()
+        busy0, user0, steal0 = host_busy_s()
         end = t0 + seconds
         while True:
             now = time.monotonic()
@@ -135,7 +135,7 @@ def _run_real(case: Case, seconds: float, sample_s: float) -> dict[str, Any]:
             st = _read_stat(cpu_dir)
             samples.append((time.monotonic() - t0, st["nr_periods"], st["nr_throttled"]))
         s1, u1, t1 = _read_stat(cpu_dir), int((acct_dir / "cpuacct.usage").read_text()), time.monotonic()
-        busy1, user1 = host_busy_s()
+        busy1, user1, steal1 = host_busy_s()
         children_niced = min(os.getpriority(os.PRIO_PROCESS, ch.pid) for ch in children) > 0
     finally:
         for ch in children:
@@ -170,6 +170,15 @@ def _run_real(case: Case, seconds: float, sample_s: float) -> dict[str, Any]:
         # nice column when its tasks are niced (a parent at nice > 10), else here. System time is
         # left out: /proc/stat does not say whose it is (niced processes' kernel work is in it)
         "others_unniced_cores": max(0.0, (user1 - user0) / (t1 - t0) - (0.0 if children_niced else usage)),
+        # ... and the time the hypervisor ran other guests on this VM's CPUs (steal), which no
+        # priority or share wins back. In the one failed CI run (2026-12-02) slice-sleeps used
+        # 0.74-0.76 of its 0.9 cores and was throttled in 8-10 % of the periods beside 0.6-0.66
+        # cores of "others" with no un-niced user time; niced work does not do that (here, beside
+        # two nice-19 busy loops: 0.887 cores, 0.81 of the periods, as on an idle host), so the
+        # CPUs went to steal or to interrupts; that run did not record which. On this VM the
+        # "others" of an otherwise idle host are mostly steal (2026-12-02: 0.059 of 0.064 cores
+        # during cpu-bound, 0.156 of 0.157 during many-threads)
+        "steal_cores": (steal1 - steal0) / (t1 - t0),
         "throttled_ratio": throttled / max(periods, 1),
         "throttled_s_per_s": (s1["throttled_time"] - s0["throttled_time"]) / 1e9 / (t1 - t0),
         "nr_periods": periods,
@@ -178,37 +187,47 @@ def _run_real(case: Case, seconds: float, sample_s: float) -> dict[str, Any]:
     }
 
 
-def host_busy_s() -> tuple[float, float]:
-    """Busy CPU-seconds of the whole host so far, and of those the user time of processes that
-    are not niced (``/proc/stat``: all but idle and iowait; the ``user`` column)."""
+def host_busy_s() -> tuple[float, float, float]:
+    """Busy CPU-seconds of the whole host so far, of those the user time of processes that are not
+    niced, and the time stolen by the hypervisor (``/proc/stat``: all but idle and iowait; the
+    ``user`` column; ``steal``)."""
     fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    fields += [0] * (8 - len(fields))
     hz = os.sysconf("SC_CLK_TCK")
-    return (sum(fields[:8]) - fields[3] - fields[4]) / hz, fields[0] / hz
+    return (sum(fields[:8]) - fields[3] - fields[4]) / hz, fields[0] / hz, fields[7] / hz
 
 
-#: a real run counts as clean when other processes at normal priority (not niced) used at most
-#: this many cores meanwhile. Niced work does not count: the group's 102400 CPU shares and its
-#: nice -10 tasks outweigh it (short-bursts with ~1 core of nice-19 load on the host: usage 0.392,
+def disturbance_cores(run: dict[str, Any]) -> float:
+    """Cores of the host a real run could not have had whatever its priority: other processes'
+    un-niced user time and the hypervisor's steal."""
+    return run["others_unniced_cores"] + run.get("steal_cores", 0.0)
+
+
+#: a real run counts as clean when other processes at normal priority (not niced) and the
+#: hypervisor (steal) took at most this many cores meanwhile (``disturbance_cores``). Niced work
+#: does not count: the group's 102400 CPU shares and its nice -10 tasks outweigh it (short-bursts with ~1 core of nice-19 load on the host: usage 0.392,
 #: throttled ratio 0.335 +- 0.032 over 4 runs, 2026-11-23; on a quiet host 0.386, 0.340 +- 0.029)
 QUIET_OTHERS_CORES = 0.2
 
 
 def run_real_quiet(case: Case, seconds: float = 3.0, attempts: int = 3) -> tuple[dict[str, Any], list[float]]:
     """A real run on a quiet host: up to ``attempts`` runs until other processes at normal priority
-    used at most ``QUIET_OTHERS_CORES``; returns the quietest run and every attempt's
-    ``others_unniced_cores``.
+    and the hypervisor took at most ``QUIET_OTHERS_CORES``; returns the quietest run and every
+    attempt's ``disturbance_cores``.
 
     Bursty cases need it: other work delays the bursts and changes the throttling. The classic
-    ones do not (a CPU-bound group under 0.5 cores measured the same with 0.8-1.5 cores of other
-    load, which ran on the CPUs the throttled group left idle)."""
+    ones need it for steal alone: other processes' load ran on the CPUs a throttled CPU-bound
+    group left idle (it measured the same beside 0.8-1.5 cores of it), but a stolen CPU delays
+    the group within its period and shortens the time it spends throttled (CI, 2026-12-02:
+    1.34-1.41 s/s beside 0.17-0.26 cores of other, un-niced-free, time, against 1.46-1.48)."""
     runs = []
     for _ in range(attempts):
         r = run_real(case, seconds)
         runs.append(r)
-        if r["others_unniced_cores"] <= QUIET_OTHERS_CORES:
+        if disturbance_cores(r) <= QUIET_OTHERS_CORES:
             break
-    best = min(runs, key=lambda r: r["others_unniced_cores"])
-    return best, [round(r["others_unniced_cores"], 3) for r in runs]
+    best = min(runs, key=disturbance_cores)
+    return best, [round(disturbance_cores(r), 3) for r in runs]
 
 
 def _mean_run(flags: list[int]) -> float | None:
