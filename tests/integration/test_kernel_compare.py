@@ -62,24 +62,27 @@ periods), and (b) the engine's spread over 20 seeds (the workload's own randomne
 random times, which four or five real repeats underestimate). ``sd_engine`` is the engine's
 spread over those seeds. The throttled-time floor of 0.08 s/s covers the one systematic difference
 of the classic cases: with a CPU-bound group the engine's throttled time is 3 % above the kernel's
-(1.499 vs 1.460 s/s).
+(1.499 vs 1.460 s/s). The hypervisor's steal, unrecorded then, explains it: on 2026-12-02 the
+kernel's throttled time fell 0.82 s/s per stolen core over eight runs (0.005 to 0.685 cores
+stolen) and came to 1.498 s/s at none.
 
 Where the engine differs: with short bursts it throttles a little less often than the kernel
 (0.31 vs 0.34 of the periods); with 5 ms bursts and sleeps over the limit a little more often
 (0.87 vs 0.80-0.84), for longer (0.21 vs 0.16-0.20 s/s) and in longer runs (8.6 vs 5.3-6.7
 periods): within the spread, but on the edge for the session-B kernel.
 
-Each case is measured on a quiet host (up to 3 attempts): other work at normal priority
-delays the bursts and changes the throttling (one run of slice-sleeps on a busy host gave
-usage 0.84 and ratio 0.29 against 0.89 and 0.84), and so does a hypervisor that runs other guests
-on this VM's CPUs (steal): in one CI run slice-sleeps used 0.74-0.76 cores and cpu-bound was
-throttled 1.34-1.41 s/s (against 0.89 and 1.46-1.48) beside 0.2-0.66 cores of other time that was
-no un-niced process's. Niced work does not count (the group's 102400 CPU shares and its nice -10
-tasks outweigh it: short-bursts beside ~1 core of nice-19 work measured 0.335 of the periods
-throttled, on a quiet host 0.340; slice-sleeps beside two nice-19 busy loops 0.887 cores and 0.81,
-2026-12-02). If the host never goes quiet the case is
-skipped, naming the load it saw: such a measurement says nothing about the model. Skips, with the
-reason, where the cgroup v1 cpu controller is not writable (not root, or a cgroup2-only host).
+Each case is measured on a quiet host (up to 3 tries, each after a probe of the host,
+``kc.run_real_quiet``): other work at normal priority delays the bursts and changes the throttling
+(one run of slice-sleeps on a busy host gave usage 0.84 and ratio 0.29 against 0.89 and 0.84), and
+so does a hypervisor that runs other guests on this VM's CPUs (steal, ``kc.QUIET_STEAL_CORES``): in
+the failed CI run of 2026-12-02 slice-sleeps used 0.74-0.76 cores and was throttled in 8-10 % of
+the periods, cpu-bound 1.34-1.41 s/s, beside 0.2-0.66 cores that were no un-niced process's; later
+that day, beside 0.74-0.97 stolen cores, slice-sleeps used 0.64-0.71 and was throttled in 0-6 %.
+Niced work does not count (the group's 102400 CPU shares and its nice -10 tasks outweigh it:
+short-bursts beside ~1 core of nice-19 work measured 0.335 of the periods throttled, on a quiet
+host 0.340; slice-sleeps beside two nice-19 busy loops 0.887 cores and 0.81, 2026-12-02). If the
+host never goes quiet the case is skipped, naming the load it saw: such a measurement says nothing
+about the model. Skips, with the reason, where the cgroup v1 cpu controller is not writable (not root, or a cgroup2-only host).
 """
 from __future__ import annotations
 
@@ -139,19 +142,19 @@ def disagreement(case: str, model: dict, real: dict, stated_only: bool = False) 
     return out
 
 
-_REAL: dict[str, tuple[dict, list[float]]] = {}
+_REAL: dict[str, tuple[dict | None, list[str]]] = {}
 
 
 def real_run(name: str) -> dict:
-    """One clean real run of the case (other processes at normal priority and the hypervisor's
-    steal took at most ``QUIET_OTHERS_CORES``, up to 3 attempts), else the test skips naming the
-    load it saw."""
+    """One clean real run of the case (``kc.is_quiet``: other processes at normal priority and the
+    hypervisor's steal below their thresholds; up to 3 tries), else the test skips naming the load
+    it saw."""
     if name not in _REAL:
         _REAL[name] = kc.run_real_quiet(kc.CASES[name], SECONDS[name], attempts=3)
-    real, tried = _REAL[name]
-    if kc.disturbance_cores(real) > kc.QUIET_OTHERS_CORES:
-        pytest.skip(f"the host was never quiet for {name}: other processes and steal took {tried} cores during "
-                    f"the attempts (at most {kc.QUIET_OTHERS_CORES} allowed for a clean measurement)")
+    real, seen = _REAL[name]
+    if real is None or not kc.is_quiet(real):
+        pytest.skip(f"the host was never quiet for {name} (at most {kc.QUIET_OTHERS_CORES} un-niced and "
+                    f"{kc.QUIET_STEAL_CORES} stolen cores allowed for a clean measurement): {'; '.join(seen)}")
     return real
 
 
@@ -176,11 +179,11 @@ def test_engine_agrees_with_real_kernel(name):
     if bad:
         # one real run is one draw of the kernel's own spread (slice-sleeps on 2026-11-25: 0.73 and
         # 0.84 throttled ratio in back-to-back runs); a second run decides, both are reported
-        again = kc.run_real_quiet(kc.CASES[name], SECONDS[name], attempts=3)[0]
+        again, seen = kc.run_real_quiet(kc.CASES[name], SECONDS[name], attempts=3)
         print(f"{name}: second real run {again}")
-        if kc.disturbance_cores(again) > kc.QUIET_OTHERS_CORES:
-            pytest.skip(f"{name}: the first run disagreed ({bad}) and the host was never quiet for a second "
-                        f"(other processes and steal took {kc.disturbance_cores(again):.2f} cores)")
+        if again is None or not kc.is_quiet(again):
+            pytest.skip(f"{name}: the first run disagreed ({bad}) and the host was never quiet for a second: "
+                        f"{'; '.join(seen)}")
         bad2 = disagreement(name, model, again)
         assert not bad2, (f"{kc.CASES[name].describe()}: engine outside the real spread in two real runs: "
                           f"{bad}; {bad2}")
