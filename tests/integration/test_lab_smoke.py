@@ -14,7 +14,7 @@ import pytest
 
 from cfsim.goruntime.gomaxprocs import gomaxprocs_value
 from cfsim.io.manifest import read_manifest
-from cfsim.lab import build, cgroup, preflight
+from cfsim.lab import build, cgroup, hostcpu, preflight
 from cfsim.scenario import load_scenario
 
 pytestmark = pytest.mark.lab
@@ -130,9 +130,21 @@ def test_the_watcher_keeps_the_window_s_cpu_counters_and_they_add_up(lab_run):
     span = w["t_s"].iloc[-1] - w["t_s"].iloc[0]
     assert (w["usage_ns"].iloc[-1] - w["usage_ns"].iloc[0]) / 1e9 / span == pytest.approx(s["cpu_usage_cores"], rel=0.1)
     k = window_keys(w["t_s"], w["usage_ns"] / 1e9)
-    # demand twice the quota: every 0.1 s near the limit, never above it by more than a period's slack
-    assert 0.3 < k["cpu_window_p10_cores"] <= k["cpu_window_p90_cores"] < LIMIT_CORES * 1.6
+    # demand twice the quota: every 0.1 s near the limit, never above it by more than a period's
+    # slack; unless the hypervisor took this VM's CPUs meanwhile, which no quota accounts for (the
+    # p10 of the 0.1 s windows was 0.297 on 2026-12-02 in a run beside 0.3-1 stolen cores before and after it)
+    stolen = read_manifest(out)["host_cpu"]["steal_cores"] > hostcpu.STEAL_WARN_CORES
+    assert (0.0 if stolen else 0.3) < k["cpu_window_p10_cores"] <= k["cpu_window_p90_cores"] < LIMIT_CORES * 1.6
     assert observed_summary(out)["cpu_window_spread_cores"] == k["cpu_window_spread_cores"]
+
+
+def test_the_manifest_warns_when_the_hypervisor_took_the_cpus(lab_run):
+    _, out, _ = lab_run
+    m = read_manifest(out)
+    steal = m["host_cpu"]["steal_cores"]
+    print(f"steal during the window: {steal} cores")
+    warned = [w for w in m.get("warnings", []) if w.startswith("the hypervisor took")]
+    assert len(warned) == (1 if steal > hostcpu.STEAL_WARN_CORES else 0)
 
 
 def test_gomaxprocs_follows_policy(lab_run):

@@ -1079,6 +1079,9 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                                     + (c["error"] if "error" in c else
                                        f"began {c['delay_s']} s after its instant and took {c.get('collect_s')} s "
                                        "(a saturated process): its counters are that much late"))
+        stolen = hostcpu.steal_warning(host_cpu)
+        if stolen:
+            warnings.append(stolen)
         if warnings:
             manifest["warnings"] = warnings
         manifest["cpu_watch"] = cpu_watch

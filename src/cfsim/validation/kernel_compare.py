@@ -241,7 +241,7 @@ QUIET_OTHERS_CORES = 0.2
 #: slice-sleeps used 0.64-0.71 of its 0.9 cores, throttled in 0-6 % of the periods, beside 0.74-0.97
 #: (the one failed CI run of the day: 0.74-0.76 cores, 8-10 %). At 0.05 the throttled time moves
 #: 0.04 s/s, half the comparison's floor.
-QUIET_STEAL_CORES = 0.05
+QUIET_STEAL_CORES = 0.05   # = cfsim.lab.hostcpu.STEAL_WARN_CORES, from the same runs
 
 
 def run_real_quiet(case: Case, seconds: float = 3.0, attempts: int = 3,
