@@ -132,7 +132,7 @@ def test_the_watcher_keeps_the_window_s_cpu_counters_and_they_add_up(lab_run):
     k = window_keys(w["t_s"], w["usage_ns"] / 1e9)
     # demand twice the quota: every 0.1 s near the limit, never above it by more than a period's
     # slack; unless the hypervisor took this VM's CPUs meanwhile, which no quota accounts for (the
-    # p10 of the 0.1 s windows was 0.297 on 2026-12-02 in a run beside 0.3-1 stolen cores before and after it)
+    # p10 of the 0.1 s windows was 0.297 on 2026-12-02, between runs that lost 0.3-1 cores to steal)
     stolen = read_manifest(out)["host_cpu"]["steal_cores"] > hostcpu.STEAL_WARN_CORES
     assert (0.0 if stolen else 0.3) < k["cpu_window_p10_cores"] <= k["cpu_window_p90_cores"] < LIMIT_CORES * 1.6
     assert observed_summary(out)["cpu_window_spread_cores"] == k["cpu_window_spread_cores"]

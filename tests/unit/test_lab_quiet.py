@@ -53,6 +53,35 @@ def test_gives_up_with_a_clear_error():
     assert host.t < 30 + 2.0 + 5.0 + 2.0  # it stops at the first check past the timeout
 
 
+def test_waits_until_the_hypervisor_steals_no_more_and_probes_only_a_quiet_host():
+    host, lines, probes = FakeHost([0.05, 1.2, 0.05, 0.05]), [], []
+    stolen = iter([0.6, 0.02])
+
+    def probe(seconds: float) -> float:
+        probes.append(seconds)
+        return next(stolen)
+    got = wait_for_quiet_host(0.2, 600, lines.append, read=host.read, sleep=host.sleep, clock=host.clock,
+                              max_steal_cores=0.05, steal_probe=probe)
+    # window 1 quiet but 0.6 cores stolen; window 2 busy (no probe); window 3 quiet and unstolen
+    assert got["checks"] == 3 and probes == [1.0, 1.0]
+    assert got["steal_cores"] == 0.02 and got["max_steal_cores"] == 0.05
+    assert "0.60 cores stolen by the hypervisor > lab.quiet_host_steal_cores = 0.05" in lines[0]
+
+
+def test_no_steal_probe_unless_asked():
+    host = FakeHost([0.0])
+    got = wait_for_quiet_host(0.2, 600, lambda s: None, read=host.read, sleep=host.sleep, clock=host.clock,
+                              steal_probe=lambda s: pytest.fail("probed"))
+    assert "steal_cores" not in got
+
+
+def test_gives_up_on_steal_with_a_clear_error():
+    host = FakeHost([0.0])
+    with pytest.raises(HostBusy, match=r"0.90 cores stolen .*lab.quiet_host_steal_cores = 0.05 .*timeout_s"):
+        wait_for_quiet_host(0.2, 30, lambda s: None, read=host.read, sleep=host.sleep, clock=host.clock,
+                            max_steal_cores=0.05, steal_probe=lambda s: 0.9)
+
+
 def test_scenario_keys_are_checked():
     sc = load_scenario("cpu-bound-threads", ["lab.quiet_host_cores=0.2"])
     assert sc["lab.quiet_host_cores"] == 0.2 and sc["lab.quiet_host_timeout_s"] == 1800.0
@@ -60,3 +89,6 @@ def test_scenario_keys_are_checked():
         load_scenario("cpu-bound-threads", ["lab.quiet_host_cores=-1"])
     with pytest.raises(ScenarioError, match="lab.quiet_host_timeout_s"):
         load_scenario("cpu-bound-threads", ["lab.quiet_host_timeout_s=0"])
+    assert load_scenario("cpu-bound-threads")["lab.quiet_host_steal_cores"] is None
+    with pytest.raises(ScenarioError, match="lab.quiet_host_steal_cores"):
+        load_scenario("cpu-bound-threads", ["lab.quiet_host_steal_cores=-0.1"])

@@ -859,7 +859,8 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         host_quiet = None
         if sc["lab.quiet_host_cores"] is not None:
             host_quiet = quiet.wait_for_quiet_host(sc["lab.quiet_host_cores"], sc["lab.quiet_host_timeout_s"],
-                                                   lambda s: log(f"[{run_id}] {s}"))
+                                                   lambda s: log(f"[{run_id}] {s}"),
+                                                   max_steal_cores=sc["lab.quiet_host_steal_cores"])
         # where the VM's CPUs sit right now: a cache line's round trip between them, measured
         # before anything of the run starts (cfsim.lab.c2c)
         c2c = measure_c2c(bins["c2cbench"])

@@ -443,6 +443,10 @@ register_section("lab", {
                                            "(/proc/stat over 2 s) is at most this many cores, so other tenants "
                                            "do not take part in the measurement (cfsim.lab.quiet); absent = "
                                            "do not wait", _ge(0), optional=True),
+    "quiet_host_steal_cores": Key(None, "float", "with lab.quiet_host_cores: wait also until a busy loop on every CPU "
+                                                 "loses at most this many cores to the hypervisor (steal, /proc/stat) "
+                                                 "over 1 s (a VM's stolen CPU is no tenant's, and an idle reading "
+                                                 "cannot see it); absent = do not probe", _ge(0), optional=True),
     "quiet_host_timeout_s": Key(1800.0, "float", "give up waiting for a quiet host after this long: the run "
                                                  "fails and a grid's --resume redoes it [s]", _between(1, 86400)),
     "load_fraction": Key(None, "float", "open kinds: sets workload.rate_per_s = load_fraction x cgroup.cpu_limit / "

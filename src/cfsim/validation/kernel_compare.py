@@ -210,22 +210,16 @@ def _disturbance_key(run: dict[str, Any]) -> float:
 def probe_host(seconds: float = 1.0) -> dict[str, float]:
     """What the host would take from a run now [cores]: other processes' un-niced user time over
     the first half of ``seconds`` (this process idle), and the hypervisor's steal over the second
-    half while a busy loop runs on every CPU. Steal accrues only while a virtual CPU wants to run
-    (an idle VM has none to be stolen: on 2026-12-02 idle probes read 0.00-0.06 cores just before
-    runs that lost 0.2-0.9), so the probe loads the CPUs the way a run will."""
-    half = seconds / 2
+    half while a busy loop runs on every CPU (:func:`cfsim.lab.hostcpu.loaded_steal_cores`: an idle
+    VM shows no steal)."""
+    from cfsim.lab.hostcpu import loaded_steal_cores
+
     _, user0, _ = host_busy_s()
     t0 = time.monotonic()
-    time.sleep(half)
-    _, user1, steal1 = host_busy_s()
-    t1 = time.monotonic()
-    loop = "import time\nend = time.monotonic() + float(__import__('sys').argv[1])\nwhile time.monotonic() < end: pass"
-    burners = [subprocess.Popen([sys.executable, "-c", loop, str(half)]) for _ in range(os.cpu_count() or 1)]
-    for b in burners:
-        b.wait()
-    _, _, steal2 = host_busy_s()
-    t2 = time.monotonic()
-    return {"others_unniced_cores": (user1 - user0) / (t1 - t0), "steal_cores": (steal2 - steal1) / (t2 - t1)}
+    time.sleep(seconds / 2)
+    _, user1, _ = host_busy_s()
+    others = (user1 - user0) / (time.monotonic() - t0)
+    return {"others_unniced_cores": others, "steal_cores": loaded_steal_cores(seconds / 2)}
 
 
 #: a real run counts as clean when other processes at normal priority (not niced) took at most
