@@ -138,7 +138,7 @@ def main() -> None:
                   f"goal {goal:g}x: {'met' if r['median_x'] >= goal else 'NOT met'}); quiet "
                   f"({r['quiet_repeats']}/{r['repeats']}) {r['quiet_median_x']:.3g}x; reference loop median "
                   f"{r['reference_loop_ms_median']:.1f} ms (fastest {r['reference_loop_ms_fastest']:.1f}); "
-                  f"per CPU second {r['cpu_median_x']:.3g}x; "
+                  f"per CPU second {r['cpu_median_x']:.3g}x; steal median {r['steal_cores_median']:.2f} cores; "
                   f"{r['requests_per_s']:,.0f} req/s, {r['gc_cycles']} GC cycles{mem}; "
                   f"{'compiled' if r['compiled'] else 'from source'}", flush=True)
     if args.json:

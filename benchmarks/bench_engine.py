@@ -64,6 +64,7 @@ def main() -> None:
                   f"quiet repeats ({r['quiet_repeats']}/{r['repeats']}) median {r['quiet_median_x']:,.0f}x; "
                   f"reference loop median {r['reference_loop_ms_median']:.1f} ms "
                   f"(fastest {r['reference_loop_ms_fastest']:.1f} ms); per CPU second {r['cpu_median_x']:,.0f}x; "
+                  f"steal median {r['steal_cores_median']:.2f} cores; "
                   f"{'compiled' if r['compiled'] else 'from source'}")
     if args.json:
         print(json.dumps(report, indent=2))
