@@ -88,7 +88,8 @@ Niced work does not count (the group's 102400 CPU shares and its nice -10 tasks 
 short-bursts beside ~1 core of nice-19 work measured 0.335 of the periods throttled, on a quiet
 host 0.340; slice-sleeps beside two nice-19 busy loops 0.887 cores and 0.81, 2026-12-02). If the
 host never goes quiet the case is skipped, naming the load it saw: such a measurement says nothing
-about the model. Skips, with the reason, where the cgroup v1 cpu controller is not writable (not root, or a cgroup2-only host).
+about the model. Skips, with the reason, where the cgroup v1 cpu controller is not writable (not
+root, or a cgroup2-only host).
 """
 from __future__ import annotations
 

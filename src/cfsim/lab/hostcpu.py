@@ -33,6 +33,7 @@ class ProcStat:
     busy_s: float  # user+nice+system+irq+softirq+steal (as the first lab manifests counted it)
     total_s: float
     steal_s: float
+    user_s: float = 0.0  # user time of processes that are not niced (the ``user`` column)
 
 
 @dataclass(frozen=True)
@@ -52,14 +53,15 @@ def parse_proc_stat(text: str, hz: int) -> ProcStat:
     fields += [0] * (8 - len(fields))
     idle = fields[3] + fields[4]  # idle + iowait
     total = sum(fields[:8])
-    return ProcStat((total - idle) / hz, total / hz, fields[7] / hz)
+    return ProcStat((total - idle) / hz, total / hz, fields[7] / hz, fields[0] / hz)
 
 
 #: steal above this during a run's window [cores] is worth a warning: the hypervisor ran other
 #: guests on this VM's CPUs, which no priority or cgroup weight wins back. On this lab's VM
-#: (2026-12-02) a CPU-bound group's throttled time under a 0.5-core quota fell 0.82 s/s per stolen
-#: core (eight runs, 0.005-0.685 cores stolen), and a group of two 5 ms bursty threads under 0.9
-#: cores used 0.64-0.71 instead of 0.89 beside 0.74-0.97 stolen cores.
+#: (2026-12-02) a CPU-bound group's throttled time under a 0.5-core quota fell 0.82 s/s per
+#: stolen core (eight runs, 0.005-0.685 cores stolen; 1.498 s/s at none, cfsim's engine 1.500),
+#: and a group of two 5 ms bursty threads under 0.9 cores used 0.64-0.71 instead of 0.89 beside
+#: 0.74-0.97 stolen cores. At 0.05 stolen cores the throttled time moves 0.04 s/s.
 STEAL_WARN_CORES = 0.05
 
 

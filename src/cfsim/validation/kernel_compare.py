@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cfsim.lab.hostcpu import STEAL_WARN_CORES, loaded_steal_cores, read_proc_stat
+
 CPU = Path("/sys/fs/cgroup/cpu")
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 PERIOD_US = 100_000
@@ -183,12 +185,9 @@ def _run_real(case: Case, seconds: float, sample_s: float) -> dict[str, Any]:
 
 def host_busy_s() -> tuple[float, float, float]:
     """Busy CPU-seconds of the whole host so far, of those the user time of processes that are not
-    niced, and the time stolen by the hypervisor (``/proc/stat``: all but idle and iowait; the
-    ``user`` column; ``steal``)."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    fields += [0] * (8 - len(fields))
-    hz = os.sysconf("SC_CLK_TCK")
-    return (sum(fields[:8]) - fields[3] - fields[4]) / hz, fields[0] / hz, fields[7] / hz
+    niced, and the time stolen by the hypervisor (``/proc/stat``, :mod:`cfsim.lab.hostcpu`)."""
+    st = read_proc_stat()
+    return st.busy_s, st.user_s, st.steal_s
 
 
 def is_quiet(run: dict[str, Any]) -> bool:
@@ -212,8 +211,6 @@ def probe_host(seconds: float = 1.0) -> dict[str, float]:
     the first half of ``seconds`` (this process idle), and the hypervisor's steal over the second
     half while a busy loop runs on every CPU (:func:`cfsim.lab.hostcpu.loaded_steal_cores`: an idle
     VM shows no steal)."""
-    from cfsim.lab.hostcpu import loaded_steal_cores
-
     _, user0, _ = host_busy_s()
     t0 = time.monotonic()
     time.sleep(seconds / 2)
@@ -228,14 +225,11 @@ def probe_host(seconds: float = 1.0) -> dict[str, float]:
 #: throttled ratio 0.335 +- 0.032 over 4 runs, 2026-11-23; on a quiet host 0.386, 0.340 +- 0.029;
 #: slice-sleeps beside two nice-19 busy loops 0.887 cores and 0.81, as on an idle host, 2026-12-02)
 QUIET_OTHERS_CORES = 0.2
-#: ... and the hypervisor ran other guests on this VM's CPUs (steal) for at most this many cores:
-#: no priority or share wins stolen time back. On 2026-12-02 this VM's steal came and went between
-#: 0.005 and 0.97 cores; cpu-bound's throttled time fell with it, 1.483 s/s at 0.005 cores of steal
-#: to 0.927 at 0.685 (eight runs: -0.82 s/s a stolen core, 1.498 at none, the engine's 1.500), and
-#: slice-sleeps used 0.64-0.71 of its 0.9 cores, throttled in 0-6 % of the periods, beside 0.74-0.97
-#: (the one failed CI run of the day: 0.74-0.76 cores, 8-10 %). At 0.05 the throttled time moves
-#: 0.04 s/s, half the comparison's floor.
-QUIET_STEAL_CORES = 0.05   # = cfsim.lab.hostcpu.STEAL_WARN_CORES, from the same runs
+#: ... and the hypervisor ran other guests on this VM's CPUs (steal) for at most this many cores,
+#: which no priority or share wins back: the lab's own threshold (its measurements on this VM are
+#: in :data:`cfsim.lab.hostcpu.STEAL_WARN_CORES`; at 0.05 cores cpu-bound's throttled time moves
+#: 0.04 s/s, half the comparison's floor)
+QUIET_STEAL_CORES = STEAL_WARN_CORES
 
 
 def run_real_quiet(case: Case, seconds: float = 3.0, attempts: int = 3,
