@@ -16,9 +16,12 @@ is the sum over CPUs; steal is time a hypervisor gave to other guests), cgroup v
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -82,23 +85,18 @@ def steal_warning(host_cpu: dict[str, Any]) -> str | None:
 _BUSY_LOOP = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end: pass"
 
 
-def loaded_steal_cores(seconds: float = 0.5, read: Callable[[], ProcStat] | None = None) -> float:
+def loaded_steal_cores(seconds: float = 0.5) -> float:
     """The hypervisor's steal over ``seconds`` while a busy loop runs on every CPU [cores].
 
     Steal accrues only while a virtual CPU wants to run (``Documentation/filesystems/proc.rst``:
     "steal: involuntary wait"), so an idle VM shows none however contended its host is: on
     2026-12-02 idle readings here gave 0.00-0.06 cores just before runs that lost 0.2-0.9. The
     busy loops make the CPUs want to run, as a measurement will."""
-    import subprocess
-    import sys
-    import time
-
-    read = read or read_proc_stat
-    a, t0 = read(), time.monotonic()
+    a, t0 = read_proc_stat(), time.monotonic()
     loops = [subprocess.Popen([sys.executable, "-c", _BUSY_LOOP, str(seconds)]) for _ in range(os.cpu_count() or 1)]
     for loop in loops:
         loop.wait()
-    b, t1 = read(), time.monotonic()
+    b, t1 = read_proc_stat(), time.monotonic()
     return (b.steal_s - a.steal_s) / max(t1 - t0, 1e-9)
 
 

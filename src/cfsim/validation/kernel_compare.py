@@ -194,16 +194,16 @@ def is_quiet(run: dict[str, Any]) -> bool:
     """Whether a real run (or a probe of the host, :func:`probe_host`) was clean: other processes
     at normal priority took at most ``QUIET_OTHERS_CORES`` and the hypervisor at most
     ``QUIET_STEAL_CORES``."""
-    return run["others_unniced_cores"] <= QUIET_OTHERS_CORES and run.get("steal_cores", 0.0) <= QUIET_STEAL_CORES
+    return run["others_unniced_cores"] <= QUIET_OTHERS_CORES and run["steal_cores"] <= QUIET_STEAL_CORES
 
 
 def disturbance(run: dict[str, Any]) -> str:
     """What took the host's CPUs during a run or probe, for a report."""
-    return f"{run['others_unniced_cores']:.2f} un-niced + {run.get('steal_cores', 0.0):.2f} stolen cores"
+    return f"{run['others_unniced_cores']:.2f} un-niced + {run['steal_cores']:.2f} stolen cores"
 
 
 def _disturbance_key(run: dict[str, Any]) -> float:
-    return run["others_unniced_cores"] + run.get("steal_cores", 0.0)
+    return run["others_unniced_cores"] + run["steal_cores"]
 
 
 def probe_host(seconds: float = 1.0) -> dict[str, float]:
