@@ -85,3 +85,64 @@ def test_the_command_wants_a_baseline_for_its_noise(tmp_path):
     other = tmp_path / "seed1.json"
     other.write_text(json.dumps({"runs": [_row("a", {"throughput_per_s": 0.1})]}))
     assert main(["validate", str(tmp_path), "--against-noise", str(other), "--no-progress"]) == 2
+
+
+def test_the_earlier_models_own_seed_noise_adds_to_this_ones_as_independent_errors():
+    before = [_row("a", {"throughput_per_s": 0.040, "latency_p99_s": 0.30}), _row("b", {"gc_cycles_per_s": 0.0})]
+    after = [_row("a", {"throughput_per_s": 0.050, "latency_p99_s": 0.40}), _row("b", {"gc_cycles_per_s": 0.11})]
+    now_seed1 = [_row("a", {"throughput_per_s": 0.056, "latency_p99_s": 0.41}), _row("b", {"gc_cycles_per_s": 0.11})]
+    # the earlier model at another seed: one cycle more in b's one run moves its figure 0.11 as well
+    before_seed1 = [_row("a", {"throughput_per_s": 0.031, "latency_p99_s": 0.30}),
+                    _row("b", {"gc_cycles_per_s": 0.11})]
+    alone = compare(before, after, noise=[now_seed1])
+    assert alone["counts"] == {"worse": 3, "better": 0, "same": 0}
+    r = compare(before, after, noise=[now_seed1], baseline_noise=[before_seed1])
+    got = {(x["grid"], x["metric"]): (x["seed_noise"], x["baseline_seed_noise"], x["noise"], x["change"])
+           for x in r["rows"]}
+    # a's throughput: sqrt(0.006^2 + 0.009^2) = 0.0108 covers its 0.010 move, which either noise alone
+    # does not; its p99 moved 0.10, beyond its 0.01
+    assert got[("a", "throughput_per_s")] == (pytest.approx(0.006), pytest.approx(0.009), pytest.approx(0.0108167, rel=1e-5),
+                                              "same")
+    assert got[("a", "latency_p99_s")][3] == "worse"
+    assert got[("b", "gc_cycles_per_s")] == (0.0, pytest.approx(0.11), pytest.approx(0.11), "same")
+    assert r["counts"] == {"worse": 1, "better": 0, "same": 2}
+    assert r["counts_without_noise"] == {"worse": 3, "better": 0, "same": 0}
+    assert r["baseline_noise_validations"] == 1
+    # the earlier model's noise alone is an allowance too
+    only = compare(before, after, baseline_noise=[before_seed1])
+    assert {(x["grid"], x["metric"]): x["change"] for x in only["rows"]}[("b", "gc_cycles_per_s")] == "same"
+    from cfsim.validation.against import to_markdown
+
+    text = "\n".join(to_markdown(r))
+    assert "earlier model's seed noise" in text and "sum of squares" in text and "without that allowance: 3 worse" in text
+
+
+def test_the_command_wants_a_baseline_for_the_earlier_models_noise(tmp_path):
+    other = tmp_path / "old-seed1.json"
+    other.write_text(json.dumps({"runs": [_row("a", {"throughput_per_s": 0.1})]}))
+    assert main(["validate", str(tmp_path), "--against-baseline-noise", str(other), "--no-progress"]) == 2
+
+
+def test_the_command_reads_both_models_seeds_on_a_real_run(tmp_path):
+    """One lab run (vpa-in-the-loop's, about 2 s) against the stored first honest validation and
+    the earlier model at its next seed: the report's rows carry both noises, and the stored
+    baseline's figure for that grid is read from the files, not made up."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    run = root / "data" / "lab" / "vpa-in-the-loop"
+    base = root / "docs" / "validation" / "2026-11-25-ae7dc67.json.gz"
+    seed1 = root / "docs" / "validation" / "2026-11-25-ae7dc67-seed1.json.gz"
+    out = tmp_path / "report"
+    assert main(["validate", str(run), "--against", str(base), "--against-baseline-noise", str(seed1),
+                 "--against-noise", str(base), "--report", str(out), "--no-progress", "--workers", "1",
+                 "--format", "json"]) == 0
+    against = json.loads((out / "report.json").read_text())["against"]
+    assert against["baseline_noise_validations"] == 1 and against["noise_validations"] == 1
+    assert against["baseline_noise_from"] == [str(seed1)]
+    rows = {r["metric"]: r for r in against["rows"] if r["grid"] == "vpa-in-the-loop"}
+    # the earlier model's GC cycles on this run: -6.05e-07 at both seeds (read from the two files)
+    cycles = rows["gc_cycles_per_s"]
+    assert cycles["before"] == pytest.approx(6.05376e-07) and cycles["baseline_seed_noise"] == pytest.approx(0.0)
+    assert cycles["noise"] == pytest.approx(cycles["seed_noise"])
+    assert sum(against["counts"].values()) == len(against["rows"])

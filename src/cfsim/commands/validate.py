@@ -49,6 +49,10 @@ def add_parser(sub) -> None:
     p.add_argument("--against-noise", metavar="REPORT.json", action="append", default=[],
                    help="with --against: this model's validation at other seeds (--seed-offset); a figure then "
                         "counts as worse or better only beyond how far it moves between them. Repeatable")
+    p.add_argument("--against-baseline-noise", metavar="REPORT.json", action="append", default=[],
+                   help="with --against: the earlier model's validation at other seeds (its own code and data, "
+                        "each twin's seed shifted); its seed noise is added to this model's as independent "
+                        "errors add. Repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -67,22 +71,28 @@ def run(args) -> int:
         return 2
     baseline = None
     noise: list = []
-    if args.against_noise and not args.against:
-        print("error: --against-noise needs --against (the earlier validation to compare with)", file=sys.stderr)
-        return 2
+    baseline_noise: list = []
+    for flag, given in (("--against-noise", args.against_noise),
+                        ("--against-baseline-noise", args.against_baseline_noise)):
+        if given and not args.against:
+            print(f"error: {flag} needs --against (the earlier validation to compare with)", file=sys.stderr)
+            return 2
     if args.against:
         from cfsim.validation.against import read_validation_runs
 
-        for flag, path in [("--against", args.against)] + [("--against-noise", n) for n in args.against_noise]:
+        for flag, path, into in ([("--against", args.against, None)]
+                                 + [("--against-noise", n, noise) for n in args.against_noise]
+                                 + [("--against-baseline-noise", n, baseline_noise)
+                                    for n in args.against_baseline_noise]):
             try:
                 runs, _ = read_validation_runs(path)
             except (OSError, ValueError) as exc:
                 print(f"error: {flag}: {exc}", file=sys.stderr)
                 return 2
-            if baseline is None:
+            if into is None:
                 baseline = runs
             else:
-                noise.append(runs)
+                into.append(runs)
     with Progress(len(find_runs(args.path)), "validate", "run", enabled=not args.no_progress) as bar:
         report = validate(args.path, params=params or None, normalise=not args.no_normalise,
                           progress=lambda run_id: bar.advance(1, run_id), train_runs=train or None,
@@ -92,12 +102,15 @@ def run(args) -> int:
         from cfsim.validation.against import compare
 
         report.against = {"baseline": str(args.against), "noise_from": list(args.against_noise),
-                          **compare(baseline, report.runs, noise=noise)}
+                          "baseline_noise_from": list(args.against_baseline_noise),
+                          **compare(baseline, report.runs, noise=noise, baseline_noise=baseline_noise)}
         c = report.against["counts"]
         beyond = ""
-        if noise:
+        if noise or baseline_noise:
             w = report.against["counts_without_noise"]
-            beyond = (f"; beyond this model's own seed noise from {len(noise)} other validation(s), "
+            whose = " and ".join(([f"this model's ({len(noise)} other validation(s))"] if noise else [])
+                                 + ([f"the earlier model's ({len(baseline_noise)})"] if baseline_noise else []))
+            beyond = (f"; beyond the seed noise of {whose}, "
                       f"{w['worse']} worse and {w['better']} better without that allowance")
         print(f"against {args.against}: {c['worse']} grid-metric figures worse, {c['better']} better, "
               f"{c['same']} the same{beyond} (the report's 'against' section lists them)", file=sys.stderr)

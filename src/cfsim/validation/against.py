@@ -19,11 +19,17 @@ more or less in a short window, one period throttled or not). Given the same mod
 at other seeds (``cfsim validate --seed-offset K``), each figure's *seed noise* is the largest
 distance between its value now and at those seeds, and a change then counts only beyond that as
 well: ``worse`` means the new model is worse by more than its own seeds move the figure.
+
+The earlier figure is one realisation too. Given the earlier model's validation at other seeds (its
+own code on its own data, each twin's seed shifted as ``--seed-offset`` does), its figures' seed
+noise is measured the same way, and the two are added as independent errors add:
+``sqrt(noise_now**2 + noise_before**2)``. Either side alone is used as it is when the other has none.
 """
 from __future__ import annotations
 
 import gzip
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -125,16 +131,32 @@ def seed_noise(after: Mapping[str, Mapping[str, Mapping[str, Any]]],
     return out
 
 
+def combined_noise(now: float | None, before: float | None) -> float | None:
+    """The seed noise of a change between two figures, each with its own (see the module doc).
+
+    >>> combined_noise(0.003, 0.004), combined_noise(0.003, None), combined_noise(None, None)
+    (0.005, 0.003, None)
+    """
+    if now is None and before is None:
+        return None
+    return round(math.hypot(now or 0.0, before or 0.0), 12)
+
+
 def compare(before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]],
-            rel_tol: float = REL_TOL, noise: Iterable[Iterable[Mapping[str, Any]]] = ()) -> dict[str, Any]:
+            rel_tol: float = REL_TOL, noise: Iterable[Iterable[Mapping[str, Any]]] = (),
+            baseline_noise: Iterable[Iterable[Mapping[str, Any]]] = ()) -> dict[str, Any]:
     """Per grid and metric both validations report: the two medians, their run counts and the
     change; and the counts of each change. Grids only one side has are listed apart; a metric only
     one side reports for a grid is left out. ``noise``: the runs of the ``after`` model's
     validations at other seeds; each row then carries its figure's ``seed_noise`` and its change
-    counts beyond it (a figure they do not all have is judged without)."""
+    counts beyond it (a figure they do not all have is judged without). ``baseline_noise``: the
+    same for the ``before`` model (``baseline_seed_noise``); with both, a change counts beyond
+    their :func:`combined_noise` (``noise``)."""
     a, b = grid_errors(before), grid_errors(after)
     noise_runs = [list(n) for n in noise]
+    base_runs = [list(n) for n in baseline_noise]
     spread = seed_noise(b, [grid_errors(n) for n in noise_runs])
+    base_spread = seed_noise(a, [grid_errors(n) for n in base_runs])
     rows = []
     for g in sorted(set(a) & set(b)):
         for name in COMPARED:
@@ -145,12 +167,17 @@ def compare(before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, An
                    "n_before": x["n"], "n_after": y["n"]}
             if noise_runs:
                 row["seed_noise"] = spread.get((g, name))
-            row["change"] = change(name, x["median_abs"], y["median_abs"], rel_tol, row.get("seed_noise") or 0.0)
+            if base_runs:
+                row["baseline_seed_noise"] = base_spread.get((g, name))
+                row["noise"] = combined_noise(row.get("seed_noise"), row["baseline_seed_noise"])
+            allowance = row["noise"] if base_runs else row.get("seed_noise")
+            row["change"] = change(name, x["median_abs"], y["median_abs"], rel_tol, allowance or 0.0)
             rows.append(row)
     counts = {k: sum(1 for r in rows if r["change"] == k) for k in ("worse", "better", "same")}
     out = {"rows": rows, "counts": counts, "rel_tol": rel_tol, "noise_validations": len(noise_runs),
+           "baseline_noise_validations": len(base_runs),
            "only_before": sorted(set(a) - set(b)), "only_after": sorted(set(b) - set(a))}
-    if noise_runs:
+    if noise_runs or base_runs:
         # what the seed alone would have counted: the same comparison with no noise allowance
         out["counts_without_noise"] = {k: sum(1 for r in rows if change(r["metric"], r["before"], r["after"], rel_tol)
                                               == k) for k in ("worse", "better", "same")}
@@ -161,25 +188,30 @@ def to_markdown(result: Mapping[str, Any], baseline: str = "the earlier validati
     """The comparison's section of the report: the counts, then the worse and better rows."""
     c = result["counts"]
     k = result.get("noise_validations") or 0
+    kb = result.get("baseline_noise_validations") or 0
     rule = f"{result['rel_tol']:.0%} of the figure and 0.003 / 0.005"
-    if k:
+    if k or kb:
         w = result["counts_without_noise"]
-        rule += (f" and the figure's seed noise, its largest move between this model's validation and {k} at "
-                 f"other seeds (without that allowance: {w['worse']} worse, {w['better']} better)")
+        sides = [f"this model's validation and {k} at other seeds"] if k else []
+        sides += [f"the earlier model's and {kb} of its own at other seeds"] if kb else []
+        rule += (" and the figure's seed noise, its largest move between " + " and between ".join(sides)
+                 + (", the two added as independent errors (sqrt of the sum of squares)" if k and kb else "")
+                 + f" (without that allowance: {w['worse']} worse, {w['better']} better)")
     lines = ["", f"## Against {baseline} (median |error| of held-out runs per grid; "
                  "cfsim.validation.against)", "",
              f"{c['worse']} worse, {c['better']} better, {c['same']} the same (a change counts beyond {rule})."]
     for kind in ("worse", "better"):
         rows = [r for r in result["rows"] if r["change"] == kind]
         if rows:
-            noisy = "seed_noise" in rows[0]
-            head = f"| {kind} | metric | before (n) | now (n) |" + (" seed noise |" if noisy else "")
-            lines += ["", head, "|---|---|---|---|" + ("---|" if noisy else "")]
+            cols = [c for c in ("seed_noise", "baseline_seed_noise", "noise") if c in rows[0]]
+            names = {"seed_noise": "seed noise", "baseline_seed_noise": "earlier model's seed noise",
+                     "noise": "both"}
+            head = f"| {kind} | metric | before (n) | now (n) |" + "".join(f" {names[c]} |" for c in cols)
+            lines += ["", head, "|---|---|---|---|" + "---|" * len(cols)]
             for r in rows:
                 line = (f"| {r['grid']} | {r['metric']} | {r['before']:.4g} ({r['n_before']}) | "
                         f"{r['after']:.4g} ({r['n_after']}) |")
-                if noisy:
-                    line += " - |" if r.get("seed_noise") is None else f" {r['seed_noise']:.3g} |"
+                line += "".join(" - |" if r.get(c) is None else f" {r[c]:.3g} |" for c in cols)
                 lines.append(line)
     for side, key in (("only the earlier validation has", "only_before"), ("new in this one", "only_after")):
         if result[key]:
