@@ -167,10 +167,10 @@ def compare(before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, An
                    "n_before": x["n"], "n_after": y["n"]}
             if noise_runs:
                 row["seed_noise"] = spread.get((g, name))
+            allowance = combined_noise(row.get("seed_noise"), base_spread.get((g, name)))
             if base_runs:
                 row["baseline_seed_noise"] = base_spread.get((g, name))
-                row["noise"] = combined_noise(row.get("seed_noise"), row["baseline_seed_noise"])
-            allowance = row["noise"] if base_runs else row.get("seed_noise")
+                row["noise"] = allowance
             row["change"] = change(name, x["median_abs"], y["median_abs"], rel_tol, allowance or 0.0)
             rows.append(row)
     counts = {k: sum(1 for r in rows if r["change"] == k) for k in ("worse", "better", "same")}
