@@ -209,6 +209,25 @@ def test_p99_order_counts_only_pairs_the_repeats_separate():
     assert p99_order(rows)["separated_pairs"] == 1
     out = p99_order(rows, min_repeats=1)
     assert out["separated_pairs"] == 2 and out["wrong"] == [("b", 1, 2)] and out["share_kept"] == 0.5
+    # the wrong pair's detail: the lab's range and the model's mean at each setting, lower GOMAXPROCS first
+    assert out["reversed"] == [{"group": "b", "gomaxprocs": (1, 2), "lab_p99_s": ((5.0, 5.0), (1.0, 1.0)),
+                                "model_p99_s": (1.0, 2.0)}]
+
+
+def test_validation_report_names_the_pairs_whose_p99_order_the_model_reverses():
+    from cfsim.overheads.labcheck import GROUP_KEYS, p99_order
+    from cfsim.validation.report import _reversed_markdown
+    point = (0.5, "open", 750.0, "fixed", None, 16.0, 0.6)
+    assert len(point) == len(GROUP_KEYS)
+    rows = [{"group": point, "gomaxprocs": g, "p99_lab": v, "p99_model": m}
+            for g, vs, m in ((1, (0.003, 0.004), 0.006), (2, (0.010, 0.020), 0.005)) for v in vs]
+    order = p99_order(rows)
+    lines = _reversed_markdown({"open-latency": {"p99_order_predicted": order}})
+    assert lines[-1] == ("| open-latency | cpu_limit 0.5, kind open, rate_per_s 750, arrivals fixed, live_heap_mb 16, "
+                         "load_fraction 0.6 | 1 / 2 | 3-4 / 10-20 | 6 / 5 |")
+    # kept everywhere: no section
+    rows = [{**r, "p99_model": 0.001 * r["gomaxprocs"]} for r in rows]
+    assert _reversed_markdown({"open-latency": {"p99_order_predicted": p99_order(rows)}}) == []
 
 
 def test_sysmon_batched_polls_match_poll_by_poll():

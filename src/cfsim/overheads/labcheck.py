@@ -21,7 +21,8 @@ def p99_order(rows: Iterable[Mapping[str, Any]], min_repeats: int = 2) -> dict[s
     """``rows``: ``{"group": hashable, "gomaxprocs": int, "p99_lab": float, "p99_model": float}``
     (one per run; repeats share group and GOMAXPROCS). Returns the separated pairs, how many the
     model orders the same way, and the pairs it gets wrong. A setting with fewer than
-    ``min_repeats`` runs has no measured spread and separates nothing."""
+    ``min_repeats`` runs has no measured spread and separates nothing. ``reversed`` details each
+    wrong pair: the lab's range of p99 and the model's mean at both settings, lower GOMAXPROCS first."""
     by = defaultdict(lambda: defaultdict(lambda: {"lab": [], "model": []}))
     for r in rows:
         if r.get("p99_lab") is None or r.get("p99_model") is None:
@@ -29,7 +30,7 @@ def p99_order(rows: Iterable[Mapping[str, Any]], min_repeats: int = 2) -> dict[s
         cell = by[r["group"]][r["gomaxprocs"]]
         cell["lab"].append(float(r["p99_lab"]))
         cell["model"].append(float(r["p99_model"]))
-    separated, kept, wrong = 0, 0, []
+    separated, kept, wrong, reversed_ = 0, 0, [], []
     for group, cells in by.items():
         for g1, g2 in combinations(sorted(cells), 2):
             a, b = cells[g1], cells[g2]
@@ -47,7 +48,10 @@ def p99_order(rows: Iterable[Mapping[str, Any]], min_repeats: int = 2) -> dict[s
                 kept += 1
             else:
                 wrong.append((group, g1, g2))
-    return {"separated_pairs": separated, "kept": kept, "wrong": wrong,
+                reversed_.append({"group": group, "gomaxprocs": (g1, g2),
+                                  "lab_p99_s": ((min(a["lab"]), max(a["lab"])), (min(b["lab"]), max(b["lab"]))),
+                                  "model_p99_s": (ma, mb)})
+    return {"separated_pairs": separated, "kept": kept, "wrong": wrong, "reversed": reversed_,
             "share_kept": kept / separated if separated else None}
 
 

@@ -569,6 +569,37 @@ def _tails_markdown(report: ValidationReport) -> list[str]:
             detect = f"{d['lab']} / {d['caught']} / {d['false']}" if d else ""
             lines.append(f"| {grid} | {regime} | {t['n']} | {cell(t, nt, 'throttled')} | {detect} | "
                          f"{cell(t, nt, 'cpu')} | {cell(t, nt, 'p50')} | {cell(t, nt, 'p99_factor')} | {kept} |")
+    return lines + _reversed_markdown(tails)
+
+
+def _design_point(group: Any) -> str:
+    """A p99-order group (the values of :data:`cfsim.overheads.labcheck.GROUP_KEYS`) as the keys
+    that are set."""
+    from cfsim.overheads.labcheck import GROUP_KEYS
+
+    if not isinstance(group, (tuple, list)) or len(group) != len(GROUP_KEYS):
+        return str(group)
+    return ", ".join(f"{k.split('.', 1)[1]} {v:g}" if isinstance(v, float) else f"{k.split('.', 1)[1]} {v}"
+                     for k, v in zip(GROUP_KEYS, group) if v is not None)
+
+
+def _reversed_markdown(tails: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The pairs of GOMAXPROCS settings whose p99 order the model reverses where it predicts: what
+    the 'p99 order' column counts, named."""
+    rows = [(grid, r) for grid, summary in tails.items()
+            for r in (summary.get("p99_order_predicted") or {}).get("reversed") or []]
+    if not rows:
+        return []
+    lines = ["", "Where the model reverses the p99 order (predicted runs; the lab's range over the repeats, the "
+             "model's mean; ms):", "",
+             "| grid | design point | GOMAXPROCS | lab p99 | model p99 |", "|---|---|---|---|---|"]
+    def ms(x: float) -> str:
+        return f"{x * 1e3:.3g}" if x < 0.1 else f"{x * 1e3:,.0f}"
+
+    for grid, r in rows:
+        (g1, g2), (l1, l2), (m1, m2) = r["gomaxprocs"], r["lab_p99_s"], r["model_p99_s"]
+        lines.append(f"| {grid} | {_design_point(r['group'])} | {g1} / {g2} | "
+                     f"{ms(l1[0])}-{ms(l1[1])} / {ms(l2[0])}-{ms(l2[1])} | {ms(m1)} / {ms(m2)} |")
     return lines
 
 
