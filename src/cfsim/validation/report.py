@@ -593,6 +593,7 @@ def _reversed_markdown(tails: Mapping[str, Mapping[str, Any]]) -> list[str]:
     lines = ["", "Where the model reverses the p99 order (predicted runs; the lab's range over the repeats, the "
              "model's mean; ms):", "",
              "| grid | design point | GOMAXPROCS | lab p99 | model p99 |", "|---|---|---|---|---|"]
+
     def ms(x: float) -> str:
         return f"{x * 1e3:.3g}" if x < 0.1 else f"{x * 1e3:,.0f}"
 
