@@ -11,7 +11,7 @@
 #   gc-near-limit-256 7, gc-near-limit-256-gmp8 11, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, tenant-root 29,
 #   idle-cost 32, gc-limiter 10, gc-idle-workers 7, gc-memory-path 13,
-#   gc-memory-path-trace 13, gc-scavenge 6.
+#   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -155,3 +155,8 @@ if [ -z "$ARGS" ] || want gc-memory-path-trace; then
 if [ -z "$ARGS" ] || want gc-scavenge; then
   # the scavenger's releases (GODEBUG scavtrace) and the kernel's counters (perf) at GOMAXPROCS 2 and 8
   grid $S/gc-memory.toml --design $S/gc-scavenge.designs.toml --out data/lab/gc-scavenge; fi
+if [ -z "$ARGS" ] || want open-latency-interleaved; then
+  # open-latency's points at 0.25 and 0.5 cores, 30 / 60 % load, quiet host, a calibration run after
+  # every four points: the twins can take the calibration recorded just before them
+  grid $S/open-latency.toml --design $S/open-latency-interleaved.designs.toml --set lab.quiet_host_cores=0.3 \
+    --calibrate-every 4 --out data/lab/open-latency-interleaved; fi

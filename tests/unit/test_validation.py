@@ -637,6 +637,27 @@ def test_the_report_splits_errors_by_the_hosts_state_before_each_run(grid):
     assert set(rep.to_json()["by_host_state"]) == {"busy", "quiet"}
 
 
+def test_a_run_the_hypervisor_stole_from_is_reported_apart_from_the_quiet_ones(tmp_path):
+    # steal during the window is invisible before the run and absent from every twin: the report
+    # keeps such a run out of 'quiet host' (its twin is the same either way)
+    from cfsim.validation.report import to_markdown
+
+    root = tmp_path / "grid"
+    _write_run(root, ["cgroup.cpu_limit=null"], 1.25, "calib-start")
+    for lim, steal in ((0.5, 0.01), (1.0, 0.45)):
+        run = _write_run(root, [f"cgroup.cpu_limit={lim}"], 1.25, f"p_limit={lim}")
+        m = json.loads((run / "manifest.json").read_text())
+        m["host_cpu"] = {"steal_cores": steal, "pre_run": {"tenants_cores": 0.01}}
+        (run / "manifest.json").write_text(json.dumps(m))
+    rep = validate(root)
+    by = {r["run"].split("/")[-1]: r for r in rep.runs}
+    assert by["p_limit=0.5"]["host_state"] == "quiet" and by["p_limit=1.0"]["host_state"] == "stolen"
+    assert by["p_limit=1.0"]["steal_cores"] == 0.45
+    split = rep.by_host_state()
+    assert split["stolen"]["n"] == 1 and split["quiet"]["n"] == 1
+    assert "| stolen | 1 |" in to_markdown(rep)
+
+
 def test_a_byte_beyond_the_cache_costs_its_miss_at_the_machines_speed_not_the_slower_scans():
     """A grid whose GC marked g = GC factor / cost factor times slower than its code (lines its
     calibration runs' cache should have held missed) scans the cached part of a bigger heap that

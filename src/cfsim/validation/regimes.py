@@ -28,19 +28,31 @@ SIGNIFICANT_OTHERS_CORES = 0.2
 #: the host was quiet before a run when its other tenants took less than this many cores then
 #: (``host_cpu.pre_run.tenants_cores``; the lab's grids call repeats comparable within 0.25 cores)
 QUIET_TENANTS_CORES = 0.25
-#: the host's state before a run, in the order reports list them
-HOST_STATES = ("quiet", "busy", "unknown")
+#: the host's state, in the order reports list them
+HOST_STATES = ("quiet", "busy", "stolen", "unknown")
 
 
-def host_state(pre_run_tenants_cores: float | None) -> str:
-    """``"quiet"``, ``"busy"`` or ``"unknown"``: the other tenants' CPU measured on the host before
-    the run's workload started. Whatever cap decided a run's CPU, a busy host can still slow its
+def host_state(pre_run_tenants_cores: float | None, steal_cores: float | None = None) -> str:
+    """``"quiet"``, ``"busy"``, ``"stolen"`` or ``"unknown"``: the other tenants' CPU measured on the
+    host before the run's workload started, unless the hypervisor took more than the lab's warning
+    level of the VM's CPUs during the run (``steal_cores``, ``host_cpu.steal_cores``; :data:`cfsim.lab.
+    hostcpu.STEAL_WARN_CORES`). Whatever cap decided a run's CPU, a busy host can still slow its
     work (shared caches and memory, interrupts); a report split by it tells the model's errors from
-    the host's (the ``gc-memory`` grid ran beside 1-2 cores of tenants, data/README.md).
+    the host's (the ``gc-memory`` grid ran beside 1-2 cores of tenants, data/README.md). Steal is
+    apart because nothing before the run sees it (it accrues only while a virtual CPU wants to run,
+    so a quiet reading of the guest is blind to it) and no twin has it: a run it hit is judged with
+    the others where the model predicts, and reported apart here, never as a quiet host's. Like the
+    regime, the split uses what the run measured; it is never a twin input.
 
     >>> host_state(0.01), host_state(1.98), host_state(None)
     ('quiet', 'busy', 'unknown')
+    >>> host_state(0.01, steal_cores=0.45), host_state(0.01, steal_cores=0.02), host_state(None, 0.3)
+    ('stolen', 'quiet', 'stolen')
     """
+    from cfsim.lab.hostcpu import STEAL_WARN_CORES
+
+    if steal_cores is not None and steal_cores > STEAL_WARN_CORES:
+        return "stolen"
     if pre_run_tenants_cores is None:
         return "unknown"
     return "quiet" if pre_run_tenants_cores < QUIET_TENANTS_CORES else "busy"

@@ -36,6 +36,7 @@ from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
 from cfsim.validation.naive import NAIVE_DESCRIPTION, naive_comparison, naive_summary
 from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibration_twin_summary,
                                        factored_overrides, grid_norm, grid_priors)
+from cfsim.lab.hostcpu import STEAL_WARN_CORES
 from cfsim.validation.regimes import (HOST_STATES, OUT_OF_SCOPE, PREDICTED, QUIET_TENANTS_CORES, REGIMES,
                                       host_state, run_regime)
 from cfsim.validation.trajectory import compare_trajectories
@@ -387,10 +388,12 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
         run_id = str(run.relative_to(root.parent)) if run != root else run.name
         manifest = run_manifest(run)
         tenants = pre_run_tenants_cores(manifest)
+        steal = (manifest.get("host_cpu") or {}).get("steal_cores")   # during the window: reports only
         row = {"run": run_id, "grid": grid_dir.name, "role": role, "fit": role_note, "held_out": held_out,
                "calibrated_by": plan.calibrated_by.get(run, []),
                "regime": regime, "regime_inputs": regime_inputs, "path": str(run),
-               "pre_run_tenants_cores": tenants, "host_state": host_state(tenants),
+               "pre_run_tenants_cores": tenants, "steal_cores": steal,
+               "host_state": host_state(tenants, steal),
                "scenario": {k: scenario.get(k) for k in SCENARIO_COLUMNS} | {
                    "cgroup.limit_schedule": scenario.get("cgroup.limit_schedule"),
                    "cgroup.memory_limit_mb": scenario.get("cgroup.memory_limit_mb")},
@@ -539,7 +542,9 @@ def _tails_markdown(report: ValidationReport) -> list[str]:
              "ratio, and an open loop's queue grows for as long as the run lasts, so 'all' mixes agreement "
              "the cap makes with errors the queue makes. 'predicted, quiet host' and 'predicted, busy host' "
              "split them by the other tenants' CPU before the run (under or over 0.25 cores): the twins "
-             "know those cores, but the tenants' weight only where the lab counted their tasks. In brackets "
+             "know those cores, but the tenants' weight only where the lab counted their tasks; 'predicted, "
+             "stolen host' holds the runs the hypervisor took more than the lab's warning level from during the "
+             "run, which no twin sees. In brackets "
              "the naive baseline's figure on the same runs (cfsim.validation.naive: no throttling below the "
              "limit, the request's CPU as its latency): a goal it meets as well does not test the model; the "
              "throttled ratio's median is one where most runs are not throttled, so beside it: the runs the lab "
@@ -642,9 +647,11 @@ def _host_state_markdown(report: ValidationReport) -> list[str]:
         return []
     lines = ["", "## By the host's state before the run (held-out runs but the oom-killed)", "",
              f"quiet: other tenants took less than {QUIET_TENANTS_CORES:g} cores before the workload started "
-             "(host_cpu.pre_run.tenants_cores), busy: more, unknown: not recorded. The twins know the pre-run "
-             "tenants, but not what kind they were: an error far larger on busy hosts is the host's as much as "
-             "the model's.", ""]
+             "(host_cpu.pre_run.tenants_cores), busy: more, unknown: not recorded; stolen: whatever the "
+             f"tenants, the hypervisor took more than {STEAL_WARN_CORES:g} cores of the VM's CPUs during the run "
+             "(host_cpu.steal_cores), which nothing before the run sees and no twin has. The twins know the "
+             "pre-run tenants, but not what kind they were: an error far larger on busy hosts is the host's as "
+             "much as the model's.", ""]
     return lines + _errors_table("host", [(state, v["n"], v["errors"]) for state, v in states.items()],
                                  HOST_STATE_METRICS)
 
