@@ -203,6 +203,40 @@ def test_grid_calibrates_between_points_and_resumes_them(tmp_path):
     assert calls == ["calib-01"]
 
 
+def test_grid_runs_a_run_again_while_the_hypervisor_stole_more_than_allowed(tmp_path):
+    """lab.steal_retries with lab.quiet_host_steal_cores: a run whose window lost more than that to
+    the hypervisor is discarded and run again, at most steal_retries more times; grid.json keeps what
+    each discarded try measured, the folder holds the last try; without the keys nothing is redone."""
+    steals = {"calib-start": [0.4, 0.02], "calib-end": [0.3, 0.5, 0.6]}
+    calls: list[str] = []
+
+    def fake_run(sc, folder, run_id=None, command=None):
+        calls.append(folder.name)
+        folder.mkdir(parents=True, exist_ok=True)
+        left = steals.get(folder.name) or [0.0]
+        steal = left.pop(0) if len(left) > 1 else left[0]
+        (folder / "manifest.json").write_text(json.dumps({
+            "calibration_rounds_per_cpu_ms": 1000.0, "times": {"start_utc": f"t{len(calls)}"},
+            "host_cpu": {"steal_cores": steal, "pre_run": {"tenants_cores": 0.0}}}))
+        (folder / "summary.json").write_text(json.dumps({"throughput_per_s": 100.0, "cpu_usage_cores": 1.0}))
+        return {}
+
+    base = load_scenario({"cgroup": {"cpu_limit": 1.0}, "lab": {"quiet_host_steal_cores": 0.05, "steal_retries": 2}})
+    state = grid.run_grid(base, ["go.gomaxprocs=2"], tmp_path / "g", run_one=fake_run, log=lambda s: None)
+    assert calls == ["calib-start", "calib-start", "p000_gomaxprocs=2", "repeat-p000_gomaxprocs=2",
+                     "calib-end", "calib-end", "calib-end"]
+    assert state["runs"]["calib-start"]["steal_retries"] == [{"steal_cores": 0.4, "start_utc": "t1"}]
+    # two retries used up: the last try is kept, stolen or not
+    assert [d["steal_cores"] for d in state["runs"]["calib-end"]["steal_retries"]] == [0.3, 0.5]
+    kept = json.loads((tmp_path / "g" / "calib-end" / "manifest.json").read_text())
+    assert kept["host_cpu"]["steal_cores"] == 0.6 and "steal_retries" not in state["runs"]["p000_gomaxprocs=2"]
+    calls.clear()
+    steals.update({"calib-start": [0.4, 0.02]})
+    grid.run_grid(load_scenario({"cgroup": {"cpu_limit": 1.0}}), ["go.gomaxprocs=2"], tmp_path / "h",
+                  run_one=fake_run, log=lambda s: None)
+    assert calls == ["calib-start", "p000_gomaxprocs=2", "repeat-p000_gomaxprocs=2", "calib-end"]
+
+
 def test_grid_designs_repeats_and_oom(tmp_path):
     designs_file = tmp_path / "d.toml"
     designs_file.write_text('''

@@ -447,6 +447,11 @@ register_section("lab", {
                                                  "loses at most this many cores to the hypervisor (steal, /proc/stat) "
                                                  "over 1 s (a VM's stolen CPU is no tenant's, and an idle reading "
                                                  "cannot see it); absent = do not probe", _ge(0), optional=True),
+    "steal_retries": Key(0, "int", "with lab.quiet_host_steal_cores: a grid runs a run again, up to this many "
+                                   "times, when the hypervisor took more than that many cores during its window "
+                                   "(host_cpu.steal_cores; steal comes and goes within a minute, so the probe "
+                                   "before a run bounds only its start); grid.json lists each discarded try's "
+                                   "steal; 0 = keep every run", _between(0, 20)),
     "quiet_host_timeout_s": Key(1800.0, "float", "give up waiting for a quiet host after this long: the run "
                                                  "fails and a grid's --resume redoes it [s]", _between(1, 86400)),
     "load_fraction": Key(None, "float", "open kinds: sets workload.rate_per_s = load_fraction x cgroup.cpu_limit / "
