@@ -1,6 +1,8 @@
 """Dependencies point down: the rules (kernel, goruntime, autoscalers, monitoring) import no engine, reader,
 command or study code, and neither do the readers (io) and the engines (engine) import what sits
-above them. Checked on the source (every import statement, including those inside functions)."""
+above them. Checked on the source (every import statement, including those inside functions).
+An import under ``if TYPE_CHECKING:`` never runs: it names a type for the type checker and the
+compiled build (mypyc) and is not a dependency (import-linter's ``exclude_type_checking_imports``)."""
 from __future__ import annotations
 
 import ast
@@ -28,9 +30,23 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     return _imports_of(path.read_text(), path.relative_to(SRC.parent).with_suffix("").parts[:-1])
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """ids of the import nodes inside ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``) blocks."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            for stmt in node.body:
+                out |= {id(n) for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    return out
+
+
 def _imports_of(source: str, package: tuple[str, ...]) -> list[tuple[int, str]]:
     out = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    skip = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -56,3 +72,9 @@ def test_no_import_runs_upward(package):
 def test_the_check_sees_imports_inside_functions_and_relative_ones():
     source = "import os\nfrom . import bandwidth\ndef f():\n    from cfsim.io.usage import read_usage\n"
     assert _imports_of(source, ("cfsim", "kernel")) == [(2, "cfsim.kernel"), (4, "cfsim.io.usage")]
+
+
+def test_the_check_skips_only_what_the_type_checker_alone_imports():
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cfsim.engine.cfs import CfsEngine\n"
+              "else:\n    from cfsim.io.usage import read_usage\nif not TYPE_CHECKING:\n    import cfsim.lab\n")
+    assert _imports_of(source, ("cfsim", "goruntime")) == [(5, "cfsim.io.usage"), (7, "cfsim.lab")]

@@ -7,7 +7,7 @@ import pytest
 from cfsim.engine.cfs import Bandwidth, CfsEngine
 from cfsim.scenario import load_scenario
 from cfsim.simulation import simulate
-from cfsim.workloads._request_source import CHILD, POST, PRE, RequestSource
+from cfsim.workloads._request_source import CHILD, POST, PRE, RequestSource, _G, _Req
 
 MS = 10**6
 
@@ -61,7 +61,7 @@ def test_a_busy_p_runs_a_requests_read_handler_and_response_as_one_chunk_and_an_
     # P 0 polled the network: the first read runs, the six others wait in its local queue; the
     # read readies the handler into runnext, the handler the response: one chunk of three
     assert c.goroutines == 3 and c.work == 20_000 + 100_000 + 20_000
-    assert [g[2] for g in c.token] == [PRE, CHILD, POST] and len(src.q.local[0]) == 6
+    assert [g.stage for g in c.token] == [PRE, CHILD, POST] and len(src.q.local[0]) == 6
     rt.free_ps = [1]                                     # a P is idle: it steals half of P 0's
     c2 = src.claim(10 * MS, p=1)
     assert c2.goroutines == 1 and len(src.q.local[1]) == 2 and len(src.q.local[0]) == 3
@@ -101,7 +101,7 @@ def test_a_chunk_ends_its_goroutines_in_order_after_the_throttled_spell_they_ran
     src.done(c, 0, 240_000)
     assert list(src.handler_end) == [220_000] and list(src.handler_ns) == [200_000]
     assert list(src.t_done) == [240_000] and src.completed == 1
-    assert len(src.q) == 1 and src.q.peek_own(0)[2] == PRE
+    assert len(src.q) == 1 and src.q.peek_own(0).stage == PRE
 
 
 @pytest.mark.from_source   # a stand-in runtime for a compiled class (tests/conftest.py)
@@ -124,11 +124,11 @@ def test_a_stopped_chunk_ends_what_it_finished_and_puts_the_rest_back_in_order()
     src.requeue(c, left_ns=85_000, t0=0, t1=55_000)      # 55 of 140 us ran
     # the read ended at 20 us; its handler ran 35 of its 100 us and waits in runnext, ahead of
     # the other two reads; the response was never readied
-    assert read[0].t_handler == 20_000
+    assert read.req.t_handler == 20_000
     handler = src.q.next[0]
-    assert handler[2] == CHILD and handler[0] is read[0] and handler[1] == 65_000
+    assert handler.stage == CHILD and handler.req is read.req and handler.left == 65_000
     assert list(src.q.local[0]) == waiting and len(src.q) == 3
-    assert [src.q.take(0, 0, 1, 0)[2] for _ in range(3)] == [CHILD, PRE, PRE]
+    assert [src.q.take(0, 0, 1, 0).stage for _ in range(3)] == [CHILD, PRE, PRE]
 
 
 @pytest.mark.from_source   # a stand-in runtime for a compiled class (tests/conftest.py)
@@ -137,7 +137,7 @@ def test_a_chain_stops_where_the_global_queues_turn_comes(schedtick, goroutines)
     src = _source(_Runtime(nprocs=1))
     src.arrive(0, client=0)
     src.q.put_head(0, [src.q.net.popleft()])             # the read waits in P 0's local queue
-    src.q.put_global([None, 1_000, POST])                # and something in the global queue
+    src.q.put_global(_G(_Req(0, 1, -1, 1_000), 1_000, POST))                # and something in the global queue
     src.q.ticks[0] = schedtick
     # taking the read makes schedtick 61: the next schedule takes the global goroutine first
     assert src.claim(10 * MS, p=0).goroutines == goroutines

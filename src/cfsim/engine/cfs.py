@@ -22,11 +22,11 @@ else the least loaded one; a CPU that goes idle pulls a waiting thread (new-idle
 """
 from __future__ import annotations
 
-import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable
+from heapq import heappop, heappush
+from typing import Callable, Final
 
 import numpy as np
 import pandas as pd
@@ -38,9 +38,9 @@ from cfsim.kernel import limits
 from cfsim.kernel.wakeup import WakeupCost
 
 OnDone = Callable[[int], "int | None"]
-_EPS = 1e-6
+_EPS: Final = 1e-6
 #: how soon an idle CPU pulls a waiting thread from an overloaded one (periodic balancing)
-BALANCE_INTERVAL_NS = 4_000_000
+BALANCE_INTERVAL_NS: Final = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -470,7 +470,7 @@ class CfsEngine:
         ev.cpu = c
         ev.ver = ver
         # env.schedule(ev, 2 + rank, t_next - now), inlined
-        heapq.heappush(env._queue, (t_next, 2 + self._rank[c], next(env._eid), ev))
+        heappush(env._queue, (t_next, 2 + self._rank[c], next(env._eid), ev))
 
     def _next_event_ns(self, c: int) -> int | None:
         """When CPU c's next event is due (processor sharing: the first queued thread to finish,
@@ -485,7 +485,7 @@ class CfsEngine:
                 t_gen = self._t_gen
                 t_cpu = self._t_cpu
                 while heap and (heap[0][2] != t_gen[heap[0][1]] or t_cpu[heap[0][1]] != c):
-                    heapq.heappop(heap)
+                    heappop(heap)
         if not heap:
             # only the thread completing right now is queued (we are inside its callback):
             # the completion handler re-arms this CPU when the callback returns
@@ -546,11 +546,11 @@ class CfsEngine:
         while heap:
             end_v, tid, gen = heap[0]
             if gen != t_gen[tid] or t_cpu[tid] != c:
-                heapq.heappop(heap)
+                heappop(heap)
                 continue
             if end_v - vt > _EPS:
                 break
-            heapq.heappop(heap)
+            heappop(heap)
             # the thread's work is done: its callback continues it or it blocks
             self._t_base[tid] += self._t_end_v[tid] - self._t_start_v[tid]
             cb = self._t_cb[tid]
@@ -564,7 +564,7 @@ class CfsEngine:
                 self._t_start_v[tid] = start
                 end_v = start + float(more)
                 self._t_end_v[tid] = end_v
-                heapq.heappush(heap, (end_v, tid, gen))
+                heappush(heap, (end_v, tid, gen))
             else:
                 self._dequeue(c, tid, now)
                 blocked = True
@@ -704,7 +704,7 @@ class CfsEngine:
         end = start + work
         self._t_start_v[tid] = start
         self._t_end_v[tid] = end
-        heapq.heappush(self._heap[c], (end, tid, gen))
+        heappush(self._heap[c], (end, tid, gen))
 
     def _dequeue(self, c: int, tid: int, now: int) -> None:
         n = self._queued[c]

@@ -8,23 +8,24 @@ https://go.dev/doc/gc-guide. Byte quantities are ints, times are ns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
-GC_BACKGROUND_UTILIZATION = 0.25      # gcBackgroundUtilization == gcGoalUtilization
-MAX_UTIL_ERROR = 0.3                  # startCycle maxUtilError
-FRACTIONAL_EXIT_SLACK = 1.2           # pollFractionalWorkerExit: 1.2 x fractionalUtilizationGoal
-TRIGGER_RATIO_DEN = 64
-MIN_TRIGGER_RATIO_NUM = 45            # ~0.70
-MAX_TRIGGER_RATIO_NUM = 61            # ~0.95
-DEFAULT_HEAP_MINIMUM = 4 << 20        # defaultHeapMinimum (x GOGC/100)
-GC_OVER_ASSIST_WORK = 64 << 10        # gcOverAssistWork: minimum scan work per assist
-MAX_OVERSHOOT = 1.1                   # revise: past the goal, extend it by 10 %
-REVISE_GOGC_OFF = 100_000             # revise: GOGC off (a forced or memory-limit cycle) acts as this
-MEMLIMIT_HEADROOM_PERCENT = 3         # memoryLimitHeapGoalHeadroomPercent
-MEMLIMIT_MIN_HEADROOM = 1 << 20       # memoryLimitMinHeapGoalHeadroom
-FORCEGC_PERIOD_NS = 120 * 10**9       # forcegcperiod (proc.go)
-LIMITER_CAPACITY_PER_PROC_NS = 10**9  # capacityPerProc
-LIMITER_UPDATE_PERIOD_NS = 10 * 10**6 # gcCPULimiterUpdatePeriod
-CONS_MARK_HISTORY = 4                 # lastConsMark [4]float64
+GC_BACKGROUND_UTILIZATION: Final = 0.25      # gcBackgroundUtilization == gcGoalUtilization
+MAX_UTIL_ERROR: Final = 0.3                  # startCycle maxUtilError
+FRACTIONAL_EXIT_SLACK: Final = 1.2           # pollFractionalWorkerExit: 1.2 x fractionalUtilizationGoal
+TRIGGER_RATIO_DEN: Final = 64
+MIN_TRIGGER_RATIO_NUM: Final = 45            # ~0.70
+MAX_TRIGGER_RATIO_NUM: Final = 61            # ~0.95
+DEFAULT_HEAP_MINIMUM: Final = 4 << 20        # defaultHeapMinimum (x GOGC/100)
+GC_OVER_ASSIST_WORK: Final = 64 << 10        # gcOverAssistWork: minimum scan work per assist
+MAX_OVERSHOOT: Final = 1.1                   # revise: past the goal, extend it by 10 %
+REVISE_GOGC_OFF: Final = 100_000             # revise: GOGC off (a forced or memory-limit cycle) acts as this
+MEMLIMIT_HEADROOM_PERCENT: Final = 3         # memoryLimitHeapGoalHeadroomPercent
+MEMLIMIT_MIN_HEADROOM: Final = 1 << 20       # memoryLimitMinHeapGoalHeadroom
+FORCEGC_PERIOD_NS: Final = 120 * 10**9       # forcegcperiod (proc.go)
+LIMITER_CAPACITY_PER_PROC_NS: Final = 10**9  # capacityPerProc
+LIMITER_UPDATE_PERIOD_NS: Final = 10 * 10**6 # gcCPULimiterUpdatePeriod
+CONS_MARK_HISTORY: Final = 4                 # lastConsMark [4]float64
 
 
 @dataclass(frozen=True)

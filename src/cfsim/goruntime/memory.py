@@ -37,20 +37,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Final
 
 from cfsim.goruntime import gcpacer
 
-MiB = 1 << 20
-PAGE = 4096
-SCAVENGE_PERCENT = 1               # scavengePercent
-RETAIN_EXTRA_PERCENT = 10          # retainExtraPercent
-REDUCE_EXTRA_PERCENT = 5           # reduceExtraPercent
-SCAVENGE_QUANTUM = 64 << 10       # scavengeQuantum: the scavenger releases at most this much at a time
-CHUNK = 4 << 20                    # pallocChunkBytes: the page allocator's (and scavenger's) chunk
-DENSE_FRACTION = 0.96875           # scavChunkHiOccFrac: a chunk this full is "dense"
+MiB: Final = 1 << 20
+PAGE: Final = 4096
+SCAVENGE_PERCENT: Final = 1               # scavengePercent
+RETAIN_EXTRA_PERCENT: Final = 10          # retainExtraPercent
+REDUCE_EXTRA_PERCENT: Final = 5           # reduceExtraPercent
+SCAVENGE_QUANTUM: Final = 64 << 10       # scavengeQuantum: the scavenger releases at most this much at a time
+CHUNK: Final = 4 << 20                    # pallocChunkBytes: the page allocator's (and scavenger's) chunk
+DENSE_FRACTION: Final = 0.96875           # scavChunkHiOccFrac: a chunk this full is "dense"
 
 GOMEMLIMIT_POLICIES = ("explicit", "automemlimit")
-AUTOMEMLIMIT_DEFAULT_RATIO = 0.9   # github.com/KimMachineGun/automemlimit defaultAUTOMEMLIMIT
+AUTOMEMLIMIT_DEFAULT_RATIO: Final = 0.9   # github.com/KimMachineGun/automemlimit defaultAUTOMEMLIMIT
 
 
 def gomemlimit_bytes(policy: str, explicit_mb: float | None, memory_limit_bytes: int | None,

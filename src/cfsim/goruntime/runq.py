@@ -35,12 +35,12 @@ at once. The goroutines are opaque here; the work sources give them meaning.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, Final
 
 #: ``findRunnable`` looks at the global queue first every 61st schedule of a P
-GLOBAL_CHECK_EVERY = 61
+GLOBAL_CHECK_EVERY: Final = 61
 #: sysmon polls the network when nobody has for this long (``sysmon``: ``lastpoll + 10ms``)
-SYSMON_POLL_NS = 10_000_000
+SYSMON_POLL_NS: Final = 10_000_000
 
 
 class RunQueues:

@@ -74,11 +74,11 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
 """
 from __future__ import annotations
 
-import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Protocol
+from heapq import heappop, heappush
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -91,47 +91,69 @@ from cfsim.kernel import memory as kmem
 from cfsim.kernel.resume import ResumeCost
 from cfsim.kernel.wakeup import LINUX_TIMER_SLACK_NS, WakeupCost
 
-MiB = 1 << 20
+if TYPE_CHECKING:
+    # the engine's type only (the runtime imports no engine): the compiled build (mypyc) calls
+    # its methods directly, ~1.45x on a busy closed loop (benchmarks/bench_busy.py)
+    from cfsim.engine.cfs import CfsEngine
+
+MiB: Final = 1 << 20
 
 # segment kinds (what an M is burning)
-USER, ASSIST, SPIN, WAKE, PARK, DED, FRAC, IDLEW, ACK, STWK = range(10)
+USER: Final = 0
+ASSIST: Final = 1
+SPIN: Final = 2
+WAKE: Final = 3
+PARK: Final = 4
+DED: Final = 5
+FRAC: Final = 6
+IDLEW: Final = 7
+ACK: Final = 8
+STWK: Final = 9
 # real-CPU classes per segment kind
-_CPU_CLASS = {USER: "user", ASSIST: "gc_assist", SPIN: "sched", WAKE: "sched", PARK: "sched",
+_CPU_CLASS: Final = {USER: "user", ASSIST: "gc_assist", SPIN: "sched", WAKE: "sched", PARK: "sched",
               DED: "gc_dedicated", FRAC: "gc_dedicated", IDLEW: "gc_idle", ACK: "gc_pause", STWK: "gc_pause"}
 # P-time classes (runtime/metrics /cpu/classes)
-PC_IDLE, PC_USER, PC_DED, PC_IDLEMARK, PC_ASSIST, PC_PAUSE = range(6)
-_SEG_PC = {USER: PC_USER, SPIN: PC_USER, WAKE: PC_USER, ASSIST: PC_ASSIST, DED: PC_DED, FRAC: PC_DED,
+PC_IDLE: Final = 0
+PC_USER: Final = 1
+PC_DED: Final = 2
+PC_IDLEMARK: Final = 3
+PC_ASSIST: Final = 4
+PC_PAUSE: Final = 5
+_SEG_PC: Final = {USER: PC_USER, SPIN: PC_USER, WAKE: PC_USER, ASSIST: PC_ASSIST, DED: PC_DED, FRAC: PC_DED,
            IDLEW: PC_IDLEMARK, ACK: PC_USER, STWK: PC_USER}
 # list forms for the hot path (index = segment kind); a P-holding M "parked" has just taken its P
-_SEG_PC_L = [_SEG_PC.get(k, PC_USER) for k in range(10)]
-_CPU_IDX = [CPU_CLASSES.index(_CPU_CLASS[k]) for k in range(10)]
-_SCHED = CPU_CLASSES.index("sched")
-_MARK_SEGS = (DED, FRAC, IDLEW, ASSIST)
+_SEG_PC_L: Final = [_SEG_PC.get(k, PC_USER) for k in range(10)]
+_CPU_IDX: Final = [CPU_CLASSES.index(_CPU_CLASS[k]) for k in range(10)]
+_SCHED: Final = CPU_CLASSES.index("sched")
+_MARK_SEGS: Final = (DED, FRAC, IDLEW, ASSIST)
 
-OFF, SWEEPTERM, MARK, MARKTERM = range(4)
+OFF: Final = 0
+SWEEPTERM: Final = 1
+MARK: Final = 2
+MARKTERM: Final = 3
 # allocation granularity of the model: a chunk allocates at most 1/ALLOC_QUANTA of the heap
 # runway per P, 1/MARK_QUANTA of the heap left before the goal during the mark (at least
 # ALLOC_QUANTUM_MIN), and takes at least CLAIM_MIN_NS of CPU
-ALLOC_QUANTA = 8
-MARK_QUANTA = 32          # during the mark: at most 1/32 of the heap left before the goal per P
-ALLOC_QUANTUM_MIN = 64 << 10
-CLAIM_MIN_NS = 20_000
-SWEEP_PAGE = 8192         # the runtime's page (pageSize): the heap in use is swept in these
+ALLOC_QUANTA: Final = 8
+MARK_QUANTA: Final = 32          # during the mark: at most 1/32 of the heap left before the goal per P
+ALLOC_QUANTUM_MIN: Final = 64 << 10
+CLAIM_MIN_NS: Final = 20_000
+SWEEP_PAGE: Final = 8192         # the runtime's page (pageSize): the heap in use is swept in these
 # one pass of an assist's gcDrainN: it stops at the goroutine's preemption request (sysmon, 10-20
 # ms) or when the limiter turns on, whose flag changes only at its updates: the end of each assist
 # longer than gcAssistTimeSlack, findRunnableGCWorker once gcCPULimiterUpdatePeriod (10 ms) has
 # passed, and the GC's phase changes (src/runtime/mgclimit.go; sysmon does not update it)
-ASSIST_CHUNK_NS = FORCE_PREEMPT_NS
+ASSIST_CHUNK_NS: Final = FORCE_PREEMPT_NS
 # an assist pass is watched for the limiter turning on mid-pass only when the limiter's bucket is
 # at least this full: the bucket fills by at most GOMAXPROCS x wall time, so from half full it
 # takes half a second of wall time to fill, longer than a pass lasts
-LIMITER_WATCH_FILL = 0.5
+LIMITER_WATCH_FILL: Final = 0.5
 # how often an M frozen by the quota is looked at again (a host tick)
-FROZEN_POLL_NS = 1_000_000
-SAMPLE_NS_DEFAULT = 100_000_000
+FROZEN_POLL_NS: Final = 1_000_000
+SAMPLE_NS_DEFAULT: Final = 100_000_000
 #: "no trigger near" for the chunk cap's check (_claim_cap); a float as the distances it is compared with
-_CAP_FAR = float(1 << 62)
-SYSMON_BATCH_NS = 250_000   # sysmon's counted polls are burnt in chunks of at least this CPU
+_CAP_FAR: Final = float(1 << 62)
+SYSMON_BATCH_NS: Final = 250_000   # sysmon's counted polls are burnt in chunks of at least this CPU
 
 
 class Claim:
@@ -151,17 +173,27 @@ class Claim:
         self.p = p
 
 
-class WorkSource(Protocol):
-    def has_work(self) -> bool: ...
+class WorkSource:
+    """The goroutines a workload gives the runtime's Ps to run. A base class the sources derive
+    from, not a ``Protocol``: the compiled build (mypyc) then calls their methods directly instead
+    of looking each up by name, dozens of times a request."""
 
-    def claim(self, max_ns: int, p: int = -1) -> Claim | None: ...   # p: the claiming M's P
+    def has_work(self) -> bool:
+        raise NotImplementedError
 
-    def done(self, claim: Claim, t0: int, t1: int) -> None: ...
+    def claim(self, max_ns: int, p: int = -1) -> Claim | None:   # p: the claiming M's P
+        raise NotImplementedError
 
-    def requeue(self, claim: Claim, left_ns: int, t0: int, t1: int) -> Claim | None: ...
+    def done(self, claim: Claim, t0: int, t1: int) -> None:
+        raise NotImplementedError
 
-    # optional: ``continues(claim) -> bool``, whether the goroutine that ran ``claim`` goes on
-    # without a scheduling point (see GoRuntime._continues)
+    def requeue(self, claim: Claim, left_ns: int, t0: int, t1: int) -> Claim | None:
+        raise NotImplementedError
+
+    def continues(self, claim: Claim) -> bool:
+        """Whether the goroutine that ran ``claim`` goes on without a scheduling point (see
+        GoRuntime._continues); most sources' goroutines block at their chunk's end."""
+        return False
 
 
 @dataclass(frozen=True)
@@ -323,7 +355,7 @@ class _M:
 class GoRuntime(RuntimeReports):
     """One Go process. ``source`` is set by the workload before :meth:`start`."""
 
-    def __init__(self, engine, params: GoParams, cpus: int, base_limit: float | None,
+    def __init__(self, engine: CfsEngine, params: GoParams, cpus: int, base_limit: float | None,
                  limit_schedule=None, period_us: int = 100_000, name: str = "go",
                  sample_ns: int = SAMPLE_NS_DEFAULT):
         self.engine = engine
@@ -860,7 +892,7 @@ class GoRuntime(RuntimeReports):
         overhead already owed (a wake-up). Returns the next segment's CPU, or None if the M
         released its P and blocks. ``cont``: no scheduling point, the running goroutine goes on
         with the source's next chunk (:meth:`_continues`): no GC worker, no goroutine switch."""
-        if cont:
+        if cont and self.source is not None:
             c = self.source.claim(self.claim_ns, m.p)
             if c is not None:
                 self.inflight_alloc += c.alloc
@@ -899,11 +931,11 @@ class GoRuntime(RuntimeReports):
         now = self._env._now
         ends = self.spin_ends
         while ends and ends[0] <= now:
-            heapq.heappop(ends)
+            heappop(ends)
         nv = len(ends)
         if may_spin(m.spinning, self.nmspinning + nv, self.nprocs, len(self.free_ps) - nv):
             extra += self.c_spin + self._lock_ns()
-            heapq.heappush(ends, now + self.c_spin)
+            heappush(ends, now + self.c_spin)
         if m.spinning:
             m.spinning = False
             self.nmspinning -= 1
@@ -945,6 +977,7 @@ class GoRuntime(RuntimeReports):
 
     def _user_done(self, m: _M) -> int | None:
         c = m.claim
+        assert c is not None   # (narrowed: the compiled build reads its fields directly)
         m.claim = None
         self.inflight_alloc -= c.alloc
         if m.sweep:
@@ -978,8 +1011,7 @@ class GoRuntime(RuntimeReports):
         its blocking points, its preemption or a stop-the-world, as in the runtime."""
         if self.stw or m.p < 0:
             return False
-        cont = getattr(self.source, "continues", None)
-        if cont is None or not cont(c):
+        if self.source is None or not self.source.continues(c):
             return False
         return self._env._now < self._preempt_at(m)
 
@@ -1971,9 +2003,9 @@ class GoRuntime(RuntimeReports):
                     cpu["sched"] += pre
                     cpu[_CPU_CLASS[m.seg]] += used - pre
         if self.sysmon is not None and eng.is_runnable(self.sm_tid):
-            used = eng.thread_cpu_ns(self.sm_tid) - self.sm_charged
-            if used > 0:
-                cpu["sched"] += used
+            sm_used = eng.thread_cpu_ns(self.sm_tid) - self.sm_charged
+            if sm_used > 0:
+                cpu["sched"] += sm_used
         return cpu
 
     def _row(self) -> tuple:

@@ -42,15 +42,16 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
+from typing import Final
 
 from cfsim.kernel.wakeup import LINUX_TIMER_SLACK_NS
 
-STEAL_TRIES = 4
-SYSMON_MIN_DELAY_US = 20           # sysmon: "start with 20us sleep..."
-SYSMON_IDLE_DOUBLE = 50            # "... start doubling the sleep after 1ms..."
-SYSMON_MAX_DELAY_US = 10_000       # "... up to 10ms"
-FORCE_PREEMPT_NS = 10_000_000      # forcePreemptNS
-DRAIN_CHECK_NS = 100_000           # drainCheckThreshold ~ 100 us of scanning (idle-worker poll)
+STEAL_TRIES: Final = 4
+SYSMON_MIN_DELAY_US: Final = 20           # sysmon: "start with 20us sleep..."
+SYSMON_IDLE_DOUBLE: Final = 50            # "... start doubling the sleep after 1ms..."
+SYSMON_MAX_DELAY_US: Final = 10_000       # "... up to 10ms"
+FORCE_PREEMPT_NS: Final = 10_000_000      # forcePreemptNS
+DRAIN_CHECK_NS: Final = 100_000           # drainCheckThreshold ~ 100 us of scanning (idle-worker poll)
 
 
 def may_spin(already_spinning: bool, nmspinning: int, gomaxprocs: int, npidle: int) -> bool:

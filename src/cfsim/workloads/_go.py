@@ -8,7 +8,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from cfsim.goruntime.runtime import ALLOC_QUANTUM_MIN, SAMPLE_NS_DEFAULT, Claim, GoParams, GoRuntime, MiB
+from cfsim.goruntime.runtime import (ALLOC_QUANTUM_MIN, SAMPLE_NS_DEFAULT, Claim, GoParams, GoRuntime, MiB,
+                                     WorkSource)
 from cfsim.goruntime.syncpool import PerPPool
 from cfsim.monitoring.histogram import quantiles_through_buckets
 
@@ -80,12 +81,12 @@ class _SideG:
         self.got = False
 
 
-class WithSideWork:
+class WithSideWork(WorkSource):
     """A work source that serves side goroutines (scrapes) before the workload's own work,
     delegating everything else to ``main``. Set as the runtime's source only when side work is
     configured, so workloads without it pay nothing."""
 
-    def __init__(self, main, rt: GoRuntime | None = None):
+    def __init__(self, main: WorkSource, rt: GoRuntime | None = None):
         self.main = main
         self.rt = rt   # told what a side goroutine that keeps its objects allocated
         self.side: list[_SideG] = []
@@ -131,8 +132,7 @@ class WithSideWork:
         own goroutines go on as ``main`` says, unless a side goroutine is waiting to run."""
         if isinstance(claim.token, _SideG) or self.side:
             return False
-        cont = getattr(self.main, "continues", None)
-        return cont is not None and cont(claim)
+        return self.main.continues(claim)
 
     def requeue(self, claim, left_ns: int, t0: int, t1: int) -> None:
         g = claim.token

@@ -71,31 +71,37 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Final, Sequence
 
 import numpy as np
 
 from cfsim.goruntime.runq import RunQueues
-from cfsim.goruntime.runtime import Claim, GoRuntime
-from cfsim.workloads._chunk import _Chunk
+from cfsim.goruntime.runtime import Claim, GoRuntime, WorkSource
 from cfsim.workloads._go import latency_keys
 from cfsim.workloads.arrivals import lognormal_sigma
 
-PRE, CHILD, POST, BG_START, BG_END, TAIL = range(6)
+PRE: Final = 0
+CHILD: Final = 1
+POST: Final = 2
+BG_START: Final = 3
+BG_END: Final = 4
+TAIL: Final = 5
 #: the background reader of a request: queued to start, parked in its read, told to end before it ran
-BG_QUEUED, BG_READING, BG_ABORTED = range(3)
+BG_QUEUED: Final = 0
+BG_READING: Final = 1
+BG_ABORTED: Final = 2
 #: CPU of net/http's background reader goroutine when it starts (a read that finds nothing, the
 #: netpoller park) and when it ends (the deadline error, ``cond.Broadcast``, exit), and of the
 #: connection goroutine's tail after it (deadline reset, the read that parks): an execution trace of
 #: the lab's server at 750 requests/s and GOMAXPROCS 2 ran the reader 1.1 us a run, 2.7 runs a request
-BG_START_NS = 1_500
-BG_END_NS = 1_500
-TAIL_NS = 3_000
+BG_START_NS: Final = 1_500
+BG_END_NS: Final = 1_500
+TAIL_NS: Final = 3_000
 #: time-outside-the-process draws per block
-RTT_BLOCK = 1024
+RTT_BLOCK: Final = 1024
 #: the most CPU a chunk of several goroutines takes: a GC cycle that starts meanwhile gets its
 #: workers at the P's next schedule, up to this late
-CHUNK_MAX_NS = 500_000
+CHUNK_MAX_NS: Final = 500_000
 
 
 class _Req:
@@ -108,6 +114,19 @@ class _Req:
         self.t_handler = t_arr
         self.per_g = per_g
         self.bg = BG_QUEUED
+
+
+class _G:
+    """A goroutine of a request in the scheduler's queues: its request, the CPU it has left, and
+    which of the request's goroutines it is (``PRE`` ... ``TAIL``). A class, not a list: the
+    compiled build (mypyc) keeps its fields as machine integers."""
+
+    __slots__ = ("req", "left", "stage")
+
+    def __init__(self, req: _Req, left: int, stage: int):
+        self.req = req
+        self.left = left
+        self.stage = stage
 
 
 class CpuDrift:
@@ -138,7 +157,7 @@ class CpuDrift:
         return max(0.05, 1.0 + self.cv * self.x)
 
 
-class RequestSource:
+class RequestSource(WorkSource):
     def __init__(self, rt: GoRuntime, cpu_ns: float, alloc_bytes: float, fanout: int,
                  on_response: Callable[[_Req, int], None] | None = None, server_cpu_ns: float = 0.0,
                  server_alloc_bytes: float = 0.0, cpu_cv: float = 0.0, client_rtt_ns: int = 0,
@@ -175,7 +194,7 @@ class RequestSource:
         self.rtt_sigma = lognormal_sigma(client_rtt_ns, client_rtt_p99_ns)
         self.rtt_rng = rtt_rng if rtt_rng is not None else np.random.default_rng(0)
         self.rtt_draws: list[int] = []
-        # the goroutines ([req, remaining_ns, stage]) in the Go scheduler's queues: each P's
+        # the goroutines (_G: request, CPU left, stage) in the Go scheduler's queues: each P's
         # runnext and local queue, the global queue, the network's (cfsim.goruntime.runq)
         self.q = RunQueues()
         self.cur_p = 0                      # the P of the goroutine whose end is being booked
@@ -215,7 +234,7 @@ class RequestSource:
         if need > self.conns:
             self._open_conns(need)
         if self.half_ns > 0:
-            self.q.net_ready([req, self.half_ns, PRE])
+            self.q.net_ready(_G(req, self.half_ns, PRE))
             self._ready(1)               # the netpoller readies the connection goroutine
         else:
             self._spawn(req, netpoll=True)
@@ -237,17 +256,17 @@ class RequestSource:
         if netpoll:
             # no server CPU: the network readies the handler's goroutines themselves
             for _ in range(self.fanout):
-                self.q.net_ready([req, req.per_g, CHILD])
+                self.q.net_ready(_G(req, req.per_g, CHILD))
         else:
             p = self.cur_p
             if self.background_read:
                 # started first (go cr.backgroundRead()), then the handler's go statements take
                 # runnext from it: it waits behind them in the P's local queue
-                self.q.put_next(p, [req, self.bg_ns[0], BG_START])
+                self.q.put_next(p, _G(req, self.bg_ns[0], BG_START))
                 self._ready(1, netpoll=False)
             # newproc: each new goroutine takes runnext, the one before goes to the local tail
             for _ in range(self.fanout):
-                self.q.put_next(p, [req, req.per_g, CHILD])
+                self.q.put_next(p, _G(req, req.per_g, CHILD))
         # the handler's go statements: newproc -> wakep (the spinning chain spreads the rest)
         self._ready(1, netpoll=netpoll, spawns=netpoll)
 
@@ -255,10 +274,10 @@ class RequestSource:
     def has_work(self) -> bool:
         return self.q.has_work()
 
-    def _alloc(self, g: list, work: int) -> int:
-        if g[2] == CHILD:
-            return int(work * self.alloc_per_ns * self.per_g / g[0].per_g)
-        if g[2] > POST:
+    def _alloc(self, g: _G, work: int) -> int:
+        if g.stage == CHILD:
+            return int(work * self.alloc_per_ns * self.per_g / g.req.per_g)
+        if g.stage > POST:
             return 0
         return int(self.half_alloc * work / self.half_ns) if self.half_ns else 0
 
@@ -269,14 +288,14 @@ class RequestSource:
             p = 0
         rt = self.rt
         q = self.q
-        g = q.take(p, rt.engine.now, rt.nprocs, rt.npidle)
+        g: _G | None = q.take(p, rt.engine.now, rt.nprocs, rt.npidle)
         if g is None:
             return None
-        work = g[1]
+        work = g.left
         if max_ns < work:
             work = max_ns
         alloc = self._alloc(g, work)
-        if not self.batch or work < g[1] or not (q.n_local or q.glob or q.net) or rt.free_ps \
+        if not self.batch or work < g.left or not (q.n_local or q.glob or q.net) or rt.free_ps \
                 or rt.idlew_running or rt.gc_cycle_running():
             return Claim(work, alloc, g, p=p)
         # every P busy: what this goroutine's end readies into the P's runnext runs next on this
@@ -285,30 +304,30 @@ class RequestSource:
         # P that runs dry meanwhile steals the head of that queue (runqsteal), which a chunk
         # cannot give back (a saturated closed loop at GOMAXPROCS 24 on a 2-core limit: p50
         # -21 %, p99 +26 % with it, over 4 seeds x 2 s)
-        gs = _Chunk([g])
+        gs = [g]
         cap = min(max_ns, CHUNK_MAX_NS)
         nxt = self._readies_next(g)
-        while nxt is not None and work + nxt[1] <= cap and q.next[p] is None \
+        while nxt is not None and work + nxt.left <= cap and q.next[p] is None \
                 and not q.global_check_due(p):
             gs.append(nxt)
-            work += nxt[1]
-            alloc += self._alloc(nxt, nxt[1])
+            work += nxt.left
+            alloc += self._alloc(nxt, nxt.left)
             nxt = self._readies_next(nxt)
         if len(gs) == 1:
             return Claim(work, alloc, g, p=p)
         return Claim(work, alloc, gs, len(gs), p=p)
 
-    def _readies_next(self, g: list) -> list | None:
+    def _readies_next(self, g: _G) -> _G | None:
         """The goroutine ``g``'s end readies into its P's runnext when that alone follows from its
         request (one handler goroutine, no background reader): the handler after the read, the
         response after the handler; a stand-in the same as the one :meth:`_finish` will create."""
         if self.fanout != 1 or self.background_read:
             return None
-        req, stage = g[0], g[2]
+        req, stage = g.req, g.stage
         if stage == PRE:
-            return [req, req.per_g, CHILD]
+            return _G(req, req.per_g, CHILD)
         if stage == CHILD and self.half_ns > 0:
-            return [req, self.half_ns, POST]
+            return _G(req, self.half_ns, POST)
         return None
 
     def _ends(self, claim: Claim, t0: int, t1: int, work_ns: int) -> list[int]:
@@ -320,8 +339,9 @@ class RequestSource:
         run = t1 - t0 - gl
         ends = []
         cum = 0
-        for g in claim.token:
-            cum += g[1]
+        gs: list[_G] = claim.token
+        for g in gs:
+            cum += g.left
             if cum > work_ns:
                 break
             t = t0 + run * cum // work_ns
@@ -331,7 +351,7 @@ class RequestSource:
     def done(self, claim: Claim, t0: int, t1: int) -> None:
         g = claim.token
         self.cur_p = claim.p
-        if type(g) is _Chunk:
+        if isinstance(g, list):
             self._finish_chunk(g, self._ends(claim, t0, t1, claim.work))
             return
         self._finish(g, claim.work, t1)
@@ -342,7 +362,7 @@ class RequestSource:
         else:
             self.rt.ready(k, netpoll=netpoll, spawns=spawns)
 
-    def _finish_chunk(self, gs: _Chunk, ends: list[int]) -> None:
+    def _finish_chunk(self, gs: list[_G], ends: list[int]) -> None:
         """The first ``len(ends)`` goroutines of a chunk end, in order; one that an earlier one
         readied is taken from the P's runnext, where that one's end has just put it. That
         readying's ``wakep`` ran once the M had taken it, with this P busy: it is made at the
@@ -353,24 +373,24 @@ class RequestSource:
             h = gs[i]
             if i:
                 h = q.pop_own(p)
-                if h is None or h[0] is not gs[i][0] or h[2] != gs[i][2]:
+                if h is None or h.req is not gs[i].req or h.stage != gs[i].stage:
                     raise RuntimeError("a chunk's readied goroutine is not in its P's runnext")
             self._chained = i + 1 < len(gs)
             try:
-                self._finish(h, h[1], t)
+                self._finish(h, h.left, t)
             finally:
                 self._chained = False
         if self._chain_woke:
             self.rt.wakep()
 
-    def _finish(self, g: list, work: int, t1: int) -> None:
+    def _finish(self, g: _G, work: int, t1: int) -> None:
         """Goroutine ``g`` ran ``work`` of its CPU, ending at ``t1``."""
-        g[1] -= work
-        if g[1] > 0:
+        g.left -= work
+        if g.left > 0:
             self.q.put_global(g)      # preempted after 10 ms (gopreempt_m): the global queue
             self._ready(1, netpoll=False)
             return
-        req, stage = g[0], g[2]
+        req, stage = g.req, g.stage
         if stage > POST:
             self._background_read(req, stage)
             return
@@ -387,7 +407,7 @@ class RequestSource:
             if self.half_ns > 0:
                 # wg.Done readies the connection goroutine into the P's runnext: it runs next,
                 # ahead of the queue (ready -> runqput(next=true))
-                self.q.put_next(self.cur_p, [req, self.half_ns, POST])
+                self.q.put_next(self.cur_p, _G(req, self.half_ns, POST))
                 self._ready(1, netpoll=False)
                 return
         self._complete(req, t1)
@@ -395,7 +415,7 @@ class RequestSource:
             # abortPendingRead: the deadline readies the parked reader into runnext; one that has
             # not run yet returns at once when it does
             if req.bg == BG_READING:
-                self.q.put_next(self.cur_p, [req, self.bg_ns[1], BG_END])
+                self.q.put_next(self.cur_p, _G(req, self.bg_ns[1], BG_END))
                 self._ready(1, netpoll=False)
             else:
                 req.bg = BG_ABORTED
@@ -408,7 +428,7 @@ class RequestSource:
         if stage == TAIL:
             return
         # the reader ends: cond.Broadcast readies the waiting connection goroutine into runnext
-        self.q.put_next(self.cur_p, [req, self.bg_ns[2], TAIL])
+        self.q.put_next(self.cur_p, _G(req, self.bg_ns[2], TAIL))
         self._ready(1, netpoll=False)
 
     def _complete(self, req: _Req, t1: int) -> None:
@@ -430,12 +450,15 @@ class RequestSource:
         g = claim.token
         p = self.cur_p = claim.p
         ran = claim.work - left_ns
-        if type(g) is not _Chunk:
-            g[1] -= ran
-            self.q.put_head(p, [g])
+        if not isinstance(g, list):
+            one: _G = g
+            one.left -= ran
+            self.q.put_head(p, [one])
             return
         ends = self._ends(claim, t0, t1, ran) if ran > 0 else []
-        ran -= sum(h[1] for h in g[:len(ends)])
+        for i in range(len(ends)):
+            ended: _G = g[i]
+            ran -= ended.left
         self._finish_chunk(g, ends)
         i = len(ends)
         if i >= len(g):
@@ -443,10 +466,12 @@ class RequestSource:
         if i:
             # readied by the last one that ended: it waits in runnext, partly run (what the
             # goroutines after it would ready never was)
-            self.q.next[p][1] -= ran
+            waiting: _G = self.q.next[p]
+            waiting.left -= ran
         else:
-            g[0][1] -= ran
-            self.q.put_head(p, [g[0]])
+            first: _G = g[0]
+            first.left -= ran
+            self.q.put_head(p, [first])
 
     # reporting --------------------------------------------------------------------------
     def summary(self, t0_ns: int, t1_ns: int, buckets_s: Sequence[float] | None = None) -> dict[str, Any]:

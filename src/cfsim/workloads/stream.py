@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from cfsim.goruntime.runtime import Claim
+from cfsim.goruntime.runtime import Claim, WorkSource
 from cfsim.workloads.arrivals import RateFn
 from cfsim.workloads._go import (count_at, latency_keys, make_runtime, merge_series, sample_interval_ns,
                                 with_side_work)
@@ -81,7 +81,7 @@ class DepartureLog:
         return np.stack([np.frombuffer(a, dtype=np.int64) for a in self.cols], axis=1).astype(float)
 
 
-class RecordStream:
+class RecordStream(WorkSource):
     """Records in FIFO order; a work source for the Go runtime (or a single thread)."""
 
     def __init__(self, rate: RateFn, cost_ns: float, alloc_bytes: float, workers: int,
