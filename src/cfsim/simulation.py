@@ -136,7 +136,7 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = (),
              stop: StopRule | None = None) -> SimulationResult:
     """Simulate a scenario (object, file or built-in name) and return its result.
 
-    ``stop``: asked once a simulated second during the measured window with what the window's
+    ``stop``: asked at each CFS period's end during the measured window with what the window's
     kernel keys can still end at (:func:`window_bounds`); when it answers, the run ends there and
     the summary is only ``{"stopped_early_s": when, "stopped_because": its answer}`` (no series
     or tables): a search that needs only a verdict stops a run its verdict is already decided on.
@@ -224,16 +224,20 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = (),
 
 def _run_checked(engine: CfsEngine, scenario: Scenario, stop: StopRule, start: CpuStat, t0: int,
                  t1: int) -> str | None:
-    """Run the window to ``t1`` in steps ending on the scrape grid (where the engine syncs anyway),
-    asking ``stop`` after each; its answer when it stops the run, else None (the run is at t1)."""
+    """Run the window to ``t1`` in steps of one CFS period (no longer than the scrape interval),
+    asking ``stop`` after each; its answer when it stops the run, else None (the run is at t1).
+    The steps only sync the engine's clock (integer nanoseconds), so a run the rule never stops is
+    the run without it, bit for bit; a period's step stops a throttled run as soon as the period
+    that decides its verdict has ended, not up to a second later."""
     period_us = scenario["cgroup.period_us"]
-    t = (t0 // SCRAPE_INTERVAL_NS + 1) * SCRAPE_INTERVAL_NS
+    step = min(SCRAPE_INTERVAL_NS, period_us * 1000)
+    t = (t0 // step + 1) * step
     while t < t1:
         engine.run_until(t)
         why = stop(window_bounds(_stat_delta(start, engine.cpu_stat()), t1 - t0, period_us))
         if why:
             return why
-        t += SCRAPE_INTERVAL_NS
+        t += step
     return None
 
 

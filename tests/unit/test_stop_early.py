@@ -23,8 +23,8 @@ def _never(bounds):
     ["run.duration_s=4", "run.warmup_s=1.5", "workload.kind=closed", "workload.clients=16", "go.gomaxprocs=8"],
 ])
 def test_a_rule_that_never_stops_changes_nothing(overrides):
-    """The window runs in one-second steps on the scrape grid for the rule to look at: the
-    summary, the periods and the series are those of the run without a rule."""
+    """The window runs in steps of one CFS period for the rule to look at: the summary, the
+    periods and the series are those of the run without a rule."""
     sc = load_scenario(SCENARIO, overrides)
     a, b = simulate(sc), simulate(sc, stop=_never)
     assert pickle.dumps(a.summary) == pickle.dumps(b.summary)
@@ -49,10 +49,11 @@ def test_a_stopped_run_fails_what_the_whole_run_fails(slo, limit):
 
 def test_the_rule_stops_early_when_the_verdict_is_clear():
     """Demand 1.6 cores under a 0.6-core limit is throttled nearly every period: a 10 % throttling
-    SLO is decided two seconds into a 20 s window."""
+    SLO of a 20 s window (200 periods) is decided at the 21st throttled period, checked at each
+    period's end."""
     sc = load_scenario(SCENARIO, ["run.duration_s=21", "run.warmup_s=1", "cgroup.cpu_limit=0.6"])
     got = simulate(sc, stop=stop_rule(parse_slos(["throttled_ratio<=0.1"]))).summary
-    assert got == {"stopped_early_s": 4.0, "stopped_because": "throttled_ratio<=0.1"}
+    assert got == {"stopped_early_s": 3.1, "stopped_because": "throttled_ratio<=0.1"}
 
 
 def test_no_stop_under_a_limit_schedule():
