@@ -224,13 +224,12 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = (),
 
 def _run_checked(engine: CfsEngine, scenario: Scenario, stop: StopRule, start: CpuStat, t0: int,
                  t1: int) -> str | None:
-    """Run the window to ``t1`` in steps of one CFS period (no longer than the scrape interval),
-    asking ``stop`` after each; its answer when it stops the run, else None (the run is at t1).
-    The steps only sync the engine's clock (integer nanoseconds), so a run the rule never stops is
-    the run without it, bit for bit; a period's step stops a throttled run as soon as the period
-    that decides its verdict has ended, not up to a second later."""
+    """Run the window to ``t1`` in steps of one CFS period, asking ``stop`` after each; its answer
+    when it stops the run, else None (the run is at t1). A throttled run stops once the period that
+    decides its verdict has ended; a run the rule never stops is the run without it, bit for bit
+    (tests/unit/test_stop_early.py, fluid and sliced engines)."""
     period_us = scenario["cgroup.period_us"]
-    step = min(SCRAPE_INTERVAL_NS, period_us * 1000)
+    step = period_us * 1000
     t = (t0 // step + 1) * step
     while t < t1:
         engine.run_until(t)
