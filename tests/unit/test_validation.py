@@ -168,6 +168,15 @@ def test_twins_take_the_client_round_trip_and_own_heap_from_calibration_runs(tmp
     # ...and splits the predicted runs by the host's state before the run (none recorded here)
     assert {r["host"] for r in rows} == {"unknown"} and s["predicted, unknown host"]["n"] == 2
     assert "| grid | predicted, unknown host | 2 |" in md
+    # what GOMAXPROCS itself costs: CPU at 2 over CPU at 1, lab against twin and against the naive
+    # model (which gives GOMAXPROCS no cost: ratio 1)
+    growth = rep.to_json()["gomaxprocs_growth"]["grid"]
+    by_g = {r["gomaxprocs"]: r for r in rows}
+    lab_ratio = by_g[2]["cpu_usage_cores_lab"] / by_g[1]["cpu_usage_cores_lab"]
+    model_ratio = by_g[2]["cpu_usage_cores_model"] / by_g[1]["cpu_usage_cores_model"]
+    assert growth["pairs"] == 1 and growth["error"] == pytest.approx(abs(model_ratio / lab_ratio - 1))
+    assert rep.to_json()["gomaxprocs_growth_naive"]["grid"]["error"] == pytest.approx(abs(1 / lab_ratio - 1), rel=0.05)
+    assert "## What GOMAXPROCS itself costs" in md and "| grid | 1 (1) |" in md
 
 
 def test_runs_a_fit_touched_are_training_not_held_out(grid, tmp_path):

@@ -176,6 +176,61 @@ def tails_summary(rows: Iterable[Mapping[str, Any]], side: str = "model") -> dic
     return out
 
 
+def gomaxprocs_growth(rows: Iterable[Mapping[str, Any]], side: str = "model") -> dict[str, Any]:
+    """What GOMAXPROCS itself costs, lab against ``side`` (``"model"`` or ``"naive"``): within each
+    design point (``group``, as :func:`p99_order`), CPU at every GOMAXPROCS over CPU at the point's
+    lowest one, each side's mean over its repeats, on runs where the model predicts
+    (:data:`cfsim.validation.regimes.PREDICTED`: in a capped run the quota or GOMAXPROCS decides the
+    CPU). A per-run CPU error mixes the grid's cost calibration with the runtime's costs; the ratio
+    cancels what the settings share and keeps what grows with the Ps. A model whose CPU does not
+    depend on GOMAXPROCS (the naive one) predicts 1.
+
+    Returns ``pairs`` (lowest, other) compared over ``points`` design points, the medians of the lab's and the side's growth
+    ``|ratio - 1|``, the median ``|side ratio / lab ratio - 1|`` (``error``), how many pairs with
+    repeats at the other setting have the side's ratio inside the lab's range over those repeats
+    (``inside_repeats`` of ``with_repeats``), and the three largest misses (``worst``).
+
+    >>> rows = [{"regime": "uncapped", "group": 1, "gomaxprocs": g, "cpu_usage_cores_lab": c,
+    ...          "cpu_usage_cores_model": m} for g, c, m in ((1, 0.40, 0.38), (8, 0.50, 0.48), (8, 0.52, 0.49))]
+    >>> g = gomaxprocs_growth(rows)
+    >>> g["pairs"], round(g["lab_growth"], 3), round(g["side_growth"], 3), round(g["error"], 3)
+    (1, 0.275, 0.276, 0.001)
+    >>> g["inside_repeats"], g["with_repeats"]
+    (1, 1)
+    >>> round(gomaxprocs_growth([{**r, "cpu_usage_cores_naive": 0.4} for r in rows], "naive")["error"], 3)
+    0.216
+    """
+    by: dict[Any, dict[int, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(lambda: {"lab": [], "side": []}))
+    for r in rows:
+        a, b, g = r.get("cpu_usage_cores_lab"), r.get(f"cpu_usage_cores_{side}"), r.get("gomaxprocs")
+        if r.get("regime") not in PREDICTED or not a or not b or not isinstance(g, int):
+            continue
+        cell = by[r["group"]][g]
+        cell["lab"].append(float(a))
+        cell["side"].append(float(b))
+    pairs = []
+    for group, cells in by.items():
+        gs = sorted(cells)
+        if len(gs) < 2:
+            continue
+        lab0 = sum(cells[gs[0]]["lab"]) / len(cells[gs[0]]["lab"])
+        side0 = sum(cells[gs[0]]["side"]) / len(cells[gs[0]]["side"])
+        for g in gs[1:]:
+            c = cells[g]
+            lab, mod = sum(c["lab"]) / len(c["lab"]) / lab0, sum(c["side"]) / len(c["side"]) / side0
+            spread = (min(c["lab"]) / lab0, max(c["lab"]) / lab0) if len(c["lab"]) > 1 else None
+            pairs.append({"group": group, "gomaxprocs": (gs[0], g), "lab_ratio": lab, "side_ratio": mod,
+                          "error": mod / lab - 1.0, "lab_range": spread,
+                          "inside": None if spread is None else spread[0] <= mod <= spread[1]})
+    rep = [p for p in pairs if p["inside"] is not None]
+    return {"pairs": len(pairs), "points": len({p["group"] for p in pairs}),
+            "lab_growth": _median([abs(p["lab_ratio"] - 1.0) for p in pairs]),
+            "side_growth": _median([abs(p["side_ratio"] - 1.0) for p in pairs]),
+            "error": _median([abs(p["error"]) for p in pairs]),
+            "inside_repeats": sum(bool(p["inside"]) for p in rep), "with_repeats": len(rep),
+            "worst": sorted(pairs, key=lambda p: -abs(p["error"]))[:3]}
+
+
 #: the issue's goals for held-out lab runs (median over runs)
 GOALS = {"throttled": 0.03, "cpu": 0.05, "p50": 0.20, "p99_factor": 1.5}
 

@@ -104,6 +104,23 @@ class ValidationReport:
                 by_grid[row["grid"]].append(row)
         return {grid: tails_summary(rows, side) for grid, rows in by_grid.items()}
 
+    def gomaxprocs_growth(self, side: str = "model") -> dict[str, dict[str, Any]]:
+        """Per grid with held-out runs at several GOMAXPROCS of one design point: CPU at each over
+        CPU at the point's lowest, lab against ``side`` (:func:`cfsim.overheads.labcheck.gomaxprocs_growth`)."""
+        from cfsim.overheads.labcheck import gomaxprocs_growth, tails_rows
+
+        held = {r["run"] for r in self.runs if r["held_out"]}
+        by_grid: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in tails_rows(self):
+            if row["run"] in held:
+                by_grid[row["grid"]].append(row)
+        out = {grid: gomaxprocs_growth(rows, side) for grid, rows in by_grid.items()}
+        out = {grid: g for grid, g in out.items() if g["pairs"]}
+        if len(out) > 1:   # every grid's pairs together: a design point is a grid's
+            out["all"] = gomaxprocs_growth([{**r, "group": (grid, r["group"])} for grid in out
+                                            for r in by_grid[grid]], side)
+        return out
+
     def loop_share(self) -> dict[str, dict[str, Any]]:
         """Per grid, the share of an item's CPU that follows the lab workload's start-up loop rounds,
         for the lab and the twins (:func:`cfsim.validation.loopshare.loop_share_slopes`)."""
@@ -123,7 +140,8 @@ class ValidationReport:
                 "by_host_state": self.by_host_state(),
                 "errors": self.errors, "grids": self.grids, "gc": self.gc, "tails": self.tails(),
                 "tails_naive": self.tails("naive"), "throttled_below_limit": throttled_below_limit(self.runs),
-                "loop_share": self.loop_share(),
+                "loop_share": self.loop_share(), "gomaxprocs_growth": self.gomaxprocs_growth(),
+                "gomaxprocs_growth_naive": self.gomaxprocs_growth("naive"),
                 "params": self.params, "calibration": self.calibration,
                 **({"against": self.against} if self.against else {}),
                 "runs": [{k: v for k, v in r.items() if k != "path"} for r in self.runs]}
@@ -609,6 +627,33 @@ def _reversed_markdown(tails: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def _growth_markdown(report: ValidationReport) -> list[str]:
+    growth = report.gomaxprocs_growth()
+    if not growth:
+        return []
+    naive = report.gomaxprocs_growth("naive")
+    lines = ["", "## What GOMAXPROCS itself costs: CPU over the design point's lowest setting (held out, where the "
+             "model predicts; cfsim.overheads.labcheck.gomaxprocs_growth)", "",
+             "Within each design point, CPU at every GOMAXPROCS over CPU at its lowest, each side's mean over its "
+             "repeats, on uncapped and contended runs. A run's CPU error mixes the grid's cost calibration with "
+             "the runtime's costs; the ratio cancels what the settings share and keeps what grows with the Ps. "
+             "'growth': median |ratio - 1|; 'error': median |model ratio / lab ratio - 1| [naive: no cost of "
+             "GOMAXPROCS, ratio 1]; 'inside': pairs whose model ratio lies inside the lab's range over the "
+             "repeats at that setting, of the pairs with repeats there.", "",
+             "| grid | pairs (points) | lab growth | model growth | error [naive] | inside / with repeats | largest misses "
+             "(GOMAXPROCS: lab / model) |", "|---|---|---|---|---|---|---|"]
+    for grid, g in sorted(growth.items(), key=lambda kv: (kv[0] == "all", kv[0])):
+        ng = naive.get(grid, {})
+        worst = "; ".join((f"{_design_point(w['group'])}, " if g["points"] > 1 and grid != "all" else "")
+                          + (f"{w['group'][0]}: " if grid == "all" else "")
+                          + f"{w['gomaxprocs'][0]} -> {w['gomaxprocs'][1]}: {w['lab_ratio']:.2f} / {w['side_ratio']:.2f}"
+                          for w in g["worst"])
+        lines.append(f"| {grid} | {g['pairs']} ({g['points']}) | {_fmt(g['lab_growth'])} | {_fmt(g['side_growth'])} | "
+                     f"{_fmt(g['error'])}" + (f" [{_fmt(ng.get('error'))}]" if ng.get("error") is not None else "")
+                     + f" | {g['inside_repeats']} / {g['with_repeats']} | {worst} |")
+    return lines
+
+
 def _loop_share_markdown(report: ValidationReport) -> list[str]:
     shares = report.loop_share()
     if not shares:
@@ -818,6 +863,7 @@ def to_markdown(report: ValidationReport) -> str:
     lines += _host_state_markdown(report)
     lines += _gc_markdown(report)
     lines += _tails_markdown(report)
+    lines += _growth_markdown(report)
     lines += _loop_share_markdown(report)
     if report.against:
         from cfsim.validation.against import to_markdown as against_markdown
