@@ -63,8 +63,9 @@ def solve_for_level(sc: Scenario, level: float, key: str = "workload.rate_per_s"
 
 def runtime_share(s: Summary) -> float | None:
     """The share of the process's CPU the Go runtime spends on itself (scheduler and GC, idle mark
-    workers included): what a CPU profile attributes to ``runtime.*`` frames such as
-    ``schedule``, ``findRunnable`` and ``gcBgMarkWorker``."""
+    workers included). A CPU profile's stacks rooted in ``schedule``/``findRunnable`` and
+    ``gcBgMarkWorker`` come closest; it files runtime work done on a goroutine's own stack (a
+    channel send's ``goready`` -> ``wakep``, an assist) under that goroutine, so its share is lower."""
     u = s.get("user_cpu_fraction")
     return None if u is None else 1.0 - float(u)
 
@@ -97,8 +98,8 @@ def unstated_sweep(base: str | Mapping[str, Any], reference: Sequence[str], othe
     ``reference``, ``other`` and ``overrides`` are override strings (``"go.gomaxprocs=8"``); ``base``
     a built-in scenario's name, a file or a dict. Columns: the free value, the solved value, CPU at
     both settings [cores] and their ratio (other / reference), runtime share of CPU at both
-    (:func:`runtime_share`), OS-thread wake-ups a second at both, the throttled-period ratio and
-    throughput at both. ``workers``: processes, one free value each (None: every CPU); the rows
+    (:func:`runtime_share`), OS-thread wake-ups a second at both, the throttled-period ratio at
+    ``other`` and throughput at both. ``workers``: processes, one free value each (None: every CPU); the rows
     are the same on any number."""
     from cfsim.sweep.executors import map_in_order
 
