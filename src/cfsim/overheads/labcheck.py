@@ -12,6 +12,7 @@ import math
 from collections import defaultdict
 from itertools import combinations
 from pathlib import Path
+from statistics import fmean
 from typing import Any, Iterable, Mapping
 
 from cfsim.validation.regimes import HOST_STATES, PREDICTED
@@ -213,11 +214,10 @@ def gomaxprocs_growth(rows: Iterable[Mapping[str, Any]], side: str = "model") ->
         gs = sorted(cells)
         if len(gs) < 2:
             continue
-        lab0 = sum(cells[gs[0]]["lab"]) / len(cells[gs[0]]["lab"])
-        side0 = sum(cells[gs[0]]["side"]) / len(cells[gs[0]]["side"])
+        lab0, side0 = fmean(cells[gs[0]]["lab"]), fmean(cells[gs[0]]["side"])
         for g in gs[1:]:
             c = cells[g]
-            lab, mod = sum(c["lab"]) / len(c["lab"]) / lab0, sum(c["side"]) / len(c["side"]) / side0
+            lab, mod = fmean(c["lab"]) / lab0, fmean(c["side"]) / side0
             spread = (min(c["lab"]) / lab0, max(c["lab"]) / lab0) if len(c["lab"]) > 1 else None
             pairs.append({"group": group, "gomaxprocs": (gs[0], g), "lab_ratio": lab, "side_ratio": mod,
                           "error": mod / lab - 1.0, "lab_range": spread,

@@ -95,25 +95,29 @@ class ValidationReport:
         and p50, the median p99 factor, per regime and over all, and whether the p99 ordering
         across GOMAXPROCS is kept wherever the repeats separate it); ``side="naive"``: the same
         check of the naive baseline on the same runs."""
-        from cfsim.overheads.labcheck import tails_rows, tails_summary
+        from cfsim.overheads.labcheck import tails_summary
 
-        held = {r["run"] for r in self.runs if r["held_out"]}
-        by_grid: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for row in tails_rows(self):
-            if row["run"] in held and row["latency_p99_s_lab"] and row["latency_p99_s_model"]:
-                by_grid[row["grid"]].append(row)
-        return {grid: tails_summary(rows, side) for grid, rows in by_grid.items()}
+        by_grid = {grid: [r for r in rows if r["latency_p99_s_lab"] and r["latency_p99_s_model"]]
+                   for grid, rows in self._held_rows_by_grid().items()}
+        return {grid: tails_summary(rows, side) for grid, rows in by_grid.items() if rows}
 
-    def gomaxprocs_growth(self, side: str = "model") -> dict[str, dict[str, Any]]:
-        """Per grid with held-out runs at several GOMAXPROCS of one design point: CPU at each over
-        CPU at the point's lowest, lab against ``side`` (:func:`cfsim.overheads.labcheck.gomaxprocs_growth`)."""
-        from cfsim.overheads.labcheck import gomaxprocs_growth, tails_rows
+    def _held_rows_by_grid(self) -> dict[str, list[dict[str, Any]]]:
+        """The held-out runs' :func:`cfsim.overheads.labcheck.tails_rows`, per grid."""
+        from cfsim.overheads.labcheck import tails_rows
 
         held = {r["run"] for r in self.runs if r["held_out"]}
         by_grid: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in tails_rows(self):
             if row["run"] in held:
                 by_grid[row["grid"]].append(row)
+        return dict(by_grid)
+
+    def gomaxprocs_growth(self, side: str = "model") -> dict[str, dict[str, Any]]:
+        """Per grid with held-out runs at several GOMAXPROCS of one design point: CPU at each over
+        CPU at the point's lowest, lab against ``side`` (:func:`cfsim.overheads.labcheck.gomaxprocs_growth`)."""
+        from cfsim.overheads.labcheck import gomaxprocs_growth
+
+        by_grid = self._held_rows_by_grid()
         out = {grid: gomaxprocs_growth(rows, side) for grid, rows in by_grid.items()}
         out = {grid: g for grid, g in out.items() if g["pairs"]}
         if len(out) > 1:   # every grid's pairs together: a design point is a grid's
