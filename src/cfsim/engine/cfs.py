@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from cfsim.engine._events import _CpuEvent, _Timer
 from cfsim.kernel import bandwidth as bwr
 from cfsim.kernel import limits
 from cfsim.kernel.wakeup import WakeupCost
@@ -91,6 +90,43 @@ class _Period:
     quota_us: int
 
 
+#: simpy's priority of ordinary events (``simpy.events.NORMAL``): the engine's timers sort as
+#: ``env.timeout`` would among events due at the same instant
+_NORMAL: Final = 1
+
+
+class _Timer:
+    """A cancellable callback ``fn(*args)`` on the simulation's clock, one per wake-up of a
+    workload (on the hot path: no closure, no simpy event). It sits on simpy's queue as an
+    ``env.timeout`` would (same time, priority and event id), and :meth:`CfsEngine.run_until`
+    calls it."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn: Callable[..., None] | None, args: tuple) -> None:
+        self.fn = fn
+        self.args = args
+
+    def cancel(self) -> None:
+        self.fn = None
+
+
+class _CpuEvent:
+    """A CPU's next completion or refill; stale once the CPU's version moved on.
+
+    CPU events at the same instant (ticks are aligned across CPUs) run in the order of the CPU's
+    ``rank`` (which CPU's tick handler wins the race for the pool), after other events, so ties
+    resolve identically however the events were scheduled. They are the engine's most frequent
+    object, so the engine recycles them once :meth:`CfsEngine.run_until` has run one."""
+
+    __slots__ = ("engine", "cpu", "ver")
+
+    def __init__(self, engine: CfsEngine) -> None:
+        self.engine = engine
+        self.cpu = 0
+        self.ver = 0
+
+
 class CfsEngine:
     """Host CPUs plus one CFS-bandwidth cgroup. See the module docstring for the rules.
 
@@ -111,7 +147,7 @@ class CfsEngine:
         # per CPU
         "_queued", "_heap", "_work_done_ns", "_runtime_remaining_ns", "_updated_ns", "_throttled", "_thr_clock", "_ver", "_event_at_ns", "_rank",
         "_usage", "_pf_t1", "_pf_t2", "_pf_tk", "_epoch_end", "_overloaded", "_balance_pending",
-        "_free_events", "_cpu_cbs", "_idle_since", "_thr_from", "_gap_from", "_gap_to",
+        "_free_events", "_idle_since", "_thr_from", "_gap_from", "_gap_to",
         # per thread
         "_t_cpu", "_t_last", "_t_start_v", "_t_end_v", "_t_gen", "_t_cb", "_t_base", "_t_name", "_t_wake",
         "_wakeup", "wakeups_from_idle",
@@ -156,9 +192,6 @@ class CfsEngine:
         self._rank = list(range(cpus))
         self._balance_pending = False
         self._free_events: list[_CpuEvent] = []
-        # one callbacks list for every CPU event: simpy only iterates it (and then drops it from
-        # the event), so the recycled events need no list of their own
-        self._cpu_cbs = [self._cpu_event_cb]
         self._usage = [0] * cpus
         self._pf_t1 = [0] * cpus          # prefetch bookkeeping (see _prefetch)
         self._pf_t2 = [0] * cpus
@@ -347,17 +380,69 @@ class CfsEngine:
 
     def call_at(self, t_ns: int, fn: Callable[..., None], *args: object) -> _Timer:
         """Call ``fn(*args)`` at ``t_ns`` (now if that is past); ``.cancel()`` the result to drop it."""
-        delay = int(t_ns) - self.env._now
-        return _Timer(self.env, delay if delay > 0 else 0, fn, args)
+        env = self.env
+        t = int(t_ns)
+        timer = _Timer(fn, args)
+        heappush(env._queue, (t if t > env._now else env._now, _NORMAL, next(env._eid), timer))
+        return timer
 
     def call_later(self, delay_ns: int, fn: Callable[..., None], *args: object) -> _Timer:
         """Call ``fn(*args)`` after ``delay_ns`` (now if that is negative)."""
+        env = self.env
         delay = int(delay_ns)
-        return _Timer(self.env, delay if delay > 0 else 0, fn, args)
+        timer = _Timer(fn, args)
+        heappush(env._queue, (env._now + delay if delay > 0 else env._now, _NORMAL, next(env._eid), timer))
+        return timer
 
     def run_until(self, t_ns: int) -> None:
-        self.env.run(until=int(t_ns))
-        self._sync_all(self.env._now)
+        """Process the simulation's events up to ``t_ns`` and bring every CPU there.
+
+        Event for event what ``env.run(until=t_ns)`` would do (simpy 4's ``Environment.run`` and
+        ``Environment.step``, https://simpy.readthedocs.io): the events due before ``t_ns``, and
+        those due at ``t_ns`` that sort before the stop event ``run`` would schedule there (URGENT,
+        the next event id), in the queue's order; then the clock stands at ``t_ns``. The engine's
+        own events (:class:`_CpuEvent`, :class:`_Timer`) are plain compiled objects that this loop
+        runs itself; any other event on the queue (a simpy process sharing the environment) is
+        stepped as simpy steps it: its callbacks called once, a failed event not defused raised.
+        So drive an engine with this method, not ``env.run``. Why a loop of our own: simpy's
+        interpreted loop and event objects took about a quarter of the 200-thread benchmark's
+        time (``benchmarks/bench_engine.py``). The stop event's id is drawn as ``run`` draws it and
+        the engine's events take ids as ``env.timeout`` would, so simultaneous events keep simpy's
+        order and every result is what it was with simpy's loop, bit for bit
+        (tests/unit/test_engine_loop.py)."""
+        env = self.env
+        until = int(t_ns)
+        if until <= env._now:
+            raise ValueError(f"until ({until}) must be greater than the current simulation time")
+        stop_eid: int = next(env._eid)
+        q = env._queue
+        while q:
+            head = q[0]
+            t = head[0]
+            if t > until or (t == until and (head[1] > 0 or (head[1] == 0 and head[2] > stop_eid))):
+                break
+            heappop(q)
+            env._now = t
+            ev = head[3]
+            if isinstance(ev, _CpuEvent):
+                ev.engine._cpu_event_cb(ev)
+            elif isinstance(ev, _Timer):
+                fn = ev.fn
+                if fn is not None:
+                    fn(*ev.args)
+            else:
+                # a simpy event (another process sharing the environment): Environment.step
+                callbacks = ev.callbacks
+                ev.callbacks = None
+                for cb in callbacks:
+                    cb(ev)
+                if not ev._ok and not hasattr(ev, "_defused"):
+                    err = ev._value
+                    exc = type(err)(*err.args)
+                    exc.__cause__ = err
+                    raise exc
+        env._now = until
+        self._sync_all(until)
 
     def cpu_stat(self) -> CpuStat:
         """Counters as ``cpu.stat`` would show them now (throttled time of CPUs still
@@ -465,8 +550,7 @@ class CfsEngine:
         self._event_at_ns[c] = t_next
         free = self._free_events
         env = self.env
-        ev = free.pop() if free else _CpuEvent(env)
-        ev.callbacks = self._cpu_cbs
+        ev = free.pop() if free else _CpuEvent(self)
         ev.cpu = c
         ev.ver = ver
         # env.schedule(ev, 2 + rank, t_next - now), inlined
@@ -524,7 +608,7 @@ class CfsEngine:
     def _cpu_event_cb(self, ev: "_CpuEvent") -> None:
         """CPU c's completion or refill is due (unless the event went stale)."""
         c = ev.cpu
-        self._free_events.append(ev)  # simpy is done with it (see _CpuEvent)
+        self._free_events.append(ev)  # off the queue: reusable
         if ev.ver != self._ver[c]:
             return
         self._event_at_ns[c] = -1
@@ -765,9 +849,9 @@ class CfsEngine:
         if self._balance_pending or len(self._t_cpu) <= 1:
             return
         self._balance_pending = True
-        self.env.timeout(BALANCE_INTERVAL_NS).callbacks.append(self._on_balance)
+        self.call_later(BALANCE_INTERVAL_NS, self._on_balance)
 
-    def _on_balance(self, _ev=None) -> None:
+    def _on_balance(self) -> None:
         self._balance_pending = False
         now = self.env._now
         for c in range(self.ncpus):
@@ -827,8 +911,7 @@ class CfsEngine:
         self._timer_ver += 1
         self._next_fire = t_fire
         ver = self._timer_ver
-        self.env.timeout(t_fire - self.env._now).callbacks.append(
-            lambda _ev, ver=ver: self._on_period(ver))
+        self.call_later(t_fire - self.env._now, self._on_period, ver)
 
     def _on_period(self, ver: int) -> None:
         """``do_sched_cfs_period_timer``."""
