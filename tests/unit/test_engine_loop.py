@@ -51,6 +51,7 @@ def test_run_until_steps_foreign_processes_as_simpy_does():
     marks = []
     for t in stops:
         eng.run_until(t)
+        assert eng.now == env.now == t      # the engine's clock is simpy's
         marks.append((eng.now, list(log)))
     assert marks == ref_marks
     # the stop rule decides something: events due exactly at a stop run after it

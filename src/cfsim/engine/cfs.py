@@ -143,7 +143,7 @@ class CfsEngine:
     # Slots, not a __dict__: the engine's state is read and written on every event, and slot
     # access is markedly cheaper (about 8 % of the 200-thread benchmark's instructions).
     __slots__ = (
-        "env", "ncpus", "tick_ns", "rng", "_speed", "_prefetch_on",
+        "env", "now", "_queue", "_eid", "ncpus", "tick_ns", "rng", "_speed", "_prefetch_on",
         # per CPU
         "_queued", "_heap", "_work_done_ns", "_runtime_remaining_ns", "_updated_ns", "_throttled", "_thr_clock", "_ver", "_event_at_ns", "_rank",
         "_usage", "_pf_t1", "_pf_t2", "_pf_tk", "_epoch_end", "_overloaded", "_balance_pending",
@@ -168,6 +168,12 @@ class CfsEngine:
         # other processes on the host take this share of every CPU the group runs on
         self._speed = 1.0 - background_cores / cpus
         self.env = env or simpy.Environment()
+        # the clock [ns], kept with simpy's by run_until (which alone moves it): read on every
+        # event, and a native attribute is cheaper than the environment's instance dict
+        self.now: int = int(self.env._now)
+        # simpy's queue and event counter, shared with the environment (simpy never replaces them)
+        self._queue: list = self.env._queue
+        self._eid = self.env._eid
         self.ncpus = cpus
         self.tick_ns = 10**9 // hz
         self.rng = np.random.default_rng(seed)
@@ -237,10 +243,6 @@ class CfsEngine:
 
     # ------------------------------------------------------------------ public API
     @property
-    def now(self) -> int:
-        return self.env._now  # simpy's clock; always an int here (all delays are int ns)
-
-    @property
     def bandwidth(self) -> Bandwidth | None:
         return self._bandwidth
 
@@ -248,7 +250,7 @@ class CfsEngine:
         """A blocked thread of the group. ``wakeup_cost=False``: its wake-ups are not charged
         the host's wake-up cost (a thread whose owner accounts for its sleeps itself)."""
         if self._bandwidth is not None:
-            self._end_epoch(self.env._now)  # one more thread could draw from the pool
+            self._end_epoch(self.now)  # one more thread could draw from the pool
         tid = len(self._t_cpu)
         self._t_cpu.append(-1)
         self._t_last.append(-1)
@@ -274,7 +276,7 @@ class CfsEngine:
         c = self._select_cpu(tid)
         if self._wakeup is not None and self._queued[c] == 0 and self._t_wake[tid]:
             # the kernel's side of the sleep that ends here: the CPU was idle (for the group)
-            work_ns += self._wakeup.cycle_ns(self.env._now - self._idle_since[c])
+            work_ns += self._wakeup.cycle_ns(self.now - self._idle_since[c])
             self.wakeups_from_idle += 1
         self._enqueue(c, tid, float(work_ns))
 
@@ -283,7 +285,7 @@ class CfsEngine:
         c = self._t_cpu[tid]
         if c < 0:
             return 0
-        now = self.env._now
+        now = self.now
         left = self._settle(c, tid)
         self._dequeue(c, tid, now)
         self._after_change(c, now)
@@ -307,7 +309,7 @@ class CfsEngine:
 
     def _settle(self, c: int, tid: int) -> int:
         """Bring CPU c up to now and bank thread ``tid``'s CPU so far; its unfinished work [ns]."""
-        self._advance(c, self.env._now)
+        self._advance(c, self.now)
         left = self._left_ns(c, tid)
         self._bank(c, tid)
         return left
@@ -322,7 +324,7 @@ class CfsEngine:
         c = self._t_cpu[tid]
         if c < 0:
             return 0
-        self._advance(c, self.env._now)
+        self._advance(c, self.now)
         return self._left_ns(c, tid)
 
     def _left_ns(self, c: int, tid: int) -> int:
@@ -368,30 +370,30 @@ class CfsEngine:
     def ns_to_refresh(self) -> int:
         """Wall time to the bandwidth's next period refill (0 when its timer is idle): the
         earliest a throttled thread can run again but for slack handed back before it."""
-        return self._ns_to_refresh(self.env._now)
+        return self._ns_to_refresh(self.now)
 
     def thread_cpu_ns(self, tid: int) -> int:
         c = self._t_cpu[tid]
         done = self._t_base[tid]
         if c >= 0:
-            self._advance(c, self.env._now)
+            self._advance(c, self.now)
             done += min(self._work_done_ns[c], self._t_end_v[tid]) - self._t_start_v[tid]
         return int(round(done))
 
     def call_at(self, t_ns: int, fn: Callable[..., None], *args: object) -> _Timer:
         """Call ``fn(*args)`` at ``t_ns`` (now if that is past); ``.cancel()`` the result to drop it."""
-        env = self.env
         t = int(t_ns)
+        now = self.now
         timer = _Timer(fn, args)
-        heappush(env._queue, (t if t > env._now else env._now, _NORMAL, next(env._eid), timer))
+        heappush(self._queue, (t if t > now else now, _NORMAL, next(self._eid), timer))
         return timer
 
     def call_later(self, delay_ns: int, fn: Callable[..., None], *args: object) -> _Timer:
         """Call ``fn(*args)`` after ``delay_ns`` (now if that is negative)."""
-        env = self.env
         delay = int(delay_ns)
+        now = self.now
         timer = _Timer(fn, args)
-        heappush(env._queue, (env._now + delay if delay > 0 else env._now, _NORMAL, next(env._eid), timer))
+        heappush(self._queue, (now + delay if delay > 0 else now, _NORMAL, next(self._eid), timer))
         return timer
 
     def run_until(self, t_ns: int) -> None:
@@ -412,16 +414,17 @@ class CfsEngine:
         (tests/unit/test_engine_loop.py)."""
         env = self.env
         until = int(t_ns)
-        if until <= env._now:
+        if until <= self.now:
             raise ValueError(f"until ({until}) must be greater than the current simulation time")
-        stop_eid: int = next(env._eid)
-        q = env._queue
+        stop_eid: int = next(self._eid)
+        q = self._queue
         while q:
             head = q[0]
             t = head[0]
             if t > until or (t == until and (head[1] > 0 or (head[1] == 0 and head[2] > stop_eid))):
                 break
             heappop(q)
+            self.now = t
             env._now = t
             ev = head[3]
             if isinstance(ev, _CpuEvent):
@@ -441,13 +444,14 @@ class CfsEngine:
                     exc = type(err)(*err.args)
                     exc.__cause__ = err
                     raise exc
+        self.now = until
         env._now = until
         self._sync_all(until)
 
     def cpu_stat(self) -> CpuStat:
         """Counters as ``cpu.stat`` would show them now (throttled time of CPUs still
         throttled is not yet added, as in the kernel: it is added at unthrottle)."""
-        self._sync_all(self.env._now)
+        self._sync_all(self.now)
         st = self._stat
         return CpuStat(st.nr_periods, st.nr_throttled, st.throttled_time_ns, st.nr_bursts,
                        st.burst_time_ns, sum(self._usage))
@@ -471,7 +475,7 @@ class CfsEngine:
     def set_bandwidth(self, bandwidth: Bandwidth | None) -> None:
         """Change the limit live, as ``tg_set_cfs_bandwidth`` does: refill the pool, restart the
         timer, zero every CPU's runtime and unthrottle every throttled CPU."""
-        now = self.env._now
+        now = self.now
         self._sync_all(now)
         if self._bandwidth is not None:
             self._end_epoch(now)
@@ -549,12 +553,11 @@ class CfsEngine:
         self._ver[c] = ver
         self._event_at_ns[c] = t_next
         free = self._free_events
-        env = self.env
         ev = free.pop() if free else _CpuEvent(self)
         ev.cpu = c
         ev.ver = ver
         # env.schedule(ev, 2 + rank, t_next - now), inlined
-        heappush(env._queue, (t_next, 2 + self._rank[c], next(env._eid), ev))
+        heappush(self._queue, (t_next, 2 + self._rank[c], next(self._eid), ev))
 
     def _next_event_ns(self, c: int) -> int | None:
         """When CPU c's next event is due (processor sharing: the first queued thread to finish,
@@ -612,7 +615,7 @@ class CfsEngine:
         if ev.ver != self._ver[c]:
             return
         self._event_at_ns[c] = -1
-        now = self.env._now
+        now = self.now
         if now > self._updated_ns[c]:
             self._advance(c, now)
         # a thread that just keeps computing is no kernel event: only a tick or a dequeue
@@ -758,7 +761,7 @@ class CfsEngine:
 
     # ------------------------------------------------------------------ queueing and placement
     def _enqueue(self, c: int, tid: int, work: float, arm: bool = True) -> None:
-        now = self.env._now
+        now = self.now
         if now > self._updated_ns[c]:
             self._advance(c, now)
         n = self._queued[c] + 1
@@ -853,7 +856,7 @@ class CfsEngine:
 
     def _on_balance(self) -> None:
         self._balance_pending = False
-        now = self.env._now
+        now = self.now
         for c in range(self.ncpus):
             if not self._overloaded:
                 return
@@ -911,13 +914,13 @@ class CfsEngine:
         self._timer_ver += 1
         self._next_fire = t_fire
         ver = self._timer_ver
-        self.call_later(t_fire - self.env._now, self._on_period, ver)
+        self.call_later(t_fire - self.now, self._on_period, ver)
 
     def _on_period(self, ver: int) -> None:
         """``do_sched_cfs_period_timer``."""
         if ver != self._timer_ver or self._bandwidth is None:
             return
-        now = self.env._now
+        now = self.now
         self._sync_all(now)
         st = self._stat
         throttled = bool(self._fifo)
@@ -975,6 +978,6 @@ class CfsEngine:
         self._slack_pending = False
         if self._bandwidth is None:
             return
-        now = self.env._now
+        now = self.now
         if bwr.slack_timer_distributes(self._pool, self._slice, self._ns_to_refresh(now)):
             self._distribute(now)

@@ -100,14 +100,14 @@ class SlicedCfsEngine(CfsEngine):
     def thread_cpu_ns(self, tid: int) -> int:
         c = self._t_cpu[tid]
         if c >= 0:
-            self._advance(c, self.env._now)
+            self._advance(c, self.now)
         return int(round(self._t_base[tid]))
 
     def neighbour_burst(self, burst_ns: int) -> None:
         """Another process's task wakes for ``burst_ns`` of CPU (see the module docstring)."""
         if burst_ns <= 0:
             return
-        now = self.env._now
+        now = self.now
         nb, nq, thr = self._nb_until, self._queued, self._throttled
         n = self.ncpus
         for c in range(n):
@@ -233,7 +233,7 @@ class SlicedCfsEngine(CfsEngine):
         if len(rq) == 1:
             self._switch_in(c)
             if not self._throttled[c]:
-                self._nb_share(c, self.env._now)
+                self._nb_share(c, self.now)
 
     def _rework(self, c: int, tid: int, work: float) -> None:
         """The thread keeps its place in the queue (running or waiting for its turn)."""

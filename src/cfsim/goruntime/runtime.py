@@ -359,8 +359,6 @@ class GoRuntime(RuntimeReports):
                  limit_schedule=None, period_us: int = 100_000, name: str = "go",
                  sample_ns: int = SAMPLE_NS_DEFAULT):
         self.engine = engine
-        # the engine's clock (CfsEngine.now) read directly: dozens of reads a request
-        self._env = engine.env
         self.params = params
         self.cpus = cpus
         self.base_limit = base_limit
@@ -580,7 +578,7 @@ class GoRuntime(RuntimeReports):
     # ------------------------------------------------------------------ accounting
     def _acc(self) -> list[int]:
         """Cumulative P-time per class [ns] now."""
-        now = self._env._now
+        now = self.engine.now
         return [n * now - g for n, g in zip(self.ni, self.neg)]
 
     def _pc_move(self, old: int, new: int) -> None:
@@ -588,7 +586,7 @@ class GoRuntime(RuntimeReports):
             self.n_pc[old] -= 1
             self.n_pc[new] += 1
             if not self.stw or self._stw_stopping:
-                now = self._env._now
+                now = self.engine.now
                 self.ni[old] -= 1
                 self.neg[old] -= now
                 self.ni[new] += 1
@@ -601,7 +599,7 @@ class GoRuntime(RuntimeReports):
         safe point keeps its own class until it stops."""
         if n <= 0 or cls == PC_PAUSE:
             return
-        now = self._env._now
+        now = self.engine.now
         self.ni[cls] -= n
         self.neg[cls] -= n * now
         self.ni[PC_PAUSE] += n
@@ -609,7 +607,7 @@ class GoRuntime(RuntimeReports):
 
     def _integ_stw(self, begin: bool) -> None:
         """Switch the integrated counts to "all Ps paused" (begin) or back to the P states."""
-        now = self._env._now
+        now = self.engine.now
         ni, neg = self.ni, self.neg
         for i in range(6):
             if ni[i]:
@@ -640,7 +638,7 @@ class GoRuntime(RuntimeReports):
         m.seg = seg
         m.work = total
         m.pre = pre_ns
-        m.t_seg = self._env._now
+        m.t_seg = self.engine.now
         return total
 
     def _acquire_p(self, m: _M) -> None:
@@ -651,7 +649,7 @@ class GoRuntime(RuntimeReports):
             if self.resume_on:
                 # its code and data went cold while nothing of it ran (cfsim.kernel.resume): the M
                 # that resumes it runs that much slower, paid with its next segment
-                m.debt += self.params.resume.cost_ns(self._env._now - self.idle_since_ns)
+                m.debt += self.params.resume.cost_ns(self.engine.now - self.idle_since_ns)
         m.p = self.free_ps.pop()
         m.seg = PARK
         self.holders[m] = None
@@ -666,7 +664,7 @@ class GoRuntime(RuntimeReports):
             m.spinning = False
             self.nmspinning -= 1
         if len(self.free_ps) == self.nprocs:
-            self.idle_since_ns = self._env._now
+            self.idle_since_ns = self.engine.now
             if self.sysmon is not None:
                 self._sysmon_idle()
 
@@ -674,7 +672,7 @@ class GoRuntime(RuntimeReports):
     def _sysmon_busy(self) -> None:
         """The first P of an idle process is taken: sysmon's last poll (if due) saw every P
         idle; a sysmon in deep sleep is woken by the goroutine's system call (futex wake)."""
-        sm, now = self.sysmon, self._env._now
+        sm, now = self.sysmon, self.engine.now
         self.sm_owed += sm.advance(now, busy=False) * self.c_sysmon
         if sm.deep:
             if self.params.wakeup.enabled:
@@ -686,7 +684,7 @@ class GoRuntime(RuntimeReports):
         """The last P was released: count the polls of the busy spell; burn them once they add
         up to ``SYSMON_BATCH_NS`` (and at every sample), which keeps the engine's events per
         request unchanged and the CPU in the right period."""
-        self.sm_owed += self.sysmon.advance(self._env._now, busy=True) * self.c_sysmon
+        self.sm_owed += self.sysmon.advance(self.engine.now, busy=True) * self.c_sysmon
         if self.sm_owed >= SYSMON_BATCH_NS:
             self._sysmon_flush()
 
@@ -805,7 +803,7 @@ class GoRuntime(RuntimeReports):
             pass
         w = max(1, int(m.debt))
         m.debt = 0
-        m.seg, m.work, m.pre, m.t_seg, m.infl = PARK, w, w, self._env._now, 1.0
+        m.seg, m.work, m.pre, m.t_seg, m.infl = PARK, w, w, self.engine.now, 1.0
         return w
 
     def _burn_futile(self, m: _M) -> None:
@@ -899,7 +897,7 @@ class GoRuntime(RuntimeReports):
                 m.claim = c
                 sweep = self._sweep_take(m) if self.sweep_left > 0 else 0.0
                 return self._seg(m, USER, c.work + sweep, extra, self._user_infl(c))
-        m.t_sched = self._env._now
+        m.t_sched = self.engine.now
         if self.phase == MARK:
             w = self._gc_worker(m, extra)
             if w:
@@ -928,7 +926,7 @@ class GoRuntime(RuntimeReports):
         # mark worker or park. The search is decided at once (no work appears in its few us in
         # this model) and its CPU is owed by the M, burnt at its next run. For the rule, an M
         # counts as spinning (and as holding its P) until its search would have ended.
-        now = self._env._now
+        now = self.engine.now
         ends = self.spin_ends
         while ends and ends[0] <= now:
             heappop(ends)
@@ -1013,7 +1011,7 @@ class GoRuntime(RuntimeReports):
             return False
         if self.source is None or not self.source.continues(c):
             return False
-        return self._env._now < self._preempt_at(m)
+        return self.engine.now < self._preempt_at(m)
 
     def _preempt_at(self, m: _M) -> int:
         """When sysmon preempts the goroutine ``m`` last scheduled (:meth:`Sysmon.preempt_at`,
@@ -1169,7 +1167,7 @@ class GoRuntime(RuntimeReports):
         """The kernel's OOM killer ends the process (its anonymous memory cannot be reclaimed
         below the cgroup limit): every thread stops; nothing more is processed."""
         self.dead = True
-        self.oom_ns = self._env._now
+        self.oom_ns = self.engine.now
         self.phase = OFF
         if self._cur is not None:
             self.engine.call_later(0, self._stop_all)
@@ -1190,7 +1188,7 @@ class GoRuntime(RuntimeReports):
         segment (an assist, or the stop-the-world), or None."""
         alloc = c.alloc
         if alloc <= 0:
-            self.source.done(c, t0, self._env._now)
+            self.source.done(c, t0, self.engine.now)
             return None
         self._count_alloc(alloc, c.work)
         if self.dead:
@@ -1199,7 +1197,7 @@ class GoRuntime(RuntimeReports):
             debt = self._assist_debt(alloc)
             if debt > 0:
                 return self._assist(m, c, t0, debt)
-        self.source.done(c, t0, self._env._now)
+        self.source.done(c, t0, self.engine.now)
         if self.phase == OFF and not self.stw and self.goal and (
                 self.heap_live >= self.trigger_bytes
                 or (self.heap_live + self.inflight_alloc >= self.trigger_bytes
@@ -1358,7 +1356,7 @@ class GoRuntime(RuntimeReports):
         if self.params.gc_cpu_limiter:
             if self.limiter.enabled:
                 if self.bg_credit > 0:
-                    self.source.done(c, t0, self._env._now)
+                    self.source.done(c, t0, self.engine.now)
                 else:
                     self.assistq.append([c, t0, min(rest, gcpacer.GC_OVER_ASSIST_WORK)])
                 return None
@@ -1367,7 +1365,7 @@ class GoRuntime(RuntimeReports):
         self.bg_credit -= take
         rest -= take
         if rest <= 0:
-            self.source.done(c, t0, self._env._now)
+            self.source.done(c, t0, self.engine.now)
             return None
         return self._assist(m, c, t0, rest)
 
@@ -1392,7 +1390,7 @@ class GoRuntime(RuntimeReports):
             if self.bg_credit >= g[2]:
                 self.bg_credit -= g[2]
                 q.popleft()
-                self.source.done(g[0], g[1], self._env._now)
+                self.source.done(g[0], g[1], self.engine.now)
                 woken += 1
             else:
                 g[2] -= self.bg_credit
@@ -1404,7 +1402,7 @@ class GoRuntime(RuntimeReports):
         """``gcWakeAllAssists`` at the end of the mark: every parked goroutine runs again."""
         q = self.assistq
         n = len(q)
-        now = self._env._now
+        now = self.engine.now
         while q:
             g = q.popleft()
             self.source.done(g[0], g[1], now)
@@ -1439,7 +1437,7 @@ class GoRuntime(RuntimeReports):
     def _limiter_update(self, force: bool = False, gc_on: bool | None = None) -> None:
         """Feed the limiter the P-time since its last update (at most every 10 ms, and at each
         GC phase change so that a window never straddles one)."""
-        now = self._env._now
+        now = self.engine.now
         if not force and now - self._lim_t < gcpacer.LIMITER_UPDATE_PERIOD_NS:
             return
         acc = self._acc()
@@ -1460,7 +1458,7 @@ class GoRuntime(RuntimeReports):
         accumulation after the window the transition's start flushed (so a limiter a short
         mutator window has just turned off turns on again when the pause covers its headroom,
         and stays on across back-to-back cycles)."""
-        now = self._env._now
+        now = self.engine.now
         if self.limiter.enabled:
             self.limiter_enabled_ns += now - self._lim_t
         self.limiter.accumulate(0.0, (now - self._lim_t) * self.nprocs, self.gc_cycles, now)
@@ -1469,7 +1467,7 @@ class GoRuntime(RuntimeReports):
 
     # ------------------------------------------------------------------ GC: cycle
     def _gc_start(self, m: _M | None, periodic: bool) -> int | None:
-        self._cycle_start = (self._env._now, self._heap_live_now(), self.trigger_bytes)   # gcStart: work.heap0
+        self._cycle_start = (self.engine.now, self._heap_live_now(), self.trigger_bytes)   # gcStart: work.heap0
         self.periodic = periodic
         self._limiter_update(force=True, gc_on=False)   # startGCTransition: flush up to the stop
         self.phase = SWEEPTERM
@@ -1479,7 +1477,7 @@ class GoRuntime(RuntimeReports):
         p = self.params
         self.phase = MARK
         self.worker_counts = gcpacer.worker_counts(self.nprocs, self.periodic)
-        self.mark_start = self._env._now
+        self.mark_start = self.engine.now
         self.triggered = self.heap_live
         # gcStart's clearpools, with the world stopped: the primary caches become the victims the
         # cycle marks (pointer-free buffers: marked, not scanned)
@@ -1506,7 +1504,7 @@ class GoRuntime(RuntimeReports):
         self._revise()
 
     def _gc_mark_end(self) -> None:
-        now = self._env._now
+        now = self.engine.now
         wall = now - self.mark_start
         alloc_during = self.heap_live - self.triggered
         acc = self._acc()
@@ -1542,7 +1540,7 @@ class GoRuntime(RuntimeReports):
 
     def _frac_run_ns(self, m: _M) -> float | None:
         return gcpacer.fractional_run_ns(self.worker_counts.fractional_goal, self.frac_ns.get(m.p, 0.0),
-                                         self._env._now - self.mark_start)
+                                         self.engine.now - self.mark_start)
 
     def _gc_worker(self, m: _M, extra: float = 0) -> int | None:
         """``findRunnableGCWorker``: a dedicated worker if one is still needed, else a fractional
@@ -1641,7 +1639,7 @@ class GoRuntime(RuntimeReports):
             # stopped by the mark's end: the assist is over, the goroutine allocates on
             c, t0, _ = m.owed
             m.owed = None
-            self.source.done(c, t0, self._env._now)
+            self.source.done(c, t0, self.engine.now)
 
     @staticmethod
     def _scan_left(m: _M, left: int) -> float:
@@ -1658,13 +1656,13 @@ class GoRuntime(RuntimeReports):
             if m.owed is not None and m.owed[2] <= 0:
                 c, t0, _ = m.owed
                 m.owed = None
-                self.source.done(c, t0, self._env._now)
+                self.source.done(c, t0, self.engine.now)
             return
         self.bg_credit += scanned
         if self.assistq:
             self._flush_bg_credit()
         if seg == FRAC:
-            self.frac_ns[m.p] = self.frac_ns.get(m.p, 0.0) + (self._env._now - m.t_seg)
+            self.frac_ns[m.p] = self.frac_ns.get(m.p, 0.0) + (self.engine.now - m.t_seg)
 
     def _mark_done(self, m: _M) -> int | None:
         seg = m.seg
@@ -1688,7 +1686,7 @@ class GoRuntime(RuntimeReports):
                     return w
                 parked = len(self.assistq) != queued
             else:
-                self.source.done(c, t0, self._env._now)
+                self.source.done(c, t0, self.engine.now)
                 parked = False
             # paid after a retry, or the mark is over: it allocates on unless it parked for credit
             cont = not parked and self._continues(m, c)
@@ -1701,7 +1699,7 @@ class GoRuntime(RuntimeReports):
                 self.ded_running -= 1
             elif seg == IDLEW:
                 self.idlew_running -= 1
-            self._work_done_ns = self._env._now
+            self._work_done_ns = self.engine.now
             barrier = self._ragged_barrier_ns(m)
             if barrier > 0 or self._holder_throttled(m):
                 # gcMarkDone's forEachP: m sleeps holding its P until every P has flushed
@@ -1772,7 +1770,7 @@ class GoRuntime(RuntimeReports):
         throttled M delays the stop); the coordinator burns the STW work; when all are stopped,
         ``then()`` runs and the world restarts. Returns the coordinator's CPU when it is the M
         whose callback is running."""
-        now = self._env._now
+        now = self.engine.now
         # P-time while the world stops (the runtime's pause CPU, mgc.go: accumulateGCPauseTime of
         # stoppingCPUTime, then of GOMAXPROCS x the stopped time): a P counts as paused from the
         # moment it stops (idle Ps and the coordinator's at once, the others at their safe
@@ -1854,11 +1852,11 @@ class GoRuntime(RuntimeReports):
             left = min(int(left / m.infl), c.work)
             if left > 0 and c.work > 0:
                 done_alloc = int(c.alloc * (1 - left / c.work))
-                self.source.requeue(c, left, m.t_seg, self._env._now)
+                self.source.requeue(c, left, m.t_seg, self.engine.now)
                 self.heap_live += done_alloc
                 self.alloc_total += done_alloc
             else:
-                self.source.done(c, m.t_seg, self._env._now)
+                self.source.done(c, m.t_seg, self.engine.now)
                 self.heap_live += c.alloc
                 self.alloc_total += c.alloc
         elif seg in _MARK_SEGS:
@@ -1888,7 +1886,7 @@ class GoRuntime(RuntimeReports):
         self.nprocs = n
         self._costs_for(n)
         self.limiter.resize(n)
-        self.gomaxprocs_changes.append((self._env._now / 1e9, n))
+        self.gomaxprocs_changes.append((self.engine.now / 1e9, n))
         holders = sorted(self.holders, key=lambda m: m.p)
         keep = holders[:n]
         for m in holders[n:]:
@@ -1907,7 +1905,7 @@ class GoRuntime(RuntimeReports):
             m.seg = ACK
 
     def _start_world(self, cur: _M) -> int | None:
-        now = self._env._now
+        now = self.engine.now
         pause = now - self.stw_t0
         self.pauses_ns.append(pause)
         self.pause_end_ns.append(now)
@@ -1963,7 +1961,7 @@ class GoRuntime(RuntimeReports):
         if self.dead:
             return
         due = self.last_gc_end + gcpacer.FORCEGC_PERIOD_NS
-        now = self._env._now
+        now = self.engine.now
         if self.phase == OFF and not self.stw and self.params.gogc >= 0 and now >= due:
             self._gc_start(None, periodic=True)
             self.engine.call_later(gcpacer.FORCEGC_PERIOD_NS, self._forcegc)
@@ -1973,7 +1971,7 @@ class GoRuntime(RuntimeReports):
     def _sysmon_gomaxprocs(self) -> None:
         if self.dead:
             return
-        now = self._env._now
+        now = self.engine.now
         # the limit in force now, as the runtime reads it from the cgroup: the engine's live
         # bandwidth (a resize may come from a schedule or from a VPA acting during the run)
         bw = getattr(self.engine, "bandwidth", False)
@@ -2013,7 +2011,7 @@ class GoRuntime(RuntimeReports):
         cpu = self._cpu_now()
         mem = self.mem
         usage = 0 if self.dead else kmem.usage_bytes(gmem.cgroup_anon_bytes(mem))
-        return (self._env._now, self.nprocs, *self._acc(), *(cpu[k] for k in CPU_CLASSES),
+        return (self.engine.now, self.nprocs, *self._acc(), *(cpu[k] for k in CPU_CLASSES),
                 self.gc_cycles, self.heap_live, self.goal, usage, max(usage, self.mem_hwm),
                 0 if self.dead else gmem.rss_bytes(mem), self.alloc_total, self.heap_marked,
                 self.m_wakes, self.m_parks, self.tlb_flushes, mem.paged_in_bytes // gmem.PAGE)
@@ -2021,7 +2019,7 @@ class GoRuntime(RuntimeReports):
     def _sample(self) -> None:
         if self.sysmon is not None:
             if len(self.free_ps) < self.nprocs:
-                self.sm_owed += self.sysmon.advance(self._env._now, busy=True) * self.c_sysmon
+                self.sm_owed += self.sysmon.advance(self.engine.now, busy=True) * self.c_sysmon
             self._sysmon_flush()
         if not self.dead:
             # the background scavenger, paced over the sampling interval (mgcscavenge.go) at the
