@@ -82,6 +82,13 @@ function above 1.5 %; the interpreter 6 % (simpy's loop and events), string-keye
 3.5 %, the cyclic GC 6.5 % (switching it off or freezing the heap before the run: within the
 VM's noise, 1.32-1.67 s for 10 s simulated either way), allocation 5 %, rich comparisons of the
 heaps' tuples 3 %.
+
+The engine's own event loop (2026-12-04, session 62; ``bench_ab.py``, 11 turns, CPU time, before
+bd9ca1fe): simpy's interpreted loop and event objects gone from the path, results bit for bit the
+same: closed GOMAXPROCS 2 / 8 / 24 / 64 6.8 / 6.8 / 5.7 / 5.7 -> 8.2 / 8.0 / 7.1 / 6.8x, open 100k
+0.5 -> 0.7x (per-turn ratios 1.19-1.24). Switching the cyclic GC off during a run, or raising its
+thresholds, changed nothing measurable (CPU time, 6 turns each: GOMAXPROCS 8 0.0619 / 0.0618 /
+0.0622 s; the GC in earlier perf profiles was the imports'). Goals not met.
 """
 from __future__ import annotations
 

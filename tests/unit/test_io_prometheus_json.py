@@ -142,3 +142,30 @@ def test_read_prometheus_json_rejects_duplicate_series():
     s = {"metric": {"__name__": "m"}, "values": [[1, "1"]]}
     with pytest.raises(CfsimParseError, match="duplicate series"):
         read_prometheus_json(_buf(_matrix([s, s])))
+
+
+@pytest.mark.parametrize("shuffled_points", [False, True])
+def test_read_prometheus_json_rows_in_tidy_order_however_the_series_come(shuffled_points):
+    # the reader orders whole series when their points are in time order (the API's), and sorts
+    # every row otherwise: either way the rows are those of a stable sort by metric, labels, time
+    rng = np.random.default_rng(4)
+    result = []
+    for name in ("b_total", "a", "b_total", "a_total"):
+        for pod in rng.permutation(["z", "y", "x"]):
+            key = (name, pod)
+            if any((r["metric"]["__name__"], r["metric"]["pod"]) == key for r in result):
+                continue
+            ts = [1700000000 + 15 * k for k in range(5)]
+            if shuffled_points and (name, pod) == ("a", "y"):
+                ts = ts[::-1]
+            result.append({"metric": {"__name__": name, "pod": str(pod)},
+                           "values": [[t, str(float(rng.integers(100)))] for t in ts]})
+    data, _ = read_prometheus_json(_buf(_matrix(result)))
+    check_tidy(data)
+    expected = data.sort_values(["metric", "labels", "timestamp"], kind="stable", ignore_index=True)
+    pd.testing.assert_frame_equal(data, expected)
+    assert list(dict.fromkeys(data["metric"])) == ["a", "a_total", "b_total"]
+    rows = {(r["metric"]["__name__"], r["metric"]["pod"], t): float(v) for r in result for t, v in r["values"]}
+    got = {(m, lab.split('"')[1], ts.timestamp()): v for m, lab, ts, v in
+           zip(data["metric"], data["labels"], data["timestamp"], data["value"])}
+    assert got == rows
