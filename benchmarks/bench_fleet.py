@@ -33,6 +33,13 @@ same summary (goal 3 min: not met; ``overprovisioned``'s saturating closed loop 
 5 s warm-ups and the two whole runs a container, before and after the fix).
 The planted fleet of 1,000 containers (72 configurations): 282 s (19.1 ms) -> 238 s (12.7 ms),
 6,001 simulations and 5,073 reused, same summary (goal 10 min: met).
+
+2026-12-04 (session 62), the same seven grids' 138 containers, "after" only (this script's driver,
+2 workers, a fresh disk cache): 185.1 s (load 21.1 s, audit 163.2 s; reference loop 23.2-26.2 ms)
+with the engine's own event loop, then 177.4 s (load 13.0 s, audit 163.6 s; 22.0-33.1 ms) once a
+lab run's Prometheus responses are put in order by whole series instead of a row sort; 1,559
+simulations, 136 reused, the same summary (sha256 ccdebfdf...) both times. Goal 3 min: met at this
+machine speed (session 59: 253 s + 22.7 s load at 24.7-38.7 ms).
 """
 from __future__ import annotations
 
