@@ -105,3 +105,12 @@ def test_engine_with_a_foreign_process_is_the_engine_alone_bit_for_bit():
         shared.run_until(t)
     assert shared.cpu_stat() == alone.cpu_stat()
     assert shared.periods_frame().equals(alone.periods_frame())
+
+
+def test_one_engine_per_environment():
+    # run_until moves the clock of the engine that runs it: a second engine on the same
+    # environment would read a clock standing still, so it is refused
+    env = simpy.Environment()
+    CfsEngine(cpus=1, env=env)
+    with pytest.raises(ValueError, match="one engine per simpy Environment"):
+        CfsEngine(cpus=1, env=env)

@@ -168,6 +168,10 @@ class CfsEngine:
         # other processes on the host take this share of every CPU the group runs on
         self._speed = 1.0 - background_cores / cpus
         self.env = env or simpy.Environment()
+        if getattr(self.env, "_cfsim_engine", None) is not None:
+            # run_until moves this engine's clock only: a second engine's would stand still
+            raise ValueError("env: already drives another CfsEngine (one engine per simpy Environment)")
+        setattr(self.env, "_cfsim_engine", self)
         # the clock [ns], kept with simpy's by run_until (which alone moves it): read on every
         # event, and a native attribute is cheaper than the environment's instance dict
         self.now: int = int(self.env._now)
