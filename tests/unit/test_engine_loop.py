@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from cfsim.engine.cfs import Bandwidth, CfsEngine
+from cfsim.engine.cfs import CfsEngine
 
 
 def _processes(env: simpy.Environment, log: list) -> None:
@@ -83,28 +83,6 @@ def test_run_until_rejects_a_time_not_ahead_and_raises_a_failed_event():
     env.event().fail(RuntimeError("boom"))
     with pytest.raises(RuntimeError, match="boom"):
         eng.run_until(200)
-
-
-def test_engine_with_a_foreign_process_is_the_engine_alone_bit_for_bit():
-    # the engine's CPU events, period and balance timers and a workload's timers interleave with a
-    # foreign process; the kernel's counters do not see it
-    def build(env=None):
-        eng = CfsEngine(cpus=4, bandwidth=Bandwidth(quota_us=150_000), seed=3, env=env)
-        for i in range(9):
-            tid = eng.new_thread()
-            eng.call_at(i * 300_000, eng.run, tid, 2_000_000, lambda t: 1_000_000 if t % 2 else None)
-        return eng
-
-    alone = build()
-    for t in (7 * 10**8, 10**9, 2 * 10**9):
-        alone.run_until(t)
-    env = simpy.Environment()
-    _processes(env, [])
-    shared = build(env)
-    for t in (7 * 10**8, 10**9, 2 * 10**9):
-        shared.run_until(t)
-    assert shared.cpu_stat() == alone.cpu_stat()
-    assert shared.periods_frame().equals(alone.periods_frame())
 
 
 def test_one_engine_per_environment():
