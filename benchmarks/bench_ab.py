@@ -50,6 +50,9 @@ CASES: dict[str, tuple[str, list[str], float]] = {
         "workload.rate_per_s=100000", *_REQUEST, "run.duration_s=0.1", "run.warmup_s=0"], 0.1),
 }
 
+#: the files ``pip wheel`` needs from a commit
+BUILD_PATHS = ("src", "setup.py", "pyproject.toml", "README.md")
+
 #: the child: prepares every case, then times one case per line read from stdin
 CHILD = r'''
 import json, sys, time
@@ -74,7 +77,9 @@ def build_before(ref: str, into: Path) -> Path:
     """The compiled build of commit ``ref``, unpacked in ``into``; returns the folder to import from."""
     src = into / "src"
     src.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
+    # what the build reads (not the lab's data): the package, its build hook and metadata
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, *BUILD_PATHS], check=True,
+                             capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
     wheels = into / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)], check=True)
