@@ -34,21 +34,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 
-_REQUEST = ["workload.cpu_ms_per_request=0.045", "workload.alloc_kb_per_request=16", "go.live_heap_mb=64"]
-_CLOSED = ["host.cpus=24", "cgroup.cpu_limit=2", "workload.kind=closed", "workload.clients=256", *_REQUEST]
-#: name -> (base scenario, overrides, simulated seconds)
-CASES: dict[str, tuple[str, list[str], float]] = {
-    "8 CPU-bound threads": ("cpu-bound-threads", ["run.duration_s=60"], 60.0),
-    "200 threads 1 ms / 50 ms": ("cpu-bound-threads", ["run.duration_s=20", "workload.threads=200",
-                                                       "workload.burn_ms=1", "workload.sleep_ms=50",
-                                                       "workload.jitter_ms=50"], 20.0),
-    **{f"closed 256 clients GOMAXPROCS {p}": ("cpu-bound-threads", _CLOSED + [f"go.gomaxprocs={p}",
-                                                                             "run.duration_s=0.5", "run.warmup_s=0"], 0.5)
-       for p in (2, 8, 24, 64)},
-    "open 100k req/s GOMAXPROCS 64": ("cpu-bound-threads", [
-        "host.cpus=64", "cgroup.cpu_limit=16", "go.gomaxprocs=64", "workload.kind=open",
-        "workload.rate_per_s=100000", *_REQUEST, "run.duration_s=0.1", "run.warmup_s=0"], 0.1),
-}
+sys.path.insert(0, str(HERE))
+import bench_busy  # noqa: E402
+import bench_engine  # noqa: E402
+
+#: simulated seconds of a busy case (the open loop at 100k requests/s is slower: a shorter span)
+BUSY_SPAN_S, OPEN_SPAN_S = 0.5, 0.1
+
+
+def cases() -> dict[str, tuple[str, list[str], float]]:
+    """name -> (base scenario, overrides, simulated seconds): ``bench_engine``'s and ``bench_busy``'s
+    cases as those scripts define them."""
+    out = {}
+    for name, (base, overrides, _goal) in bench_engine.CASES.items():
+        span = next(float(o.split("=", 1)[1]) for o in overrides if o.startswith("run.duration_s="))
+        out[name] = (base, overrides, span)
+    for name, (overrides, _goal) in bench_busy.CASES.items():
+        span = OPEN_SPAN_S if "workload.kind=open" in overrides else BUSY_SPAN_S
+        out[name] = (bench_busy.BASE, overrides + [f"run.duration_s={span}", "run.warmup_s=0"], span)
+    return out
+
 
 #: the files ``pip wheel`` needs from a commit
 BUILD_PATHS = ("src", "setup.py", "pyproject.toml", "README.md")
@@ -95,7 +100,7 @@ def _child(path: Path | None) -> subprocess.Popen:
     if path is not None:
         env["PYTHONPATH"] = str(path)
     cwd = path if path is not None else ROOT   # the before side must not find this checkout's src
-    p = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(CASES)], stdin=subprocess.PIPE,
+    p = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(cases())], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True, env=env, cwd=cwd)
     hello = json.loads(p.stdout.readline())
     if not hello.get("ready"):
@@ -121,7 +126,7 @@ def main() -> None:
         before_path = args.before_path or build_before(args.before, Path(tmp))
         before, after = _child(before_path), _child(None)
         report = {}
-        for name, (_, _, span_s) in CASES.items():
+        for name, (_, _, span_s) in cases().items():
             b_cpu, a_cpu, ratios, same = [], [], [], True
             for i in range(args.repeats):
                 # alternate who goes first, so neither side always follows the other

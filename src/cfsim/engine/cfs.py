@@ -31,6 +31,7 @@ from typing import Callable, Final
 import numpy as np
 import pandas as pd
 import simpy
+from simpy.events import NORMAL, URGENT
 
 from cfsim.kernel import bandwidth as bwr
 from cfsim.kernel import limits
@@ -90,15 +91,10 @@ class _Period:
     quota_us: int
 
 
-#: simpy's priority of ordinary events (``simpy.events.NORMAL``): the engine's timers sort as
-#: ``env.timeout`` would among events due at the same instant
-_NORMAL: Final = 1
-
-
 class _Timer:
     """A cancellable callback ``fn(*args)`` on the simulation's clock, one per wake-up of a
     workload (on the hot path: no closure, no simpy event). It sits on simpy's queue as an
-    ``env.timeout`` would (same time, priority and event id), and :meth:`CfsEngine.run_until`
+    ``env.timeout`` would (same time, priority ``NORMAL`` and event id), and :meth:`CfsEngine.run_until`
     calls it."""
 
     __slots__ = ("fn", "args")
@@ -389,7 +385,7 @@ class CfsEngine:
         t = int(t_ns)
         now = self.now
         timer = _Timer(fn, args)
-        heappush(self._queue, (t if t > now else now, _NORMAL, next(self._eid), timer))
+        heappush(self._queue, (t if t > now else now, NORMAL, next(self._eid), timer))
         return timer
 
     def call_later(self, delay_ns: int, fn: Callable[..., None], *args: object) -> _Timer:
@@ -397,7 +393,7 @@ class CfsEngine:
         delay = int(delay_ns)
         now = self.now
         timer = _Timer(fn, args)
-        heappush(self._queue, (now + delay if delay > 0 else now, _NORMAL, next(self._eid), timer))
+        heappush(self._queue, (now + delay if delay > 0 else now, NORMAL, next(self._eid), timer))
         return timer
 
     def run_until(self, t_ns: int) -> None:
@@ -425,7 +421,8 @@ class CfsEngine:
         while q:
             head = q[0]
             t = head[0]
-            if t > until or (t == until and (head[1] > 0 or (head[1] == 0 and head[2] > stop_eid))):
+            # simpy's stop event would be (until, URGENT, stop_eid): stop at whatever sorts after it
+            if t > until or (t == until and (head[1] > URGENT or (head[1] == URGENT and head[2] > stop_eid))):
                 break
             heappop(q)
             self.now = t

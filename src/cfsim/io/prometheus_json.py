@@ -223,10 +223,9 @@ def parse_prometheus_response(obj: Any, *, source: str = "<response>", metric: s
         # and the API returns its points in time order, so ordering the series gives the rows'
         # order without sorting every row (most of a lab run's reading time); a series whose
         # points are not in time order sends the whole frame through make_frame's row sort.
-        order = sorted(range(len(metrics)), key=lambda i: (metrics[i], labelsets[i]))
         in_time = all(t.size < 2 or bool(np.all(t[1:] >= t[:-1])) for t in ts_parts)
-        if not in_time:
-            order = list(range(len(metrics)))
+        order = sorted(range(len(metrics)), key=lambda i: (metrics[i], labelsets[i])) if in_time \
+            else range(len(metrics))
         n = np.asarray([counts[i] for i in order])
         frame = make_frame(np.concatenate([ts_parts[i] for i in order]),
                            np.repeat(np.asarray([metrics[i] for i in order], object), n),
