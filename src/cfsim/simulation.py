@@ -120,8 +120,10 @@ def new_engine(scenario: Scenario, seed: int) -> CfsEngine:
               seed=seed, background_cores=scenario["host.background_cores"],
               wakeup=WakeupCost.from_scenario(scenario))
     if scenario["host.cpu_sharing"] == "slices":
+        thread_us = scenario["host.thread_switch_us"]
         return SlicedCfsEngine(**kw, switch_ns=int(round(scenario["host.context_switch_us"] * 1000)),
-                               neighbours=scenario["workload.client_cpu_us_per_request"] > 0)
+                               neighbours=scenario["workload.client_cpu_us_per_request"] > 0,
+                               thread_switch_ns=None if thread_us is None else int(round(thread_us * 1000)))
     return CfsEngine(**kw)
 
 

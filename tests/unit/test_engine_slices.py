@@ -70,6 +70,42 @@ def test_switch_cost_is_charged_to_the_thread_switched_in_and_counts_as_usage():
     assert eng.cpu_stat().usage_ns == 6 * MS + switches * 100_000
 
 
+def test_a_switch_between_the_groups_own_threads_costs_the_thread_price_and_one_after_idle_none():
+    """With host.thread_switch_us set the switches are priced by what ran before (context_switch in
+    kernel/sched/core.c): the group's own thread (same mm), the idle task (the wake-up's price), or
+    another process (a load generator's preemption)."""
+    eng = SlicedCfsEngine(cpus=1, hz=1000, seed=1, switch_ns=100_000, thread_switch_ns=10_000)
+    a, b = eng.new_thread(), eng.new_thread()
+    eng.run(a, 3 * MS, lambda tid: None)
+    eng.run(b, 3 * MS, lambda tid: None)
+    eng.run_until(SEC)
+    direct = eng.switches_voluntary + eng.switches_involuntary
+    assert direct >= 5 and eng.cpu_stat().usage_ns == 6 * MS + direct * 10_000
+    # b runs again after the CPU idled, a ran last: no switch price (the wake-up rule's)
+    eng.run(b, 1 * MS, lambda tid: None)
+    eng.run_until(2 * SEC)
+    assert eng.cpu_stat().usage_ns == 7 * MS + direct * 10_000
+    # unset, every change of thread costs switch_ns, after an idle gap too (the earlier rule)
+    old = SlicedCfsEngine(cpus=1, hz=1000, seed=1, switch_ns=100_000)
+    a, b = old.new_thread(), old.new_thread()
+    old.run(a, 1 * MS, lambda tid: None)
+    old.run_until(SEC)
+    old.run(b, 1 * MS, lambda tid: None)
+    old.run_until(2 * SEC)
+    assert old.cpu_stat().usage_ns == 2 * MS + 100_000
+    with pytest.raises(ValueError, match="host.thread_switch_us"):
+        SlicedCfsEngine(cpus=1, thread_switch_ns=-1)
+
+
+def test_a_load_generators_preemption_keeps_the_process_switch_price_beside_a_thread_price():
+    eng = SlicedCfsEngine(cpus=1, hz=1000, seed=0, switch_ns=10_000, thread_switch_ns=1_000, neighbours=True)
+    t = eng.new_thread()
+    eng.run(t, 10 * MS, lambda tid: None)
+    eng.call_at(1 * MS, eng.neighbour_burst, 500_000)
+    eng.run_until(SEC)
+    assert eng.neighbour_preemptions == 1 and eng.thread_cpu_ns(t) == 10 * MS + 10_000
+
+
 def test_stop_and_work_left_report_the_unfinished_work():
     eng = SlicedCfsEngine(cpus=1, hz=1000, seed=1)
     a, b = eng.new_thread(), eng.new_thread()
@@ -215,3 +251,16 @@ def test_a_throttled_group_leaves_its_cpu_to_the_other_process_and_still_gets_it
     eng.run_until(SEC)
     assert eng.thread_cpu_ns(t) == pytest.approx(0.3 * SEC, rel=0.1)
     assert eng.cpu_stat().nr_throttled >= 8
+
+
+def test_a_scenarios_thread_switch_price_reaches_the_engine_and_a_bad_one_names_the_key():
+    raw = {"host": {"cpus": 1, "cpu_sharing": "slices", "context_switch_us": 50.0},
+           "workload": {"kind": "threads", "threads": 2, "burn_ms": 5.0},
+           "run": {"duration_s": 2.0, "warmup_s": 0.0, "seed": 0}}
+    one_price = simulate(raw).summary
+    cheap = simulate({**raw, "host": {**raw["host"], "thread_switch_us": 1.0}}).summary
+    # two CPU-bound threads on one CPU switch at every tick: 50 us a switch costs them work, 1 us hardly any
+    assert one_price["cpu_usage_cores"] == pytest.approx(cheap["cpu_usage_cores"], abs=0.01)
+    assert cheap["burns"] > one_price["burns"] * 1.03
+    with pytest.raises(ScenarioError, match="host.thread_switch_us"):
+        load_scenario({**raw, "host": {**raw["host"], "thread_switch_us": -1.0}})

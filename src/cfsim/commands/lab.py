@@ -5,6 +5,8 @@
         --out data/lab/<name> [--resume] [--repeats N]
     python -m cfsim lab grid SCENARIO --design DESIGNS.toml --out data/lab/<name> [--resume]
     python -m cfsim lab wakeup --out docs/params/lab-host-wakeup.toml [--rounds 3]
+    python -m cfsim lab tlb --out docs/params/lab-host-memory.toml [--rounds 3]
+    python -m cfsim lab switch --out docs/params/lab-host-thread-switch.toml [--rounds 3]
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
 def add_parser(sub) -> None:
     p = sub.add_parser("lab", help="real runs under real CFS quotas, scraped by Prometheus (root)")
-    lab_sub = p.add_subparsers(dest="lab_command", metavar="{run,grid,wakeup}")
+    lab_sub = p.add_subparsers(dest="lab_command", metavar="{run,grid,wakeup,tlb,switch}")
     r = lab_sub.add_parser("run", help="one real run of a scenario")
     r.add_argument("scenario", help="a scenario TOML file or a built-in name")
     r.add_argument("--out", required=True, metavar="DIR", help="run folder, e.g. data/lab/<run-id>")
@@ -59,6 +61,15 @@ def add_parser(sub) -> None:
     t.add_argument("--from", dest="from_file", metavar="FILE.jsonl", help="fit a saved faultbench output instead "
                                                                           "of running it")
     t.set_defaults(func=run_tlb)
+    s = lab_sub.add_parser("switch", help="this host's CPU for a context switch between two threads of one process "
+                                          "on one CPU, and between two processes (lab/cmd/switchbench), written as "
+                                          "host.thread_switch_us")
+    s.add_argument("--out", metavar="FILE.toml", help="write a --params file (default: print it)")
+    s.add_argument("--rounds", type=int, default=3, metavar="N", help="rounds, each alone, two threads and two "
+                                                                      "processes yielding on one CPU (3 s each)")
+    s.add_argument("--from", dest="from_file", metavar="FILE.jsonl", help="fit a saved switchbench output instead "
+                                                                          "of running it")
+    s.set_defaults(func=run_switch)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -127,9 +138,9 @@ def run(args) -> int:
 
 
 def _host_params(args, name: str, binary: str, run_bench, fit, error: type[Exception]) -> int:
-    """``cfsim lab wakeup`` and ``cfsim lab tlb``: run a host benchmark (or read its saved output,
-    ``--from``), fit ``fit(text, source, command) -> (params, toml)`` and print or write the
-    ``--params`` file. Exit 2 for bad input, 3 where the lab cannot run."""
+    """``cfsim lab wakeup``, ``cfsim lab tlb`` and ``cfsim lab switch``: run a host benchmark (or
+    read its saved output, ``--from``), fit ``fit(text, source, command) -> (params, toml)`` and
+    print or write the ``--params`` file. Exit 2 for bad input, 3 where the lab cannot run."""
     from cfsim.lab import build
 
     command = f"python -m cfsim lab {name}" + (f" --rounds {args.rounds}" if args.rounds != 3 else "") + \
@@ -177,6 +188,16 @@ def run_tlb(args) -> int:
         params = tlb.tlb_params(rows)
         return params, tlb.params_toml(params, rows, command)
     return _host_params(args, "tlb", "faultbench", tlb.run_faultbench, fit, tlb.FaultbenchError)
+
+
+def run_switch(args) -> int:
+    from cfsim.lab import threadswitch as ts
+
+    def fit(text: str, source: str, command: str):
+        rows, _meta = ts.read_switchbench(text, source)
+        params = ts.switch_params(rows)
+        return params, ts.params_toml(params, rows, command)
+    return _host_params(args, "switch", "switchbench", ts.run_switchbench, fit, ts.SwitchbenchError)
 
 
 def _overrides_text(overrides: list) -> str:

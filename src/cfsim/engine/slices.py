@@ -13,8 +13,15 @@ never shows.
 
 Every switch between two threads on a CPU is counted (``switches_voluntary``: the running
 thread blocked; ``switches_involuntary``: its slice ended with others waiting), and costs the
-thread switched in ``switch_ns`` of CPU (``__schedule``, ``finish_task_switch``, cache and TLB
-refills: kernel time charged to the group), so the group's usage and quota include it.
+thread switched in CPU (``__schedule``, ``finish_task_switch``, cache and TLB refills: kernel time
+charged to the group), so the group's usage and quota include it. With ``thread_switch_ns`` unset
+every change of thread on a CPU costs ``switch_ns``. With it set, the switches are told apart as
+``context_switch`` in ``kernel/sched/core.c`` tells them: a switch straight from one of the group's
+threads to another keeps the address space (``switch_mm_irqs_off`` finds the same mm) and costs
+``thread_switch_ns``; a thread switched in on a CPU that was idle pays nothing here, because the
+wake-up rule (:class:`cfsim.kernel.wakeup.WakeupCost`) prices the sleep, the wake-up and the switch
+from the idle task together; a thread switched back in after another process's task pays
+``switch_ns``.
 
 Another process's short task on the host (a load generator handling a response:
 :meth:`SlicedCfsEngine.neighbour_burst`) runs on a CPU where no thread of the group runs if there
@@ -58,13 +65,14 @@ class SlicedCfsEngine(CfsEngine):
     """
 
     __slots__ = ("_rq", "_t_left", "_slice_left", "_base_slice", "_switch_ns", "_nb_until", "_nb_next",
-                 "_nb_owed", "_nb_cap", "_last_ran", "switches_voluntary", "switches_involuntary",
+                 "_nb_owed", "_nb_cap", "_last_ran", "_thread_switch_ns", "_idle_switch_ns", "switches_voluntary", "switches_involuntary",
                  "neighbour_preemptions")
 
     def __init__(self, cpus: int, hz: int = 1000, bandwidth: Bandwidth | None = None, seed: int = 0,
                  env: simpy.Environment | None = None,
                  prefetch: bool = True, background_cores: float = 0.0, switch_ns: int = 0,
-                 slice_ns: int | None = None, neighbours: bool = False, wakeup: WakeupCost | None = None):
+                 slice_ns: int | None = None, neighbours: bool = False, wakeup: WakeupCost | None = None,
+                 thread_switch_ns: int | None = None):
         # neighbour bursts pause a CPU's silo consumption, which the prefetch arithmetic
         # (slices taken ahead at a steady pace) does not allow for
         super().__init__(cpus, hz, bandwidth, seed, env, prefetch and not neighbours, background_cores, wakeup)
@@ -79,6 +87,11 @@ class SlicedCfsEngine(CfsEngine):
         self._last_ran = [-1] * cpus        # the thread that ran last on each CPU
         self._base_slice = eevdf.base_slice_ns(cpus) if slice_ns is None else int(slice_ns)
         self._switch_ns = int(switch_ns)
+        if thread_switch_ns is not None and thread_switch_ns < 0:
+            raise ValueError(f"host.thread_switch_us: must be >= 0 (got {thread_switch_ns / 1000})")
+        # unset: one price for every change of thread on a CPU (the rule the earlier fits were made with)
+        self._thread_switch_ns = self._switch_ns if thread_switch_ns is None else int(thread_switch_ns)
+        self._idle_switch_ns = self._switch_ns if thread_switch_ns is None else 0
         self._t_left: list[float] = []
         self.switches_voluntary = 0
         self.switches_involuntary = 0
@@ -213,9 +226,9 @@ class SlicedCfsEngine(CfsEngine):
             if self._bandwidth is not None:
                 self._runtime_remaining_ns[c] -= dt
 
-    def _switch_in(self, c: int) -> None:
+    def _switch_in(self, c: int, after_idle: bool = False) -> None:
         """The head of CPU c's queue starts a turn: a fresh slice, and the switch's cost if
-        another thread ran there last."""
+        another thread ran there last (straight before it, or before the CPU went idle)."""
         rq = self._rq[c]
         if not rq:
             return
@@ -223,7 +236,7 @@ class SlicedCfsEngine(CfsEngine):
         self._slice_left[c] = float(self._base_slice)
         if self._last_ran[c] != head:
             if self._last_ran[c] >= 0:
-                self._t_left[head] += self._switch_ns
+                self._t_left[head] += self._idle_switch_ns if after_idle else self._thread_switch_ns
             self._last_ran[c] = head
 
     def _place(self, c: int, tid: int, work: float) -> None:
@@ -231,7 +244,7 @@ class SlicedCfsEngine(CfsEngine):
         rq = self._rq[c]
         rq.append(tid)
         if len(rq) == 1:
-            self._switch_in(c)
+            self._switch_in(c, True)
             if not self._throttled[c]:
                 self._nb_share(c, self.now)
 

@@ -126,7 +126,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
                            "once at a share each (processor sharing; the same CPU, no turns)",
                            choices=("fluid", "slices")),
         "context_switch_us": Key(0.0, "float", "CPU the kernel charges to a thread switched in after another "
-                                 "thread on its CPU (cpu_sharing = 'slices') [us]", _between(0, 1000)),
+                                 "thread on its CPU (cpu_sharing = 'slices') [us]; with thread_switch_us set, only "
+                                 "after another process's task (a load generator's wake-up preempting the group)",
+                                 _between(0, 1000)),
+        "thread_switch_us": Key(None, "float", "CPU the kernel charges to a thread switched in straight after "
+                                "another thread of its own process on its CPU (same address space; "
+                                "cpu_sharing = 'slices') [us], with none charged after the CPU idled (the "
+                                "wake-up prices that); absent = context_switch_us for every switch "
+                                "(lab/cmd/switchbench, `cfsim lab switch`)", _between(0, 1000), optional=True),
         "wakeup_us": Key(0.0, "float", "CPU the kernel charges a thread for one sleep and wake-up (block, switch "
                                        "out, timer or wake-up, switch back in) [us], charged to a thread woken onto "
                                        "a CPU the group left idle (a parked Go M, a thread of kind=threads; "

@@ -132,16 +132,17 @@ class Calibration:
                 + tomli_w.dumps(doc))
 
 
-def read_params(path: str | Path) -> dict[str, float]:
+def read_params(path: str | Path) -> dict[str, Any]:
     """The ``[params]`` table of a file written by :func:`calibrate` (numbers as floats; a switch
-    such as ``workload.http_background_read`` stays a bool)."""
+    such as ``workload.http_background_read`` stays a bool, a choice such as ``host.cpu_sharing``
+    a string)."""
     data = tomllib.loads(Path(path).read_text())
     if "params" not in data:
         raise ValueError(f"{path}: no [params] table (write it with `cfsim calibrate --out`)")
-    return {k: v if isinstance(v, bool) else float(v) for k, v in data["params"].items()}
+    return {k: v if isinstance(v, (bool, str)) else float(v) for k, v in data["params"].items()}
 
 
-def read_params_files(paths: Sequence[str | Path]) -> tuple[dict[str, float], list[str]]:
+def read_params_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], list[str]]:
     r"""Several ``--params`` files at once (e.g. a fit of the model and a measurement of the host):
     their ``[params]`` merged and their training runs together. A key two files set to
     different values is an error naming both.
@@ -152,15 +153,15 @@ def read_params_files(paths: Sequence[str | Path]) -> tuple[dict[str, float], li
     >>> _ = (d / "b.toml").write_text('[params]\n"host.context_switch_us" = 17.9\n"host.wakeup_us" = 21.0\n')
     >>> read_params_files([d / "a.toml"])
     ({'host.wakeup_us': 20.0}, [])
-    >>> _ = (d / "c.toml").write_text('[params]\n"workload.http_background_read" = true\n')
+    >>> _ = (d / "c.toml").write_text('[params]\n"workload.http_background_read" = true\n"host.cpu_sharing" = "slices"\n')
     >>> read_params_files([d / "c.toml"])
-    ({'workload.http_background_read': True}, [])
+    ({'workload.http_background_read': True, 'host.cpu_sharing': 'slices'}, [])
     >>> read_params_files([d / "a.toml", d / "b.toml"])
     Traceback (most recent call last):
     ...
     ValueError: host.wakeup_us is 20.0 in a.toml but 21.0 in b.toml
     """
-    params: dict[str, float] = {}
+    params: dict[str, Any] = {}
     where: dict[str, Path] = {}
     train: list[str] = []
     for path in map(Path, paths):

@@ -125,7 +125,7 @@ MODEL_PRIOR_KEYS = (
                           "gc_stw_per_p_us", "gc_cycle_base_us", "gc_cycle_per_p_us", "gc_preempt_us",
                           "sched_spin_base_us", "sched_spin_per_p_us", "sched_wake_us", "sched_park_us",
                           "sched_switch_us", "sched_xfer_growth", "sched_lock_us", "sysmon_poll_us")),
-    *(f"host.{k}" for k in ("context_switch_us", "wakeup_us", "wakeup_cold_us", "wakeup_cold_ms",
+    *(f"host.{k}" for k in ("context_switch_us", "thread_switch_us", "wakeup_us", "wakeup_cold_us", "wakeup_cold_ms",
                             "wakeup_latency_us", "timer_latency_us", "tlb_shootdown_us", "smt_slowdown",
                             "resume_cold_us", "resume_cold_ms")),
     *(f"workload.{k}" for k in ("server_cpu_us_per_request", "server_alloc_kb_per_request", "conn_heap_kb",
