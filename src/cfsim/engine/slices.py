@@ -18,8 +18,8 @@ charged to the group), so the group's usage and quota include it. With ``thread_
 every change of thread on a CPU costs ``switch_ns``. With it set, the switches are told apart as
 ``context_switch`` in ``kernel/sched/core.c`` tells them: a switch straight from one of the group's
 threads to another keeps the address space (``switch_mm_irqs_off`` finds the same mm) and costs
-``thread_switch_ns``; a thread switched in on a CPU that was idle pays nothing here, because the
-wake-up rule (:class:`cfsim.kernel.wakeup.WakeupCost`) prices the sleep, the wake-up and the switch
+``thread_switch_ns``; a thread switched in on a CPU the group had left (idle, or running only
+another process's short task) pays nothing here, because the wake-up rule (:class:`cfsim.kernel.wakeup.WakeupCost`) prices the sleep, the wake-up and the switch
 from the idle task together; a thread switched back in after another process's task pays
 ``switch_ns``.
 
@@ -65,8 +65,8 @@ class SlicedCfsEngine(CfsEngine):
     """
 
     __slots__ = ("_rq", "_t_left", "_slice_left", "_base_slice", "_switch_ns", "_nb_until", "_nb_next",
-                 "_nb_owed", "_nb_cap", "_last_ran", "_thread_switch_ns", "_idle_switch_ns", "switches_voluntary", "switches_involuntary",
-                 "neighbour_preemptions")
+                 "_nb_owed", "_nb_cap", "_last_ran", "_thread_switch_ns", "_idle_switch_ns", "switches_voluntary",
+                 "switches_involuntary", "neighbour_preemptions")
 
     def __init__(self, cpus: int, hz: int = 1000, bandwidth: Bandwidth | None = None, seed: int = 0,
                  env: simpy.Environment | None = None,
