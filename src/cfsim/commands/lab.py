@@ -45,32 +45,28 @@ def add_parser(sub) -> None:
     add_format_argument(g, "the grid's result (json/yaml: runs, failures, drift; csv/markdown/html: one row per run)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.set_defaults(func=run)
-    w = lab_sub.add_parser("wakeup", help="this host's CPU per sleep and wake-up of a thread and its timer latency "
-                                          "(lab/cmd/wakebench), written as host.* parameters")
-    w.add_argument("--out", metavar="FILE.toml", help="write a --params file (default: print it)")
-    w.add_argument("--rounds", type=int, default=3, metavar="N", help="rounds over the sleep lengths (~20 s each)")
-    w.add_argument("--from", dest="from_file", metavar="FILE.jsonl", help="fit a saved wakebench output instead "
-                                                                          "of running it")
-    w.set_defaults(func=run_wakeup)
-    t = lab_sub.add_parser("tlb", help="this host's CPU for returning memory to the OS and for the TLB flush it "
-                                       "sends to another CPU running the process (lab/cmd/faultbench), written "
-                                       "as go.page_release_us and host.tlb_shootdown_us")
-    t.add_argument("--out", metavar="FILE.toml", help="write a --params file (default: print it)")
-    t.add_argument("--rounds", type=int, default=3, metavar="N", help="rounds, each alone and with the other "
-                                                                      "CPU busy (a few seconds each)")
-    t.add_argument("--from", dest="from_file", metavar="FILE.jsonl", help="fit a saved faultbench output instead "
-                                                                          "of running it")
-    t.set_defaults(func=run_tlb)
-    s = lab_sub.add_parser("switch", help="this host's CPU for a context switch between two threads of one process "
-                                          "on one CPU, and between two processes (lab/cmd/switchbench), written as "
-                                          "host.thread_switch_us")
-    s.add_argument("--out", metavar="FILE.toml", help="write a --params file (default: print it)")
-    s.add_argument("--rounds", type=int, default=3, metavar="N", help="rounds, each alone, two threads and two "
-                                                                      "processes yielding on one CPU (3 s each)")
-    s.add_argument("--from", dest="from_file", metavar="FILE.jsonl", help="fit a saved switchbench output instead "
-                                                                          "of running it")
-    s.set_defaults(func=run_switch)
+    _add_host_bench(lab_sub, "wakeup", "wakebench", run_wakeup,
+                    "this host's CPU per sleep and wake-up of a thread and its timer latency (lab/cmd/wakebench), "
+                    "written as host.* parameters", "rounds over the sleep lengths (~20 s each)")
+    _add_host_bench(lab_sub, "tlb", "faultbench", run_tlb,
+                    "this host's CPU for returning memory to the OS and for the TLB flush it sends to another CPU "
+                    "running the process (lab/cmd/faultbench), written as go.page_release_us and "
+                    "host.tlb_shootdown_us", "rounds, each alone and with the other CPU busy (a few seconds each)")
+    _add_host_bench(lab_sub, "switch", "switchbench", run_switch,
+                    "this host's CPU for a context switch between two threads of one process on one CPU, and "
+                    "between two processes (lab/cmd/switchbench), written as host.thread_switch_us",
+                    "rounds, each alone, two threads and two processes yielding on one CPU (3 s each)")
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _add_host_bench(lab_sub, name: str, binary: str, func, help_text: str, rounds_help: str) -> None:
+    """``cfsim lab NAME``: a host benchmark (lab/cmd/BINARY) written as a ``--params`` file."""
+    b = lab_sub.add_parser(name, help=help_text)
+    b.add_argument("--out", metavar="FILE.toml", help="write a --params file (default: print it)")
+    b.add_argument("--rounds", type=int, default=3, metavar="N", help=rounds_help)
+    b.add_argument("--from", dest="from_file", metavar="FILE.jsonl",
+                   help=f"fit a saved {binary} output instead of running it")
+    b.set_defaults(func=func)
 
 
 def _sigterm_as_interrupt() -> None:
@@ -180,24 +176,27 @@ def run_wakeup(args) -> int:
     return _host_params(args, "wakeup", "wakebench", lw.run_wakebench, fit, lw.WakebenchError)
 
 
+def _rows_fit(read, params_of, to_toml):
+    """``fit(text, source, command)`` for a benchmark whose parameters come from its rows alone."""
+    def fit(text: str, source: str, command: str):
+        rows, _meta = read(text, source)
+        params = params_of(rows)
+        return params, to_toml(params, rows, command)
+    return fit
+
+
 def run_tlb(args) -> int:
     from cfsim.lab import tlb
 
-    def fit(text: str, source: str, command: str):
-        rows, _meta = tlb.read_faultbench(text, source)
-        params = tlb.tlb_params(rows)
-        return params, tlb.params_toml(params, rows, command)
-    return _host_params(args, "tlb", "faultbench", tlb.run_faultbench, fit, tlb.FaultbenchError)
+    return _host_params(args, "tlb", "faultbench", tlb.run_faultbench,
+                        _rows_fit(tlb.read_faultbench, tlb.tlb_params, tlb.params_toml), tlb.FaultbenchError)
 
 
 def run_switch(args) -> int:
     from cfsim.lab import threadswitch as ts
 
-    def fit(text: str, source: str, command: str):
-        rows, _meta = ts.read_switchbench(text, source)
-        params = ts.switch_params(rows)
-        return params, ts.params_toml(params, rows, command)
-    return _host_params(args, "switch", "switchbench", ts.run_switchbench, fit, ts.SwitchbenchError)
+    return _host_params(args, "switch", "switchbench", ts.run_switchbench,
+                        _rows_fit(ts.read_switchbench, ts.switch_params, ts.params_toml), ts.SwitchbenchError)
 
 
 def _overrides_text(overrides: list) -> str:
