@@ -118,7 +118,7 @@ def _limit_for(peak_bytes: float, margin: float) -> float:
     return float(math.ceil(peak_bytes * (1 + margin) / MiB))
 
 
-def advise_memory(scenario, simulate_fn: Callable | None = None, margin: float = VPA_MARGIN) -> MemoryAdvice:
+def advise_memory(scenario, simulate_fn: Callable | None = None, margin: float = VPA_MARGIN) -> MemoryAdvice | None:
     """Suggest the memory side of a scenario (after its CPU limit and GOMAXPROCS are set).
 
     Simulates the scenario without a memory limit (the working set it needs), then the suggested
@@ -126,6 +126,8 @@ def advise_memory(scenario, simulate_fn: Callable | None = None, margin: float =
     no OOM kill, throughput at least 98 % of the unlimited run, GC share at most 2 points more.
     GOGC stays as given; GOMEMLIMIT is automemlimit's 0.9 x limit unless that puts the heap goal
     in the collapse band, then it is left off (the limit alone, sized from the GOGC peak).
+    None where the unlimited run uses no memory: a workload kind that models none (``threads``,
+    bare OS threads with no Go heap) gets no memory advice rather than a limit of 0 MiB.
     """
     if simulate_fn is None:
         from cfsim.simulation import simulate as simulate_fn
@@ -134,6 +136,8 @@ def advise_memory(scenario, simulate_fn: Callable | None = None, margin: float =
                                     ("go.gomemlimit_policy", "explicit"), ("go.gomemlimit_mb", None)])
     base = simulate_fn(free).summary
     peak = float(base.get("memory_max_usage_bytes") or 0.0)
+    if peak <= 0.0:
+        return None
     live = float(base.get("gc_heap_live_bytes") or scenario["go.live_heap_mb"] * MiB)
     gogc = int(scenario["go.gogc"])
     reasons = [f"unlimited, the process peaks at {peak / MiB:.0f} MiB (live heap {live / MiB:.0f} MiB, GOGC "

@@ -90,7 +90,8 @@ def _memory_advice(scenario: Scenario, result: SearchResult) -> dict[str, Any] |
     sc = scenario
     if result.winner is not None:
         sc = scenario.with_overrides(result.winner.candidate.overrides(scenario))
-    return advise_memory(sc).as_dict()
+    advice = advise_memory(sc)
+    return None if advice is None else advice.as_dict()
 
 
 def horizon_warnings(scenario: Scenario, slos: Sequence[SLO]) -> list[str]:
@@ -104,7 +105,7 @@ def horizon_warnings(scenario: Scenario, slos: Sequence[SLO]) -> list[str]:
     return out
 
 
-def from_lab_run(run_dir: str | Path, params: str | Path | None = None,
+def from_lab_run(run_dir: str | Path, params: str | Path | Sequence[str | Path] | None = None,
                  overrides: Sequence[str] = ()) -> tuple[Scenario, Uncertainty, str]:
     """A lab run's resolved scenario and its grid's calibration (``grid_norm`` cost factor from
     the grid's ``calib-*`` runs, times a params file's ``cost_factor`` when given)."""
@@ -130,7 +131,8 @@ def from_lab_run(run_dir: str | Path, params: str | Path | None = None,
                 f"grid {run.parent.name}: no calibration runs, cost factor 1")
     except FileNotFoundError:
         factor, gc_factor, memory_path, heap_mb, note = 1.0, None, None, None, "no grid calibration"
-    unc = uncertainty_for(sc, params, factor, gc_factor=gc_factor, memory_path=memory_path,
+    keep = [o.split("=", 1)[0].strip() for o in overrides]
+    unc = uncertainty_for(sc, params, factor, gc_factor=gc_factor, memory_path=memory_path, keep=keep,
                           calibration_heap_mb=heap_mb)
     return sc, Uncertainty(unc.nominal, unc.pessimistic, f"{note}; {unc.description}"), str(run)
 

@@ -135,24 +135,27 @@ class Uncertainty:
     description: str = ""
 
 
-def _read_uncertainty(path: str | Path) -> tuple[dict[str, float], dict[str, float]]:
-    data = tomllib.loads(Path(path).read_text())
-    if "params" not in data:
-        raise ValueError(f"{path}: no [params] table (write it with `cfsim calibrate --out`)")
-    params = {k: float(v) for k, v in data["params"].items()}
+def _read_uncertainty(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str, float]]:
+    """The merged ``[params]`` of ``paths`` (:func:`cfsim.validation.calibrate.read_params_files`:
+    a choice stays a string, a switch a bool) and each fitted key's ``sigma_log`` (the largest
+    where two files give one)."""
+    from cfsim.validation.calibrate import read_params_files
+
+    params, _ = read_params_files(paths)
     sig: dict[str, float] = {}
-    for k, v in (data.get("uncertainty") or {}).items():
-        if isinstance(v, Mapping) and "sigma_log" in v:
-            s = float(v["sigma_log"])
-            if math.isfinite(s):
-                sig[k] = s
+    for path in paths:
+        for k, v in (tomllib.loads(Path(path).read_text()).get("uncertainty") or {}).items():
+            if isinstance(v, Mapping) and "sigma_log" in v:
+                s = float(v["sigma_log"])
+                if math.isfinite(s):
+                    sig[k] = max(s, sig.get(k, 0.0))
     return params, sig
 
 
-def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, base_factor: float = 1.0,
-                    default_rel: float = DEFAULT_REL_UNCERTAINTY, gc_factor: float | None = None,
-                    memory_path: Mapping[str, float] | None = None,
-                    calibration_heap_mb: float | None = None) -> Uncertainty:
+def uncertainty_for(scenario: Scenario, params_path: str | Path | Sequence[str | Path] | None = None,
+                    base_factor: float = 1.0, default_rel: float = DEFAULT_REL_UNCERTAINTY,
+                    gc_factor: float | None = None, memory_path: Mapping[str, float] | None = None,
+                    calibration_heap_mb: float | None = None, keep: Sequence[str] = ()) -> Uncertainty:
     """Nominal and pessimistic overrides for ``scenario``.
 
     The nominal side is what the validation's twins take on a lab grid's host
@@ -173,10 +176,12 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
     from cfsim.validation.calibrate import grid_overrides
 
     cost_key = COST_KEYS.get(scenario["workload.kind"])
-    params: dict[str, float] = {}
+    paths = [] if params_path is None else [params_path] if isinstance(params_path, (str, Path)) else list(params_path)
+    params: dict[str, Any] = {}
     sigma: dict[str, float] = {}
-    if params_path is not None:
-        params, sigma = _read_uncertainty(params_path)
+    if paths:
+        params, sigma = _read_uncertainty(paths)
+        params = {k: v for k, v in params.items() if k not in set(keep)}
     factor = base_factor * params.get("cost_factor", 1.0)
     cost_sigma = sigma.get("cost_factor", math.log1p(default_rel))
     # the nominal side is what the validation's twins take on the grid's host (one rule)
@@ -197,8 +202,8 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | None = None, b
     scan = nominal_map.get("go.gc_scan_mb_per_ms")
     gc = params.get("go.gc_scan_mb_per_ms", scenario["go.gc_scan_mb_per_ms"]) / scan if scan else 1.0
     gc = gc if cost_key is not None and abs(gc - 1.0) > 1e-12 else None
-    if params_path is not None:
-        desc = (f"params {params_path}: cost x{factor:.3g}; pessimistic cost x{math.exp(cost_sigma):.3g}"
+    if paths:
+        desc = (f"params {', '.join(map(str, paths))}: cost x{factor:.3g}; pessimistic cost x{math.exp(cost_sigma):.3g}"
                 + (f" (sigma_log {cost_sigma:.3g})" if "cost_factor" in sigma else " (default)")
                 + "".join(f", {k} {'/' if k in _SMALLER_IS_WORSE else 'x'}{math.exp(s):.3g}"
                           for k, s in sigma.items() if k != "cost_factor" and k in params))

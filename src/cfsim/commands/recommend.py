@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 
 from cfsim.commands import CommandError
+from cfsim.commands._params import read_cli_params, set_keys
 from cfsim.commands._prometheus import add_prometheus_arguments, check_emit_format, given_live_options, load_live
 from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml, dump_yaml_all, emit, json_safe
 
@@ -28,8 +29,10 @@ def add_parser(sub) -> None:
                    help="an objective over the run summary, e.g. 'lag_final_s<=60', 'latency_p99_s<=0.05', "
                         "'throughput_per_s>=4000' (repeat for several)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override a scenario key")
-    p.add_argument("--params", metavar="TOML", help="calibration file (cfsim calibrate --out): parameters and "
-                                                     "their sigma for the safety margin")
+    p.add_argument("--params", metavar="TOML", action="append", default=[],
+                   help="parameters from a TOML file's [params] table and their sigma for the safety margin (a fit "
+                        "from `cfsim calibrate --out`, a host measured with `cfsim lab wakeup|tlb|switch --out`); "
+                        "repeat for several; --set wins over a file")
     p.add_argument("--gomaxprocs", metavar="LIST",
                    help="GOMAXPROCS choices to search, comma-separated (default: the scenario's, go1.25, "
                         "automaxprocs, ceil = explicit ceil(limit)); also floor or integers")
@@ -114,6 +117,11 @@ def run(args) -> int:
     except SLOError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        read_cli_params(args.params)   # a missing file or a key no scenario knows, named before any search
+    except (OSError, ValueError) as exc:   # tomllib's decode error and ScenarioError are ValueErrors
+        print(f"error: --params: {exc}", file=sys.stderr)
+        return 2
     given = [x for x in (args.from_run, args.prometheus_url) if x]
     if len(given) > 1 or (not given and not args.scenario) or (args.from_run and args.scenario):
         print("error: give a scenario, --from RUN_DIR, or --prometheus-url URL (with or without a scenario)",
@@ -154,7 +162,8 @@ def run(args) -> int:
                 sc, how = live_scenario(t, args.duration or 20.0)
                 if args.set:
                     sc = sc.with_overrides(list(args.set))
-            jobs.append((t.name, sc, uncertainty_for(sc, args.params), f"{meta['source']} {t.name}: {how}", t.history,
+            unc = uncertainty_for(sc, args.params, keep=set_keys(args.set))
+            jobs.append((t.name, sc, unc, f"{meta['source']} {t.name}: {how}", t.history,
                          args.container or t.container, workload or t.workload, t.namespace, t.request_m))
     elif args.from_run:
         sc, unc, source = from_lab_run(args.from_run, args.params, args.set)
@@ -166,7 +175,8 @@ def run(args) -> int:
         jobs.append((source, sc, unc, source, history, args.container, workload, args.namespace, None))
     else:
         sc = load_scenario(args.scenario, args.set)
-        jobs.append((str(args.scenario), sc, uncertainty_for(sc, args.params), str(args.scenario), None,
+        unc = uncertainty_for(sc, args.params, keep=set_keys(args.set))
+        jobs.append((str(args.scenario), sc, unc, str(args.scenario), None,
                      args.container, workload, args.namespace, None))
 
     from cfsim.overheads.report import band_lines, recommend_notes

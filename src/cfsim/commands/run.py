@@ -1,6 +1,9 @@
-"""``python -m cfsim run SCENARIO [--set section.key=value] [--format F] [--out DIR] [--no-band]``."""
+"""``python -m cfsim run SCENARIO [--set section.key=value] [--params F.toml ...] [--format F] [--out DIR] [--no-band]``."""
 from __future__ import annotations
 
+import sys
+
+from cfsim.commands._params import add_params_argument, read_cli_params, settings
 from cfsim.output import Answer, add_format_argument, chosen_format, emit
 from cfsim.scenario import load_scenario
 
@@ -10,6 +13,7 @@ def add_parser(sub) -> None:
     p.add_argument("scenario", help="a scenario TOML file or a built-in name (see `scenarios`)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override any scenario key, e.g. --set cgroup.cpu_limit=1.94")
+    add_params_argument(p)
     add_format_argument(p, "the summary (csv/markdown/html: one row)")
     p.add_argument("--out", metavar="DIR", help="write tables (Parquet) and the resolved scenario here")
     p.add_argument("--no-band", action="store_true",
@@ -21,7 +25,12 @@ def run(args) -> int:
     from cfsim.overheads.report import annotate, band_columns, band_lines
     from cfsim.simulation import simulate, write_result
 
-    scenario = load_scenario(args.scenario, args.set)
+    try:
+        params = read_cli_params(args.params)
+    except (OSError, ValueError) as exc:   # tomllib's decode error and ScenarioError are ValueErrors
+        print(f"error: --params: {exc}", file=sys.stderr)
+        return 2
+    scenario = load_scenario(args.scenario, settings(args.scenario, args.set, params))
     result = simulate(scenario)
     if args.out:
         write_result(result, args.out)

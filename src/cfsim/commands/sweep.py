@@ -1,7 +1,7 @@
 """``python -m cfsim sweep``: what-if grids on this machine or a Dask cluster.
 
     python -m cfsim sweep SCENARIO --grid KEY=a,b,c --grid KEY=start:stop:step [--seeds N]
-                          [--set KEY=VALUE] --out DIR [--workers N | --dask ADDRESS|local] [--resume]
+                          [--set KEY=VALUE] [--params F.toml ...] --out DIR [--workers N | --dask ADDRESS|local] [--resume]
     python -m cfsim sweep --file study.toml [--out DIR] [--resume]
     python -m cfsim sweep --resume --out DIR          # finish a killed sweep from its manifest
     python -m cfsim sweep --plot DIR                  # PNG + SVG curves vs allocation
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cfsim.commands._params import HELP, add_params_argument
 from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
 
@@ -32,6 +33,7 @@ def add_parser(sub) -> None:
                         "included); repeat for more axes (cartesian product)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="a fixed override for every run, e.g. --set run.duration_s=60")
+    add_params_argument(p, HELP + "; written into the sweep's overrides, so --resume needs the same files")
     p.add_argument("--seeds", type=int, default=None, metavar="N",
                    help="replicates per grid point, each with its own seed (default 1)")
     p.add_argument("--root-seed", type=int, default=None, metavar="INT",
@@ -101,6 +103,14 @@ def run(args) -> int:
                      "or --resume --out DIR")
     if args.resume and args.overwrite:
         return _fail("--resume keeps what is in --out, --overwrite deletes it: choose one")
+    if args.params:
+        if study.scenario is None:
+            return _fail("--params applies to a new sweep's scenario; --resume --out DIR alone keeps the "
+                         "manifest's overrides (give the scenario, --set and --params again, or neither)")
+        try:
+            study.overrides = _with_params(study, args.params)
+        except (OSError, ValueError) as exc:
+            return _fail(f"--params: {exc}")
     if study.seeds is not None and study.seeds < 1:
         return _fail(f"--seeds must be >= 1 (got {study.seeds})")
     if study.workers is not None and study.workers < 0:
@@ -147,6 +157,25 @@ def run(args) -> int:
     if report.lost:
         return 1
     return 0 if report.ok or not report.computed else 1
+
+
+def _with_params(study, paths: list[str]) -> list[str]:
+    """The study's overrides with the files' settings before them (an explicit --set and a grid
+    axis win over a file); a fitted cost factor cannot scale a key the grid varies."""
+    from cfsim.commands._params import read_cli_params, set_keys
+    from cfsim.scenario import load_scenario
+    from cfsim.validation.calibrate import params_settings
+
+    params = read_cli_params(paths)
+    axes = study.grid.keys
+    files = params_settings(load_scenario(study.scenario, study.overrides), params,
+                            keep=set_keys(study.overrides) + axes)
+    scaled = set(set_keys(files))
+    clash = sorted(scaled & set(axes))
+    if clash:
+        raise ValueError(f"the files' cost_factor scales {', '.join(clash)}, which --grid varies: give that "
+                         f"axis in this host's values and drop cost_factor, or sweep another key")
+    return files + [o for o in study.overrides if o.split("=", 1)[0].strip() not in scaled]
 
 
 def _coverage_lines(study) -> list[str]:

@@ -1,4 +1,4 @@
-"""``python -m cfsim trap [SCENARIO] [--set k=v] [--format F] [--out DIR]``: the T0-T3 VPA/GOMAXPROCS trap.
+"""``python -m cfsim trap [SCENARIO] [--set k=v] [--params F.toml ...] [--format F] [--out DIR]``: the T0-T3 VPA/GOMAXPROCS trap.
 
 A thin layer over :mod:`cfsim.trap` (the library the notebooks and tests use): runs the trap and
 its fixes, writes the files, prints the timeline, phases and final states.
@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
+from cfsim.commands._params import add_params_argument, read_cli_params, settings
 from cfsim.output import Answer, add_format_argument, chosen_format, emit
 from cfsim.progress import Progress
 from cfsim.trap import DEFAULT_SCENARIO, plot, run_trap, write_csv
@@ -20,6 +22,7 @@ def add_parser(sub) -> None:
                    help=f"a scenario TOML file or built-in name with a [vpa] section (default {DEFAULT_SCENARIO})")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override any scenario key, e.g. --set vpa.integer_cpu=true --set vpa.days=3")
+    add_params_argument(p)
     add_format_argument(p, 'the report (json/yaml: {"timeline", "final", "phases", "fixes": {name: {...}}, ...}; '
                            'csv/markdown/html: the final state of each run)')
     p.add_argument("--out", metavar="DIR", default="out/trap",
@@ -124,8 +127,14 @@ def _final_rows(data: dict) -> list[dict]:
 
 def run(args) -> int:
     fmt = chosen_format(args)
+    try:
+        params = read_cli_params(args.params)
+    except (OSError, ValueError) as exc:   # tomllib's decode error and ScenarioError are ValueErrors
+        print(f"error: --params: {exc}", file=sys.stderr)
+        return 2
+    overrides = settings(args.scenario, args.set, params)
     with TrapProgress(enabled=not args.no_progress) as progress:
-        report = run_trap(args.scenario, args.set, args.response, args.limit_ratio, with_t3=not args.no_t3,
+        report = run_trap(args.scenario, overrides, args.response, args.limit_ratio, with_t3=not args.no_t3,
                           progress=progress)
     data, results = report["data"], report["results"]
     files: dict[str, str] = {}

@@ -248,7 +248,7 @@ def _check_same_study(old: Mapping[str, Any], new: Mapping[str, Any], out: str) 
                              f"{new.get(key)!r} now); use a new --out, or --resume without changing it")
     if old["scenario"]["toml"] != new["scenario"]["toml"]:
         raise StoreError(f"{out} holds a sweep of a different base scenario; use a new --out, "
-                         f"or --resume with the same scenario and --set overrides")
+                         f"or --resume with the same scenario, --set overrides and --params files")
 
 
 def run_sweep(scenario: str | Path | Scenario | Mapping[str, Any] | None, grid: Grid | None = None, *,

@@ -136,9 +136,16 @@ def read_params(path: str | Path) -> dict[str, Any]:
     """The ``[params]`` table of a file written by :func:`calibrate` (numbers as floats; a switch
     such as ``workload.http_background_read`` stays a bool, a choice such as ``host.cpu_sharing``
     a string)."""
-    data = tomllib.loads(Path(path).read_text())
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except tomllib.TOMLDecodeError as exc:   # its message gives the line and column, not the file
+        raise ValueError(f"{path}: {exc}") from None
     if "params" not in data:
         raise ValueError(f"{path}: no [params] table (write it with `cfsim calibrate --out`)")
+    bad = [k for k, v in data["params"].items() if not isinstance(v, (bool, str, int, float))]
+    if bad:
+        raise ValueError(f"{path}: [params] {bad[0]} must be a number, true/false or a word "
+                         f"(got {data['params'][bad[0]]!r})")
     return {k: v if isinstance(v, (bool, str)) else float(v) for k, v in data["params"].items()}
 
 
@@ -270,6 +277,29 @@ def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor:
     # the kernel's side is not the CPU's speed: its own probe where the grid measured one
     out.update(memory_path_overrides(memory_path))
     return out
+
+
+def params_settings(scenario: Scenario, params: Mapping[str, Any], keep: Sequence[str] = ()) -> list[str]:
+    """``--params`` files applied to a user's scenario as the validation's twins take them:
+    :func:`grid_overrides` at a grid cost factor of 1 (the files' keys as they are; a fitted
+    ``cost_factor`` scales the per-item CPU and the allocation's CPU per KiB, the GC's scan rate
+    by its speed), as ``section.key=value`` overrides. A key in ``keep`` (what the user set with
+    ``--set``) is never replaced: an explicit setting wins over a file; a cost factor still scales
+    the value the scenario ends with.
+
+    >>> from cfsim.scenario import load_scenario
+    >>> sc = load_scenario("cpu-bound-threads", ["host.wakeup_us=5"])
+    >>> params_settings(sc, {"host.wakeup_us": 20.0, "host.cpu_sharing": "slices"}, keep=["host.wakeup_us"])
+    ['host.cpu_sharing="slices"']
+    >>> sc = load_scenario("cpu-bound-threads", ["workload.kind=open"])
+    >>> params_settings(sc, {"cost_factor": 1.5})[:2]
+    ['workload.cpu_ms_per_request=15.0', 'go.gc_scan_mb_per_ms=0.6666666666666666']
+    """
+    import json
+
+    kept = set(keep)
+    mine = {k: v for k, v in params.items() if k not in kept}
+    return [f"{k}={json.dumps(v)}" for k, v in grid_overrides(scenario, mine, 1.0).items()]
 
 
 def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
