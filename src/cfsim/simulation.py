@@ -194,6 +194,9 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = (),
     switches1 = _switches(engine)
     if samples[-1][0] < t1 / 1e9:
         scrape(again=False)  # the scrape due exactly at the end of the run
+    sample_now = getattr(workload, "sample_now", None)
+    if sample_now is not None:
+        sample_now()   # the workload's own counters at the end too (its sampling event is due there)
 
     summary = kernel_summary(scenario, marks["start"], marks["end"], t0, t1)
     summary.update(workload.summary(t0, t1))

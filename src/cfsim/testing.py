@@ -49,3 +49,16 @@ def crashing_point(scenario: Scenario) -> Mapping[str, Any]:
         time.sleep(0.05)  # let other runs be in flight with it
         os.kill(os.getpid(), signal.SIGKILL)
     return toy_point(scenario)
+
+
+_INTERRUPTED: list[bool] = []
+
+
+def interrupted_point(scenario: Scenario) -> Mapping[str, Any]:
+    """Like :func:`toy_point`, but a Ctrl-C arrives the first time this process meets
+    ``cgroup.cpu_limit`` 3 cores (run it in this process, ``--workers 0``: the user's interrupt as
+    the sweep's loop sees it; a resume in the same process then finishes)."""
+    if scenario["cgroup.cpu_limit"] == 3 and not _INTERRUPTED:
+        _INTERRUPTED.append(True)
+        raise KeyboardInterrupt
+    return toy_point(scenario)

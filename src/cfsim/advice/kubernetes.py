@@ -32,6 +32,8 @@ GO125_NOTE = ("GOMAXPROCS: build with Go >= 1.25 (go.mod 'go 1.25') and without 
               "(src/runtime/cgroup_linux.go); no env var")
 AUTOMAXPROCS_NOTE = "GOMAXPROCS: automaxprocs in the binary sets floor(limit) at start; no env var"
 HOST_NOTE = "GOMAXPROCS: the node's CPU count (Go < 1.25 without automaxprocs); no env var"
+HOST_ENV_NOTE = ("GOMAXPROCS={n}: the node's CPU count, as simulated; Go >= 1.25 would otherwise default to "
+                 "min(node CPUs, max(2, ceil(limit))) (src/runtime/cgroup_linux.go)")
 BURST_NOTE = ("CFS burst {ms:g} ms: not settable through the Kubernetes API (cpu.cfs_burst_us / cpu.max.burst "
               "on the node's cgroup); the patch leaves it out")
 
@@ -79,9 +81,11 @@ def request_for(limit_m: int | None, request_now_m: int | None, fallback_m: int 
 
 
 def change_from_overrides(name: str, overrides: Sequence[tuple[str, Any]], request_now_m: int | None = None,
-                          fallback_request_m: int | None = None) -> ContainerChange:
+                          fallback_request_m: int | None = None, host_env: int | None = None) -> ContainerChange:
     """A :class:`ContainerChange` from scenario overrides (``cgroup.cpu_limit``, ``go.gomaxprocs``,
-    ``cgroup.burst_us``) as the search and the audit's fixes write them."""
+    ``cgroup.burst_us``) as the search and the audit's fixes write them. ``host_env``: the node's
+    CPU count the ``host`` policy was simulated with, for a binary whose Go (>= 1.25) would not
+    default to it: then the env var carries it, so the pod runs what was simulated."""
     ch = ContainerChange(name)
     over = dict(overrides)
     if over.get("cgroup.cpu_limit") is not None:
@@ -94,6 +98,9 @@ def change_from_overrides(name: str, overrides: Sequence[tuple[str, Any]], reque
         ch.notes.append(GO125_NOTE)
     elif g == "automaxprocs":
         ch.notes.append(AUTOMAXPROCS_NOTE)
+    elif g == "host" and host_env is not None:
+        ch.gomaxprocs = int(host_env)
+        ch.notes.append(HOST_ENV_NOTE.format(n=int(host_env)))
     elif g == "host":
         ch.notes.append(HOST_NOTE)
     burst = over.get("cgroup.burst_us")

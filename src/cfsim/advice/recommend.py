@@ -10,6 +10,7 @@ from typing import Any, Sequence
 from cfsim.advice.peers import PeerChoice, peer_choices
 from cfsim.advice.search import Evaluation, SearchOptions, SearchResult, Searcher, Uncertainty, uncertainty_for
 from cfsim.advice.slo import SLO
+from cfsim.goruntime.gomaxprocs import version_tuple
 from cfsim.scenario import Scenario
 
 __all__ = ["Report", "recommend", "from_lab_run", "observed_history", "format_report", "horizon_warnings",
@@ -32,6 +33,7 @@ class Report:
     peer_history: str = "simulated"
     history: Any = None   # the usage history the peers read (t_s, cumulative usage), when they ran
     memory: dict[str, Any] | None = None   # cfsim.advice.memory: GOGC/GOMEMLIMIT and memory request/limit
+    searched_up_to_cores: float | None = None   # the largest limit the search tried
 
     def as_dict(self) -> dict[str, Any]:
         sc = self.scenario
@@ -51,7 +53,7 @@ class Report:
                           for k, e in self.slo_costs.items()},
             "peers": [p.as_dict(self.slos) for p in self.peers], "peer_history": self.peer_history,
             "simulations": self.simulations, "wall_s": self.wall_s, "warnings": self.warnings,
-            "memory": self.memory,
+            "memory": self.memory, "searched_up_to_cores": self.searched_up_to_cores,
         }
 
 
@@ -77,10 +79,16 @@ def recommend(scenario: Scenario, slos: Sequence[SLO], uncertainty: Uncertainty 
     if peers:
         hist = history if history is not None else s.run_full()["_series"]
         peer_list = peer_choices(s.scenario, slos, s.run_full, hist, vpa_rounds)
+    warnings = horizon_warnings(s.scenario, slos)
+    if peers and not peer_list:
+        # peer_choices reads at least two 1 s windows of usage after the warm-up: say so, not nothing
+        warnings.append(f"no VPA/krr comparison: the peers need at least 2 s of usage after the warm-up "
+                        f"({s.scenario['run.warmup_s']:g} s of {s.scenario['run.duration_s']:g} s simulated); "
+                        f"simulate longer (--duration)")
     memory = _memory_advice(s.scenario, result)
     return Report(s.scenario, slos, s.uncertainty, current, result, costs, peer_list, s.simulations,
-                  time.perf_counter() - wall0, source, horizon_warnings(s.scenario, slos),
-                  "observed" if history is not None else "simulated", hist, memory)
+                  time.perf_counter() - wall0, source, warnings,
+                  "observed" if history is not None else "simulated", hist, memory, s.hi_m / 1000)
 
 
 def _memory_advice(scenario: Scenario, result: SearchResult) -> dict[str, Any] | None:
@@ -249,7 +257,11 @@ def kubernetes_answer(rep: Report, container: str, workload: tuple[str, str] | N
     plain = [e for name, e in rep.result.series.items() if e is not None and not name.endswith("+burst")]
     w = min(plain, key=lambda e: e.candidate.limit_m) if plain else None
     if w is not None:
-        ch = change_from_overrides(container, w.candidate.overrides(rep.scenario), request_now_m, vpa_target_m)
+        # the "host" policy on a Go whose own default is container-aware (>= 1.25, go.mod 'go 1.25'):
+        # the pod gets what was simulated only through the env var
+        modern = version_tuple(rep.scenario["go.version"]) >= (1, 25)
+        ch = change_from_overrides(container, w.candidate.overrides(rep.scenario), request_now_m, vpa_target_m,
+                                   host_env=w.gomaxprocs if modern and w.candidate.gomaxprocs == "host" else None)
         win = rep.result.winner
         if win is not None and win.candidate.burst_us and win.candidate.limit_m < w.candidate.limit_m:
             ch.notes.append(f"with a CFS burst (not settable through the Kubernetes API) {win.candidate.describe()} "
@@ -310,8 +322,9 @@ def format_report(rep: Report) -> str:
     lines.append(f"current:     {lim_text}{sched}, {sc['go.gomaxprocs']} (GOMAXPROCS {cur.gomaxprocs})"
                  f" -> {_outcome(cur.summary)}; {_misses(rep.slos, cur.summary)}")
     w, r = rep.result.winner, rep.result.runner_up
+    up_to = rep.searched_up_to_cores if rep.searched_up_to_cores is not None else sc["host.cpus"]
     if w is None:
-        lines.append(f"recommend:   nothing up to {sc['host.cpus']} cores meets every SLO robustly")
+        lines.append(f"recommend:   nothing up to {_num(up_to)} cores meets every SLO robustly")
     else:
         lines.append(f"recommend:   {_config(w)} -> {_outcome(w.summary)}")
         if w.pessimistic is not None:
@@ -320,7 +333,7 @@ def format_report(rep: Report) -> str:
         lines.append(f"runner-up:   {_config(r)} -> {_outcome(r.summary)}")
     lines.append("cost of each SLO (cheapest robust limit meeting it alone):")
     for k, e in rep.slo_costs.items():
-        lines.append(f"  {k:<28} " + ("not met up to the node's CPUs" if e is None else _config(e)))
+        lines.append(f"  {k:<28} " + (f"not met up to {_num(up_to)} cores" if e is None else _config(e)))
     if rep.peers:
         lines.append(f"peers ({rep.peer_history} usage history; each choice simulated with GOMAXPROCS policy "
                      f"{sc['go.gomaxprocs']}):")

@@ -39,11 +39,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cfsim.advice.slo import SLO, all_met
 from cfsim.goruntime.gomaxprocs import gomaxprocs_value, version_tuple
+from cfsim.kernel import limits
 from cfsim.scenario import Scenario
 from cfsim.validation.normalise import COST_KEYS
 
 __all__ = ["Candidate", "Evaluation", "Uncertainty", "SearchOptions", "SearchResult", "Searcher",
-           "search", "uncertainty_for", "policy_kinds", "DEFAULT_REL_UNCERTAINTY"]
+           "search", "uncertainty_for", "read_uncertainty_files", "policy_kinds", "DEFAULT_REL_UNCERTAINTY"]
 
 #: Pessimistic per-item cost without a calibration file: +10 %.
 DEFAULT_REL_UNCERTAINTY = 0.10
@@ -135,7 +136,7 @@ class Uncertainty:
     description: str = ""
 
 
-def _read_uncertainty(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str, float]]:
+def read_uncertainty_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict[str, float]]:
     """The merged ``[params]`` of ``paths`` (:func:`cfsim.validation.calibrate.read_params_files`:
     a choice stays a string, a switch a bool) and each fitted key's ``sigma_log`` (the largest
     where two files give one)."""
@@ -146,9 +147,12 @@ def _read_uncertainty(paths: Sequence[str | Path]) -> tuple[dict[str, Any], dict
     for path in paths:
         for k, v in (tomllib.loads(Path(path).read_text()).get("uncertainty") or {}).items():
             if isinstance(v, Mapping) and "sigma_log" in v:
-                s = float(v["sigma_log"])
+                s = v["sigma_log"]
+                if isinstance(s, bool) or not isinstance(s, (int, float)) or s < 0:
+                    # a negative or non-numeric sigma would silently remove the safety margin
+                    raise ValueError(f"{path}: [uncertainty.\"{k}\"] sigma_log must be a number >= 0 (got {s!r})")
                 if math.isfinite(s):
-                    sig[k] = max(s, sig.get(k, 0.0))
+                    sig[k] = max(float(s), sig.get(k, 0.0))
     return params, sig
 
 
@@ -180,7 +184,7 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | Sequence[str |
     params: dict[str, Any] = {}
     sigma: dict[str, float] = {}
     if paths:
-        params, sigma = _read_uncertainty(paths)
+        params, sigma = read_uncertainty_files(paths)
         params = {k: v for k, v in params.items() if k not in set(keep)}
     factor = base_factor * params.get("cost_factor", 1.0)
     cost_sigma = sigma.get("cost_factor", math.log1p(default_rel))
@@ -233,6 +237,7 @@ class Evaluation:
         c = self.candidate
         keys = ("cpu_usage_cores", "throttled_ratio", "throughput_per_s", "latency_p50_s", "latency_p99_s",
                 "latency_p999_s", "lag_final_s", "backlog_final")
+        keys += tuple(dict.fromkeys(s.key for s in slos if s.key not in keys))   # what each SLO is judged on
         out = {"cpu_limit_cores": c.limit, "gomaxprocs_policy": c.gomaxprocs, "gomaxprocs": self.gomaxprocs,
                "burst_us": c.burst_us, "description": c.describe(),
                "summary": {k: self.summary.get(k) for k in keys if k in self.summary},
@@ -303,6 +308,12 @@ class Searcher:
         self.scenario = base
         self.uncertainty = uncertainty or uncertainty_for(base)
         self.kinds = policy_kinds(base, o.gomaxprocs)
+        for name in ("coarse_step", "fine_step", "max_limit", "min_limit"):
+            v = getattr(o, name)
+            if v is not None and not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a number > 0 (got {v})")
+        if o.min_limit is not None and o.max_limit is not None and o.min_limit > o.max_limit:
+            raise ValueError(f"min_limit {o.min_limit} is above max_limit {o.max_limit}")
         self.fine_m = max(1, int(round(o.fine_step * 1000)))
         coarse_m = max(self.fine_m, int(round(o.coarse_step * 1000)))
         self.coarse_m = coarse_m - coarse_m % self.fine_m or self.fine_m
@@ -310,7 +321,9 @@ class Searcher:
         hi = int(round((o.max_limit if o.max_limit is not None else base["host.cpus"]) * 1000))
         lo = int(round((o.min_limit if o.min_limit is not None else o.fine_step) * 1000))
         self.hi_m = max(self.fine_m, min(hi, cpus_m) // self.fine_m * self.fine_m)
-        self.lo_m = max(self.fine_m, -(-lo // self.fine_m) * self.fine_m, 10)  # quota >= 1 ms per 100 ms
+        # the kernel's smallest quota (1 ms, tg_set_cfs_bandwidth) at this period, in millicores
+        floor_m = -(-limits.MIN_QUOTA_US * 1000 // int(base["cgroup.period_us"]))
+        self.lo_m = max(self.fine_m, -(-lo // self.fine_m) * self.fine_m, -(-floor_m // self.fine_m) * self.fine_m)
         if self.hi_m // self.coarse_m > MAX_COARSE:  # big nodes: at most MAX_COARSE coarse points
             self.coarse_m = -(-self.hi_m // MAX_COARSE // self.fine_m) * self.fine_m
         self.cache: dict[tuple, dict[str, Any]] = {}

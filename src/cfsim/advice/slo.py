@@ -136,6 +136,15 @@ def parse_slo(text: str, known: Iterable[str] | None = None) -> SLO:
         raise SLOError(f"SLO {text!r}: threshold {raw!r} is not a number") from None
     if not math.isfinite(threshold):
         raise SLOError(f"SLO {text!r}: threshold must be a finite number (got {raw!r})")
+    lo, hi = (0.0, 1.0) if KNOWN_KEYS.get(key) == "-" else (0.0, math.inf)
+    never = (op == "<" and threshold <= lo) or (op in ("<=", "<") and threshold < lo) \
+        or (op == ">" and threshold >= hi) or (op in (">=", ">") and threshold > hi)
+    always = (op in (">=", ">") and threshold < lo) or (op == ">=" and threshold == lo) \
+        or (op in ("<=", "<") and threshold > hi) or (op == "<=" and threshold == hi)
+    if never or always:
+        span = "a fraction in [0, 1]" if hi == 1.0 else "never negative"
+        raise SLOError(f"SLO {text!r}: {key} is {span}, so {'no' if never else 'every'} run "
+                       f"{'can meet' if never else 'meets'} it")
     return SLO(key, op, threshold)
 
 

@@ -55,7 +55,7 @@ def _param_specs(items: list[str]) -> tuple[list[str] | None, dict[str, tuple[fl
                 lo, _, hi = rng.partition(":")
                 bounds[key] = (float(lo), float(hi))
         except ValueError:
-            raise SystemExit(f"error: --param {item}: write KEY, KEY=LOW:HIGH or KEY=VALUE") from None
+            raise ValueError(f"--param {item}: write KEY, KEY=LOW:HIGH or KEY=VALUE") from None
     return names or None, bounds, held
 
 
@@ -66,7 +66,22 @@ def run(args) -> int:
 
     from cfsim.progress import Progress
 
-    names, bounds, held = _param_specs(args.param)
+    try:
+        names, bounds, held = _param_specs(args.param)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from cfsim.commands._paths import out_dir_error
+
+    bad_out = out_dir_error(args.report, "--report")
+    if bad_out:
+        print(f"error: {bad_out}", file=sys.stderr)
+        return 2
+    for opt, v, least in (("--max-nfev", args.max_nfev, 1), ("--start-points", args.start_points, 0),
+                          ("--workers", args.workers, 0)):
+        if v is not None and v < least:
+            print(f"error: {opt} must be >= {least} (got {v})", file=sys.stderr)
+            return 2
     try:
         fixed, _ = read_params_files(args.params) if args.params else ({}, [])
     except (OSError, ValueError) as exc:

@@ -12,6 +12,7 @@ SCENARIO when one is given), with the VPA status block and a strategic-merge pat
 """
 from __future__ import annotations
 
+import math
 import sys
 
 from cfsim.commands import CommandError
@@ -106,7 +107,7 @@ def _k8s_text(k8s: dict) -> str:
 
 def run(args) -> int:
     from cfsim.advice.recommend import format_report, from_lab_run, kubernetes_answer, recommend
-    from cfsim.advice.search import SearchOptions, uncertainty_for
+    from cfsim.advice.search import SearchOptions, read_uncertainty_files, uncertainty_for
     from cfsim.advice.slo import SLOError, parse_slos
     from cfsim.progress import Progress
     from cfsim.scenario import load_scenario
@@ -117,8 +118,18 @@ def run(args) -> int:
     except SLOError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    for opt, v in (("--coarse-step", args.coarse_step), ("--fine-step", args.fine_step),
+                   ("--max-limit", args.max_limit), ("--duration", args.duration)):
+        if v is not None and not (math.isfinite(v) and v > 0):
+            print(f"error: {opt} must be a number > 0 (got {v:g})", file=sys.stderr)
+            return 2
+    if args.vpa_rounds < 1:   # one round is the VPA's own choice; each further one re-applies it
+        print(f"error: --vpa-rounds must be >= 1 (got {args.vpa_rounds})", file=sys.stderr)
+        return 2
     try:
-        read_cli_params(args.params)   # a missing file or a key no scenario knows, named before any search
+        # a missing file, a key no scenario knows or a bad sigma, named before any search
+        read_cli_params(args.params)
+        read_uncertainty_files(args.params)
     except (OSError, ValueError) as exc:   # tomllib's decode error and ScenarioError are ValueErrors
         print(f"error: --params: {exc}", file=sys.stderr)
         return 2

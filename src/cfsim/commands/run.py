@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from cfsim.commands._params import add_params_argument, read_cli_params, settings
+from cfsim.commands._paths import out_dir_error
 from cfsim.output import Answer, add_format_argument, chosen_format, emit
 from cfsim.scenario import load_scenario
 
@@ -25,6 +26,10 @@ def run(args) -> int:
     from cfsim.overheads.report import annotate, band_columns, band_lines
     from cfsim.simulation import simulate, write_result
 
+    bad_out = out_dir_error(args.out, "--out")
+    if bad_out:
+        print(f"error: {bad_out}", file=sys.stderr)
+        return 2
     try:
         params = read_cli_params(args.params)
     except (OSError, ValueError) as exc:   # tomllib's decode error and ScenarioError are ValueErrors

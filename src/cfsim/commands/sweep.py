@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from cfsim.commands._params import HELP, add_params_argument
+from cfsim.commands._paths import out_dir_error
 from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
 
@@ -98,6 +99,9 @@ def run(args) -> int:
         return _fail(f"invalid grid: {exc}")
     if not study.out:
         return _fail("--out DIR is required (where the Parquet rows and manifest go)")
+    bad_out = out_dir_error(study.out, "--out")
+    if bad_out:
+        return _fail(bad_out)
     if study.scenario is None and not args.resume:
         return _fail("give a SCENARIO (a TOML file or a built-in name), --file STUDY.toml, "
                      "or --resume --out DIR")
@@ -111,6 +115,8 @@ def run(args) -> int:
             study.overrides = _with_params(study, args.params)
         except (OSError, ValueError) as exc:
             return _fail(f"--params: {exc}")
+    if study.root_seed is not None and study.root_seed < 0:
+        return _fail(f"--root-seed must be >= 0 (got {study.root_seed})")
     if study.seeds is not None and study.seeds < 1:
         return _fail(f"--seeds must be >= 1 (got {study.seeds})")
     if study.workers is not None and study.workers < 0:
@@ -135,6 +141,10 @@ def run(args) -> int:
         return _fail(f"invalid grid: {exc}")
     except (StoreError, ExecutorUnavailable) as exc:
         return _fail(str(exc))
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the runs that finished are kept in {study.out}; finish the sweep with "
+              f"`python -m cfsim sweep --resume --out {study.out}`", file=sys.stderr)
+        return 130
 
     def text() -> str:
         res = SweepResults.open(study.out)

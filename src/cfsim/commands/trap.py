@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from cfsim.commands._params import add_params_argument, read_cli_params, settings
+from cfsim.commands._paths import out_dir_error
 from cfsim.output import Answer, add_format_argument, chosen_format, emit
 from cfsim.progress import Progress
 from cfsim.trap import DEFAULT_SCENARIO, plot, run_trap, write_csv
@@ -127,6 +128,13 @@ def _final_rows(data: dict) -> list[dict]:
 
 def run(args) -> int:
     fmt = chosen_format(args)
+    bad_out = None if args.no_files else out_dir_error(args.out, "--out")
+    if bad_out:
+        print(f"error: {bad_out}", file=sys.stderr)
+        return 2
+    if not (math.isfinite(args.table_every_h) and args.table_every_h > 0):
+        print(f"error: --table-every-h must be a number of hours > 0 (got {args.table_every_h:g})", file=sys.stderr)
+        return 2
     try:
         params = read_cli_params(args.params)
     except (OSError, ValueError) as exc:   # tomllib's decode error and ScenarioError are ValueErrors

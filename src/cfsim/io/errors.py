@@ -40,6 +40,11 @@ class CfsimParseError(ValueError):
             where += f": {path}"
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self):
+        # picklable from its own arguments, so a worker process can pass it back (see _rebuild)
+        return _rebuild, (type(self), (self.source, self.message),
+                          {"line": self.line, "column": self.column, "path": self.path})
+
 
 class PrometheusAPIError(RuntimeError):
     """A well-formed Prometheus API error response (``"status": "error"``) or an HTTP failure.
@@ -64,6 +69,9 @@ class PrometheusAPIError(RuntimeError):
         status = f" (HTTP {http_status})" if http_status else ""
         super().__init__(f"{self.source}: Prometheus returned an error{status}: {error_type}: {error}")
 
+    def __reduce__(self):
+        return type(self), (self.source, self.error_type, self.error, self.http_status)
+
 
 class MissingMetricsError(KeyError):
     """Metrics an analysis needs are not in the data; the message names them and the analyses."""
@@ -79,3 +87,12 @@ class MissingMetricsError(KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])
+
+    def __reduce__(self):
+        return type(self), (self.missing, self.available)
+
+
+def _rebuild(cls: type, args: tuple, kwargs: dict) -> BaseException:
+    """An error from its arguments and keyword arguments (pickle's ``__reduce__`` gives only
+    positional ones): errors raised in worker processes keep their class and fields."""
+    return cls(*args, **kwargs)

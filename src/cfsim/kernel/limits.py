@@ -1,7 +1,7 @@
 """Bandwidth limits the kernel enforces, and the Kubernetes limit-to-quota conversion.
 
 Sources: ``kernel/sched/core.c`` ``tg_set_bandwidth`` (min 1 ms quota and period, max 1 s
-period, burst <= quota); ``pkg/kubelet/cm/helpers_linux.go`` ``MilliCPUToQuota``
+period, quota at most ``max_cfs_runtime``, burst <= quota); ``pkg/kubelet/cm/helpers_linux.go`` ``MilliCPUToQuota``
 (quota = milliCPU * period / 1000, at least 1000 us).
 """
 from __future__ import annotations
@@ -12,6 +12,10 @@ MIN_QUOTA_US = 1_000
 MIN_PERIOD_US = 1_000
 MAX_PERIOD_US = 1_000_000
 DEFAULT_PERIOD_US = 100_000
+#: ``max_cfs_runtime = MAX_BW * NSEC_PER_USEC`` (kernel/sched/core.c), ``MAX_BW = (1 << (64 - BW_SHIFT))
+#: - 1`` with ``BW_SHIFT = 20`` (kernel/sched/sched.h): the largest quota the kernel accepts, in us
+#: (about 203 days)
+MAX_QUOTA_US = (1 << 44) - 1
 #: ``sysctl_sched_cfs_bandwidth_slice = 5000UL`` (kernel/sched/fair.c): the runtime a CPU takes from
 #: the group's pool at a time, ``/proc/sys/kernel/sched_cfs_bandwidth_slice_us`` (>= 1)
 DEFAULT_SLICE_US = 5_000
@@ -61,6 +65,10 @@ def check_bandwidth(quota_us: int | None, period_us: int, burst_us: int) -> list
     if quota_us < MIN_QUOTA_US:
         errors.append(("cgroup.cpu_limit",
                        f"quota = cpu_limit x period must be >= {MIN_QUOTA_US} us (1 ms), got {quota_us} us"))
+    elif quota_us > MAX_QUOTA_US:
+        errors.append(("cgroup.cpu_limit",
+                       f"quota = cpu_limit x period must be <= {MAX_QUOTA_US} us (the kernel's max_cfs_runtime), "
+                       f"got {quota_us:.4g} us"))
     if burst_us < 0 or burst_us > quota_us:
         errors.append(("cgroup.burst_us", f"must be in [0, quota={quota_us}] us, got {burst_us}"))
     return errors

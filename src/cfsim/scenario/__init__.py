@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -97,8 +98,11 @@ def _coerce(section: str, key: str, spec: Key, value: Any) -> Any:
         if spec.optional or spec.default is None:
             return None
         raise ScenarioError(name, "may not be empty")
+    if spec.kind in ("int", "float") and isinstance(value, float) and not math.isfinite(value):
+        raise ScenarioError(name, f"must be a finite number (got {value!r})")
     if spec.kind == "int":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float)
+                                                                           and value != int(value)):
             raise ScenarioError(name, f"must be an integer (got {value!r})")
         value = int(value)
     elif spec.kind == "float":

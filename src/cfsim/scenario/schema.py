@@ -9,6 +9,8 @@ Kernel limits come from ``kernel/sched/core.c`` ``tg_set_bandwidth`` (see
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -24,6 +26,11 @@ class ScenarioError(ValueError):
         self.key = key
         self.reason = message
         super().__init__(f"{key}: {message}")
+
+    def __reduce__(self):
+        # rebuilt from its own arguments: an error raised in a sweep's or a search's worker process
+        # reaches the parent whole (the default would call __init__ with the message alone)
+        return type(self), (self.key, self.reason)
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,10 @@ def _limit_schedule(v: Any) -> str | None:
         if not (isinstance(step, list) and len(step) == 2):
             return f"step {i} must be [t_s, cpu_limit_cores] (got {step!r})"
         t, lim = step
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+            return f"step {i}: t_s must be a finite number (got {t!r})"
+        if lim is not None and (isinstance(lim, bool) or not isinstance(lim, (int, float)) or not math.isfinite(lim)):
+            return f"step {i}: cpu_limit_cores must be a finite number or empty (got {lim!r})"
         if t < 0 or t <= last:
             return f"step {i}: times must be >= 0 and increasing (got {t})"
         last = t
@@ -314,7 +325,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "run": {
         "duration_s": Key(10.0, "float", "simulated time [s]", _between(0.001, 30 * 86400)),
         "warmup_s": Key(0.0, "float", "time excluded from summaries [s]", _ge(0)),
-        "seed": Key(0, "int", "random seed", _ge(0)),
+        "seed": Key(0, "int", "random seed", _between(0, 2 ** 63 - 1)),   # numpy's SeedSequence takes any; a sweep's
+        # derived seeds and Parquet's int64 columns do not
         "latency_buckets_s": Key(None, "list", "upper bounds [s] of a latency histogram (+Inf implied): when set, "
                                  "the summaries' latency p50/p99/p999 are read from it by PromQL's "
                                  "histogram_quantile, as a Prometheus dashboard (or the lab) reports them; "

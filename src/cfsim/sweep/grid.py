@@ -271,11 +271,11 @@ def load_study(path: str | Path) -> Study:
     if not isinstance(fixed, Mapping):
         raise GridError("set", "must be a table of section.key = value")
     study.overrides = [f"{k}={_toml_literal(v)}" for k, v in _flatten(fixed).items()]
-    for name in ("seeds", "root_seed", "workers"):
+    for name, least in (("seeds", 1), ("root_seed", 0), ("workers", 0)):   # workers 0: in this process
         if name in raw:
             value = raw[name]
-            if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name != "root_seed" else 0):
-                raise GridError(name, f"must be an integer >= {1 if name != 'root_seed' else 0} (got {value!r})")
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise GridError(name, f"must be an integer >= {least} (got {value!r})")
             setattr(study, name, value)
     for name in ("out", "dask"):
         if name in raw:

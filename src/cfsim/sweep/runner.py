@@ -337,24 +337,31 @@ def run_sweep(scenario: str | Path | Scenario | Mapping[str, Any] | None, grid: 
         if old is None:  # nothing ran: leave no half-made sweep behind
             store.delete()
         raise
-    with ex, Progress(total=len(tasks), initial=report.skipped, enabled=progress) as bar:
-        report.executor, report.workers = ex.name, ex.workers
-        for task, row, exc in ex.imap_unordered(runner, todo):
-            if exc is not None:  # the executor lost the run (a worker died): no row, --resume retries
-                report.lost += 1
-                if len(report.first_errors) < 5:
-                    report.first_errors.append(f"{dict(task.point)} seed {task.replicate}: lost: "
-                                               f"{type(exc).__name__}: {exc}")
-                continue
-            store.write_run(row, task.bucket)
-            report.computed += 1
-            if row["status"] == "ok":
-                report.ok += 1
-            else:
-                report.errors += 1
-                if len(report.first_errors) < 5:
-                    report.first_errors.append(f"{dict(task.point)} seed {task.replicate}: {row['error']}")
-            bar.update(row)
+    try:
+        with ex, Progress(total=len(tasks), initial=report.skipped, enabled=progress) as bar:
+            report.executor, report.workers = ex.name, ex.workers
+            for task, row, exc in ex.imap_unordered(runner, todo):
+                if exc is not None:  # the executor lost the run (a worker died): no row, --resume retries
+                    report.lost += 1
+                    if len(report.first_errors) < 5:
+                        report.first_errors.append(f"{dict(task.point)} seed {task.replicate}: lost: "
+                                                   f"{type(exc).__name__}: {exc}")
+                    continue
+                store.write_run(row, task.bucket)
+                report.computed += 1
+                if row["status"] == "ok":
+                    report.ok += 1
+                else:
+                    report.errors += 1
+                    if len(report.first_errors) < 5:
+                        report.first_errors.append(f"{dict(task.point)} seed {task.replicate}: {row['error']}")
+                bar.update(row)
+    except KeyboardInterrupt:
+        # Ctrl-C: what finished is on disk; fold its journal into Parquet so that any reader
+        # opens the runs folder, and let --resume compute the rest
+        if compact:
+            store.compact()
+        raise
     report.wall_s = time.perf_counter() - t0
     if compact:
         store.compact()

@@ -28,6 +28,7 @@ from scipy.optimize import least_squares
 
 from cfsim.goruntime.runtime import cache_missed_share
 from cfsim.scenario import Scenario, parse_value
+from cfsim.scenario.schema import SCHEMA
 from cfsim.validation import metrics as vm
 from cfsim.validation.normalise import (cache_held_share, calibration_overrides, grid_norm, grid_priors,
                                        missed_heap_scale)
@@ -146,6 +147,10 @@ def read_params(path: str | Path) -> dict[str, Any]:
     if bad:
         raise ValueError(f"{path}: [params] {bad[0]} must be a number, true/false or a word "
                          f"(got {data['params'][bad[0]]!r})")
+    cost = data["params"].get("cost_factor")
+    if cost is not None and (isinstance(cost, (bool, str)) or not math.isfinite(cost) or cost <= 0):
+        # the machine's speed over the nominal: it multiplies and divides CPU costs
+        raise ValueError(f"{path}: [params] cost_factor must be a finite number > 0 (got {cost!r})")
     return {k: v if isinstance(v, (bool, str)) else float(v) for k, v in data["params"].items()}
 
 
@@ -378,9 +383,19 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
     bad = [m for m in metrics if m not in known]
     if bad:
         raise ValueError(f"--metric {', '.join(bad)}: not a validation metric (known: {', '.join(sorted(known))})")
-    names = list(params or DEFAULT_PARAMS)
     fixed = dict(fixed or {})
     held = dict(held or {})
+    # the default set less what the user holds: holding one of them is not also fitting it
+    names = list(params or [k for k in DEFAULT_PARAMS if k not in held])
+    for k in dict.fromkeys([*names, *held]):
+        section, _, key = k.partition(".")
+        spec = SCHEMA.get(section, {}).get(key) if k != "cost_factor" else None
+        if k != "cost_factor" and spec is None:
+            raise ValueError(f"--param {k}: neither cost_factor nor a scenario key (section.key; "
+                             f"`cfsim scenarios NAME` lists them)")
+        if spec is not None and spec.kind not in ("float", "int"):
+            raise ValueError(f"--param {k}: its values are not only numbers; only number keys can be fitted "
+                             f"or held")
     both = sorted(set(names) & set(fixed))
     if both:
         raise ValueError(f"--param {', '.join(both)}: also set by --params; fit it or hold it, not both")

@@ -40,6 +40,9 @@ __all__ = ["Workload", "WorkloadKind", "WorkShape", "get_builder", "kind_names",
 
 
 class Workload(Protocol):
+    """What the simulation drives. A workload that samples its own counters periodically may also
+    have ``sample_now()``, called once at the end of the run for the sample due there."""
+
     def start(self) -> None: ...
 
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]: ...

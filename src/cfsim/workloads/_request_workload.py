@@ -80,6 +80,11 @@ class RequestWorkload:
         self.samples.append((self.engine.now, *self.src.sample()))
         self.engine.call_later(self.sample_ns, self._sample)
 
+    def sample_now(self) -> None:
+        """The sample due exactly at the end of the run, whose event the engine stops before."""
+        if not self.samples or self.samples[-1][0] < self.engine.now:
+            self.samples.append((self.engine.now, *self.src.sample()))
+
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
         buckets = self.sc["run.latency_buckets_s"]
         out = self.src.summary(t0_ns, t1_ns, buckets)

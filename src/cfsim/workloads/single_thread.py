@@ -77,6 +77,11 @@ class SingleThreadWorkload:
         self.samples.append(sample_row(self.stream, self.engine.now))
         self.engine.call_later(self.sample_ns, self._sample)
 
+    def sample_now(self) -> None:
+        """The sample due exactly at the end of the run, whose event the engine stops before."""
+        if not self.samples or self.samples[-1][0] < self.engine.now:
+            self.samples.append(sample_row(self.stream, self.engine.now))
+
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
         out = record_summary(self.stream, self.samples, t0_ns, t1_ns, self.engine.now, self.buckets_s)
         out.update({

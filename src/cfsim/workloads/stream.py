@@ -231,6 +231,11 @@ class StreamWorkload:
         self.samples.append(sample_row(self.stream, self.engine.now))
         self.engine.call_later(self.sample_ns, self._sample)
 
+    def sample_now(self) -> None:
+        """The sample due exactly at the end of the run, whose event the engine stops before."""
+        if not self.samples or self.samples[-1][0] < self.engine.now:
+            self.samples.append(sample_row(self.stream, self.engine.now))
+
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
         s = self.stream
         span = (t1_ns - t0_ns) / 1e9
