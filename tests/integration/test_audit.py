@@ -283,3 +283,59 @@ def test_lab_runs_memory_evidence_flags_kills_and_collapses():
     assert "oom_killed" in flags["p049"]             # killed 3 s in, before a rate window ends
     assert "memory_limit_collapse" in flags["p028"]   # GOMEMLIMIT 17.6 MiB over 16 MiB of live heap
     assert not flags["p006"] & {"oom_killed", "near_oom", "memory_limit_collapse"}   # GOGC 100, no limit
+
+
+# ---------------------------------------------------------------------------------------------
+# the command's refusals: one line naming the option or the file, exit 2
+
+
+@pytest.mark.parametrize("value, said", [("-1", "--duration must be > 0 (got -1)"),
+                                         ("0", "--duration must be > 0 (got 0)"),
+                                         ("nan", "--duration must be a finite number > 0 (got nan)"),
+                                         ("1e9", "--duration must be in [0.001, 2592000] (got 1e+09)")])
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_cli_refuses_a_bad_duration_at_once(exports, value, said, workers, capsys):
+    rc = main(["audit", str(exports), "--duration", value, "--workers", workers, "--no-progress", "--no-report"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err == f"error: {said}\n"
+
+
+def test_cli_names_a_truncated_export(exports, tmp_path, capsys):
+    import shutil
+
+    folder = tmp_path / "exp"
+    shutil.copytree(exports, folder)
+    bad = folder / "go_sched_gomaxprocs_threads.json"
+    assert bad.is_file()
+    bad.write_bytes(bad.read_bytes()[:300])
+    rc = main(["audit", str(folder), "--no-simulate", "--no-progress", "--no-report"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == ""
+    assert captured.err.startswith(f"error: {bad}:1:301: not valid JSON") and captured.err.count("\n") == 1
+
+
+def test_cli_refuses_a_patch_without_simulated_fixes(exports, capsys):
+    rc = main(["audit", str(exports), "--no-simulate", "--no-report", "--no-progress", "--emit", "patch"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: --emit patch needs the simulated fixes") and "--no-simulate" in err
+
+
+def test_cli_says_why_it_prints_no_patch(tmp_path, capsys):
+    """A container without findings has no fix, so no patch: stdout stays empty, stderr says why."""
+    import json
+
+    lab = {"namespace": "a", "pod": "ok", "container": "app"}
+    n, t0 = 40, 1_767_225_600
+    series = {"container_cpu_usage_seconds_total": [i * 15 * 1.7 for i in range(n)],
+              "kube_pod_container_resource_limits": [2.0] * n,
+              "container_cpu_cfs_periods_total": [i * 150.0 for i in range(n)],
+              "container_cpu_cfs_throttled_periods_total": [0.0] * n}
+    for metric, values in series.items():
+        labels = {"__name__": metric, **lab, **({"resource": "cpu"} if metric.startswith("kube_") else {})}
+        body = {"status": "success", "data": {"resultType": "matrix", "result": [
+            {"metric": labels, "values": [[t0 + 15 * i, repr(v)] for i, v in enumerate(values)]}]}}
+        (tmp_path / f"{metric}.json").write_text(json.dumps(body))
+    rc = main(["audit", str(tmp_path), "--no-report", "--no-progress", "--workers", "0", "--emit", "patch"])
+    captured = capsys.readouterr()
+    assert rc == 0 and captured.out == ""
+    assert "no patch: no finding's fix changes a workload's pod spec" in captured.err

@@ -105,3 +105,92 @@ def test_memory_flags_from_hand_made_series():
         got[c.key[1]] = sorted(f.flag for f in fs if f.flag in ("oom_killed", "near_oom", "memory_limit_collapse",
                                                                   "gomemlimit_above_limit"))
     assert got == {"oomed": ["oom_killed"], "near": ["near_oom"], "spiral": ["memory_limit_collapse"], "fine": []}
+
+
+# ---------------------------------------------------------------------------------------------
+# the CFS period, and malformed export files
+
+
+def _write_export(folder, series):
+    """series as for _frame, saved one query_range JSON file per metric (a Prometheus API response)."""
+    import json
+
+    by = {}
+    for metric, labels, values in series:
+        by.setdefault(metric, []).append({"metric": {"__name__": metric, **labels},
+                                          "values": [[T0_MS / 1000 + 15 * i, repr(float(v))]
+                                                     for i, v in enumerate(values)]})
+    folder.mkdir(parents=True, exist_ok=True)
+    for metric, result in by.items():
+        (folder / f"{metric}.json").write_text(json.dumps({"status": "success",
+                                                           "data": {"resultType": "matrix", "result": result}}))
+    return folder
+
+
+def _with_period(pod, period_us, n=40):
+    lab = {"namespace": "a", "pod": pod, "container": "app"}
+    return [("container_spec_cpu_period", lab, [period_us] * n)]
+
+
+def test_the_measured_cfs_period_is_the_evidences_and_the_proxys():
+    from cfsim.advice.audit.fixes import proxy_scenario
+
+    series = (_pod("a", "slow", "app", 0.5, 0.5, gomaxprocs=8, throttled=0.9) + _with_period("slow", 1_000_000)
+              + _pod("a", "plain", "app", 0.5, 0.5, gomaxprocs=8, throttled=0.9)
+              + _pod("a", "odd", "app", 0.5, 0.5, gomaxprocs=8, throttled=0.9) + _with_period("odd", 5_000_000))
+    got = {}
+    for c in containers_from_frame(_frame(series)):
+        st, fs = analyse(c)
+        (ev,) = [f.evidence for f in fs if f.flag == "gomaxprocs_above_limit"]
+        got[c.key[1]] = (c.period_us, ev, proxy_scenario(c, st, 0.9, 2.0)["cgroup.period_us"], c.missing)
+    period, ev, proxy, _ = got["slow"]
+    assert period == 1_000_000 and proxy == 1_000_000
+    assert "8 threads can spend the 500 ms quota of a 1 s period in 62.5 ms;" in ev
+    period, ev, proxy, missing = got["plain"]       # not exported: the kubelet's 100 ms, said so
+    assert period is None and proxy == 100_000 and "CFS period" not in missing
+    assert "the 50 ms quota of a 100 ms period in 6.25 ms (the kubelet's default period" in ev
+    period, ev, proxy, missing = got["odd"]         # 5 s: no cgroup has it (the kernel's 1 s maximum)
+    assert period is None and proxy == 100_000 and "outside the kernel's" in missing["CFS period"]
+
+
+def test_a_malformed_export_is_an_error_naming_file_and_position(tmp_path):
+    import pytest
+
+    from cfsim.advice.audit import load_containers
+    from cfsim.io.errors import CfsimParseError
+
+    folder = _write_export(tmp_path / "exp", _pod("a", "over", "app", 0.5, 0.5, gomaxprocs=8, throttled=0.9))
+    bad = folder / "go_sched_gomaxprocs_threads.json"
+    bad.write_bytes(bad.read_bytes()[:300])
+    with pytest.raises(CfsimParseError, match=r"go_sched_gomaxprocs_threads\.json:1:301: not valid JSON"):
+        load_containers(folder)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "x.json").write_bytes(bad.read_bytes())
+    with pytest.raises(CfsimParseError, match=r"x\.json:1:301: not valid JSON"):
+        load_containers(alone)
+    # an export of the wrong shape is an error too, with its JSON path
+    (alone / "x.json").write_text('{"status": "success", "data": {"resultType": "matrix", "result": 3}}')
+    with pytest.raises(CfsimParseError, match=r"x\.json: data\.result: expected a list"):
+        load_containers(alone)
+
+
+def test_json_files_that_are_clearly_not_exports_are_skipped(tmp_path):
+    import json
+
+    import pytest
+
+    from cfsim.advice.audit import load_containers
+
+    folder = _write_export(tmp_path / "exp", _pod("a", "p", "app", 0.5, 1.0, gomaxprocs=1))
+    (folder / "manifest.json").write_text(json.dumps({"scenario": {}, "times": {}}))     # a manifest
+    (folder / "vpa.json").write_text(json.dumps({"status": {"recommendation": {}}}))      # --emit vpa-status
+    (folder / "list.json").write_text("[1, 2]")
+    (folder / "notes.txt").write_text("not JSON, and not read")
+    (c,) = load_containers(folder)
+    assert c.name == "a/p/app"
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "q.json").write_text(json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}))
+    with pytest.raises(FileNotFoundError, match=r"q\.json: resultType 'vector'"):   # named, not silently dropped
+        load_containers(only)

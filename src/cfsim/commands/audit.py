@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 
+from cfsim.commands import CommandError
 from cfsim.commands._prometheus import add_prometheus_arguments, check_emit_format, load_live, refuse_mixed_sources
 from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml_all, emit
 
@@ -93,20 +94,48 @@ def _objects(result, what: str) -> tuple[list[dict], list[str]]:
     return docs, comments
 
 
+def _check_numbers(args) -> None:
+    """The numeric options, refused at once (one line naming the option, exit 2) rather than when a
+    scenario or a connection first takes them."""
+    import math
+
+    from cfsim.scenario.schema import SCHEMA
+
+    d = args.duration
+    if not math.isfinite(d):
+        raise CommandError(f"--duration must be a finite number > 0 (got {d:g})")
+    if d <= 0:
+        raise CommandError(f"--duration must be > 0 (got {d:g})")
+    # the proxy scenarios' run.duration_s is the bound past that (a 1 ms floor, 30 days), said of the option
+    why = SCHEMA["run"]["duration_s"].check(float(d))
+    if why:
+        raise CommandError(f"--duration {why}")
+    if args.workers is not None and args.workers < 0:
+        raise CommandError(f"--workers must be >= 0 (got {args.workers})")
+    t = args.prometheus_timeout
+    if not (math.isfinite(t) and t > 0):
+        raise CommandError(f"--prometheus-timeout must be a finite number > 0 (got {t:g})")
+    if args.prometheus_retries < 0:
+        raise CommandError(f"--prometheus-retries must be >= 0 (got {args.prometheus_retries})")
+
+
 def run(args) -> int:
     import contextlib
     import json
     import tempfile
 
     from cfsim.advice.audit import audit, load_containers, summary_json, write_report
+    from cfsim.io.errors import CfsimParseError, PrometheusAPIError
     from cfsim.progress import Progress
 
     fmt = chosen_format(args)
     refuse_mixed_sources(args, args.exports, "export folders")
     check_emit_format(args.emit, fmt)
-    if args.workers is not None and args.workers < 0:
-        print(f"error: --workers must be >= 0 (got {args.workers})", file=sys.stderr)
-        return 2
+    _check_numbers(args)
+    if args.emit == "patch" and args.no_simulate:
+        # the patch carries the limit and GOMAXPROCS the simulated fixes chose: without them there is none
+        raise CommandError("--emit patch needs the simulated fixes (the patch carries the limit and GOMAXPROCS "
+                           "they choose): drop --no-simulate")
     from cfsim.scenario import ScenarioError, load_scenario
     from cfsim.validation.calibrate import read_params_files
     from cfsim.validation.normalise import calibration_overrides
@@ -128,8 +157,11 @@ def run(args) -> int:
             else:
                 containers = []
                 for path in args.exports:
-                    containers += load_containers(path, include_calibration=args.include_calibration,
-                                                  executor=executor)
+                    try:
+                        containers += load_containers(path, include_calibration=args.include_calibration,
+                                                      executor=executor)
+                    except (CfsimParseError, PrometheusAPIError) as exc:   # they name the file and position
+                        raise CommandError(str(exc)) from None
             if not containers:
                 where = args.prometheus_url or " ".join(args.exports)
                 print(f"error: {where}: no container CPU usage series found", file=sys.stderr)
@@ -148,6 +180,10 @@ def run(args) -> int:
     paths = {} if args.no_report else write_report(result, args.report)
     if args.emit != "report":
         docs, comments = _objects(result, args.emit)
+        if not docs:   # an empty stdout alone would not say whether anything was wrong
+            print(f"audit: no {args.emit}: " + ("no finding's fix changes a workload's pod spec" if args.emit == "patch"
+                                                 else "no container has usage samples for the VPA recommender"),
+                  file=sys.stderr)
         if fmt == "json":
             sys.stdout.write("".join(json.dumps(d) + "\n" for d in docs))
         else:

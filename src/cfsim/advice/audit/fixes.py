@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from cfsim.advice.audit.flags import THROTTLED_MIN, Finding, Stats, ceil_gomaxprocs
 from cfsim.advice.audit.load import Container
+from cfsim.kernel import limits
 from cfsim.scenario import Scenario, load_scenario
 
 __all__ = ["proxy_scenario", "demand_estimate", "FixSimulator", "simulate_fixes", "effect_text", "EFFECT_KEYS"]
@@ -24,14 +25,32 @@ __all__ = ["proxy_scenario", "demand_estimate", "FixSimulator", "simulate_fixes"
 EFFECT_KEYS = ("cpu_usage_cores", "throttled_ratio", "throughput_per_s", "latency_p99_s", "lag_final_s")
 
 
+def _cgroup(st: Stats) -> dict[str, Any]:
+    """The proxy's ``[cgroup]``: the container's limit at its own CFS period when one was measured
+    (``container_spec_cpu_period``), so that a fix or a burst is simulated at that period and not at
+    the default 100 ms. A period outside the kernel's [1 ms, 1 s] (``tg_set_cfs_bandwidth``,
+    https://github.com/torvalds/linux/blob/master/kernel/sched/core.c) is not a cgroup's and is left
+    out. The quota is at least 1 ms whatever the limit: the kernel's minimum, which the kubelet's
+    ``MilliCPUToQuota`` writes for a smaller product
+    (https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/cm/helpers_linux.go)."""
+    out: dict[str, Any] = {}
+    period = st.period_us
+    if period is not None and limits.MIN_PERIOD_US <= period <= limits.MAX_PERIOD_US:
+        out["period_us"] = int(period)
+    if st.limit is not None:
+        p = out.get("period_us", limits.DEFAULT_PERIOD_US)
+        out["cpu_limit"] = max(round(st.limit, 3), math.ceil(1000 * limits.MIN_QUOTA_US / p) / 1000)
+    return out
+
+
 def proxy_scenario(c: Container, st: Stats, demand_cores: float, duration_s: float) -> Scenario:
     """A stream workload standing in for an exported container: ``demand_cores`` of 1 ms records, its
-    limit and GOMAXPROCS (observed, else automaxprocs), and GOGC / GOMEMLIMIT where the Go runtime
-    exported them."""
+    limit at its CFS period (:func:`_cgroup`), GOMAXPROCS (observed, else automaxprocs), and GOGC /
+    GOMEMLIMIT where the Go runtime exported them."""
     cpus = max(2, math.ceil(max(st.limit or 0.0, st.gomaxprocs or 0, st.usage_max) + 1e-9) + 1)
     data = {
         "host": {"cpus": int(cpus), "name": "proxy"},
-        "cgroup": {**({"cpu_limit": round(st.limit, 3)} if st.limit is not None else {})},
+        "cgroup": _cgroup(st),
         "go": {"gomaxprocs": int(st.gomaxprocs) if st.gomaxprocs_observed and st.gomaxprocs else "automaxprocs",
                "live_heap_mb": 16.0, **({"gogc": int(c.go_settings["gogc"])} if "gogc" in c.go_settings else {}),
                **({"gomemlimit_mb": round(c.go_settings["gomemlimit_mb"], 3)} if "gomemlimit_mb" in c.go_settings

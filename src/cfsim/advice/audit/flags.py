@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from cfsim.advice.audit.load import Container
+from cfsim.advice.audit.load import PERIOD, Container
 from cfsim.goruntime.gomaxprocs import automaxprocs_value
+from cfsim.kernel.limits import DEFAULT_PERIOD_US
 
 __all__ = ["Stats", "Finding", "stats_of", "analyse", "ceil_gomaxprocs", "PIN_BAND", "THROTTLED_MIN",
            "HEADROOM_P99_FRACTION"]
@@ -52,6 +53,7 @@ class Stats:
     pinned_share: float | None
     usage_vs_limit_throttled: float | None = None   # median usage / limit over throttled samples
     limit_changes: int = 0
+    period_us: int | None = None   # the measured CFS period (None: unknown, the kubelet's 100 ms assumed)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -91,6 +93,21 @@ def ceil_gomaxprocs(limit_cores: float) -> int:
     return automaxprocs_value(limit_cores, cpus=0, round_="ceil")
 
 
+def _period_ms(st: Stats) -> float:
+    """The CFS period [ms]: the measured one, else the kubelet's default ``cpuCFSQuotaPeriod`` of
+    100 ms (https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/)."""
+    return (st.period_us if st.period_us is not None else DEFAULT_PERIOD_US) / 1000.0
+
+
+def _ms(x_ms: float) -> str:
+    """A time given in ms, said in s from 1 s up (periods go up to the kernel's 1 s).
+
+    >>> _ms(6.25), _ms(500.0), _ms(1000.0)
+    ('6.25 ms', '500 ms', '1 s')
+    """
+    return f"{x_ms / 1000:.3g} s" if x_ms >= 1000 else f"{x_ms:.3g} ms"
+
+
 def stats_of(c: Container) -> Stats:
     u = c.usage[np.isfinite(c.usage)]
     if u.size == 0:
@@ -118,7 +135,8 @@ def stats_of(c: Container) -> Stats:
         lv = c.limit[np.isfinite(c.limit)]
         changes = int(np.count_nonzero(np.abs(np.diff(lv)) > 1e-6)) if lv.size > 1 else 0
     return Stats(float(u.mean()), float(np.percentile(u, 50)), float(np.percentile(u, 95)),
-                 float(np.percentile(u, 99)), float(u.max()), lim, g, observed, thr, ts, pinned, at_lim, changes)
+                 float(np.percentile(u, 99)), float(u.max()), lim, g, observed, thr, ts, pinned, at_lim, changes,
+                 c.period_us)
 
 
 def analyse(c: Container) -> tuple[Stats, list[Finding]]:
@@ -144,10 +162,12 @@ def analyse(c: Container) -> tuple[Stats, list[Finding]]:
                                f"{lim_s}; throttled {pct(thr or 0.0)} of periods{unusable}"))
     if (G is not None and L is not None and st.gomaxprocs_observed
             and G >= 2 * ceil_gomaxprocs(L) and G >= L + 2):
+        p_ms = _period_ms(st)   # quota = limit x period (the kubelet's MilliCPUToQuota)
+        assumed = "" if st.period_us is not None else f" (the kubelet's default period: no usable {PERIOD})"
         out.append(Finding(c, "gomaxprocs_above_limit", f"GOMAXPROCS {G} for a {L:g}-core limit",
                            f"GOMAXPROCS {G} ({c.gomaxprocs_source}) vs limit {L:g} cores: {G} threads can "
-                           f"spend the {L * 100:g} ms quota of a 100 ms period in {L * 100 / G:.1f} ms; "
-                           f"throttled {pct(thr or 0.0)} of periods"))
+                           f"spend the {_ms(L * p_ms)} quota of a {_ms(p_ms)} period in {_ms(L * p_ms / G)}"
+                           f"{assumed}; throttled {pct(thr or 0.0)} of periods"))
     if thr is not None and thr >= THROTTLED_MIN and L is not None:
         at = st.usage_vs_limit_throttled is not None and st.usage_vs_limit_throttled >= AT_LIMIT
         if at:

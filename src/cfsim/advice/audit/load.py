@@ -30,10 +30,11 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from cfsim.io import irate, read_lab_run, read_prometheus_json, rate
+from cfsim.io import irate, read_lab_run, rate
 from cfsim.io.labels import parse_labels
 from cfsim.io.live import METRICS, VPA_PREFIX
 from cfsim.io.manifest import manifest_folders
+from cfsim.kernel import limits
 from cfsim.scenario import load_scenario
 
 __all__ = ["Container", "containers_from_frame", "load_containers", "load_live_containers", "Key", "RATE_STEPS",
@@ -90,6 +91,9 @@ class Container:
     vpa: dict[str, Any] | None = None                  # {"name", "target_m", "lowerBound_m", ...}
     missing: dict[str, str] = field(default_factory=dict)   # what is unknown -> what the user can add
     step_usage: np.ndarray | None = None               # cores over each scrape step (irate), for the VPA
+    #: the CFS period [us] from ``container_spec_cpu_period`` (None: not exported, or outside the
+    #: kernel's bounds); the kubelet's ``cpuCFSQuotaPeriod`` is 100 ms unless the node sets another
+    period_us: int | None = None
 
     @property
     def name(self) -> str:
@@ -232,6 +236,7 @@ def containers_from_frame(frame: pd.DataFrame, source: str = "", window: tuple[f
                 used.append(f"{QUOTA} / {PERIOD}")
         if lim is not None:
             lim = np.where(lim > 0, lim, np.nan)
+        period_us, period_note = _period_of(_align(t, period, key))
         g = _go_align(t, gmp, key, single)
         if g is not None:
             used.append(GOMAXPROCS)
@@ -271,11 +276,32 @@ def containers_from_frame(frame: pd.DataFrame, source: str = "", window: tuple[f
         c.gomaxprocs_source = g_src
         c.go_settings = go_settings
         c.memory = mem
+        c.period_us = period_us
         _note_missing(c, frame)
+        if period_note:
+            c.missing["CFS period"] = period_note
         out.append(c)
     _attach_owners(out, frame)
     _attach_vpa(out, frame)
     return out
+
+
+def _period_of(p: np.ndarray | None) -> tuple[int | None, str]:
+    """The container's CFS period [us] from its aligned ``container_spec_cpu_period`` (the median),
+    and a note when the series holds no usable value. The kernel refuses a period outside
+    [1 ms, 1 s] (``tg_set_cfs_bandwidth``: ``min_cfs_quota_period``, ``max_cfs_quota_period``,
+    https://github.com/torvalds/linux/blob/master/kernel/sched/core.c), so such a value is not the
+    container's: it is ignored rather than clamped to a period the container never had."""
+    if p is None:
+        return None, ""
+    ok = p[np.isfinite(p) & (p > 0)]
+    if ok.size == 0:
+        return None, ""
+    v = int(round(float(np.median(ok))))
+    if not limits.MIN_PERIOD_US <= v <= limits.MAX_PERIOD_US:
+        return None, (f"unknown ({PERIOD} {v} us is outside the kernel's [{limits.MIN_PERIOD_US}, "
+                      f"{limits.MAX_PERIOD_US}] us): {limits.DEFAULT_PERIOD_US // 1000} ms assumed")
+    return v, ""
 
 
 def _go_align(t: np.ndarray, series: pd.Series | None, key: Key, single: bool) -> np.ndarray | None:
@@ -420,8 +446,11 @@ def _lab_container(run: Path) -> Container | None:
     c = cs[0]
     c.run_dir = run
     c.memory_measured = _lab_memory(run)
+    sc = load_scenario(run / "scenario.toml")
+    if c.period_us is None:   # the run's own period when its export does not carry it
+        c.period_us = int(sc["cgroup.period_us"])
+        c.missing.pop("CFS period", None)
     if c.limit is None or np.all(np.isnan(c.limit)):
-        sc = load_scenario(run / "scenario.toml")
         if sc["cgroup.cpu_limit"] is not None and not sc["cgroup.limit_schedule"]:
             c.limit = np.full_like(c.t, sc["cgroup.cpu_limit"])
             c.missing.pop("CPU limit", None)
@@ -453,16 +482,52 @@ def load_containers(path: str | Path, include_calibration: bool = False, executo
         return [c for c in found if c is not None]
     files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
     frames = []
+    skipped: list[str] = []
     for f in files:
-        try:
-            frame, meta = read_prometheus_json(f)
-        except ValueError:
-            continue  # not a Prometheus response (e.g. a report we wrote)
-        if meta.get("result_type") == "matrix" and len(frame):
+        frame, meta = _read_export(f)
+        if meta is None:
+            continue   # valid JSON but no Prometheus API response: not an export (see _is_api_response)
+        if meta.get("result_type") != "matrix":
+            skipped.append(f"{f}: resultType {meta.get('result_type')!r}, not a range query's 'matrix'")
+            continue
+        if len(frame):
             frames.append(frame[frame["metric"].isin(WANTED) | frame["metric"].str.startswith(f"rate({USAGE}")])
     if not frames:
-        raise FileNotFoundError(f"{root}: no Prometheus query_range JSON exports and no lab run folders")
+        why = f" ({'; '.join(skipped[:3])}{' ...' if len(skipped) > 3 else ''})" if skipped else ""
+        raise FileNotFoundError(f"{root}: no Prometheus query_range JSON exports and no lab run folders{why}")
     return containers_from_frame(pd.concat(frames, ignore_index=True), str(root))
+
+
+def _is_api_response(obj: Any) -> bool:
+    """Whether parsed JSON is a Prometheus HTTP API response, well-formed or not: an object with a
+    string ``status`` (the envelope's ``"success"``/``"error"``), or with ``data`` holding
+    ``resultType``/``result`` (https://prometheus.io/docs/prometheus/latest/querying/api/#format-overview).
+
+    Only what is clearly something else is left out, so that a broken export is reported rather than
+    skipped: a list or scalar, a lab run's or a sweep's manifest, a summary, the audit's own
+    ``--format json`` answer, or an ``--emit vpa-status``/``patch`` object (whose ``status`` is an
+    object, the Kubernetes shape)."""
+    if not isinstance(obj, dict):
+        return False
+    data = obj.get("data")
+    return isinstance(obj.get("status"), str) or (isinstance(data, dict) and ("resultType" in data or "result" in data))
+
+
+def _read_export(f: Path) -> tuple[pd.DataFrame | None, dict[str, Any] | None]:
+    """One ``.json`` file of an export folder: ``(frame, meta)``, or ``(None, None)`` when it is valid
+    JSON but not a Prometheus API response (:func:`_is_api_response`).
+
+    A file that is not valid JSON (or not UTF-8) is an error naming the file and the position
+    (:class:`cfsim.io.errors.CfsimParseError`), as is a response of the wrong shape: a truncated or
+    damaged download must not drop its metric from the audit unnoticed. A saved error response
+    (``"status": "error"``) raises :class:`cfsim.io.errors.PrometheusAPIError` naming the file."""
+    from cfsim.io.manifest import read_json_file
+    from cfsim.io.prometheus_json import parse_prometheus_response
+
+    obj = read_json_file(f)
+    if not _is_api_response(obj):
+        return None, None
+    return parse_prometheus_response(obj, source=str(f))
 
 
 
