@@ -339,3 +339,18 @@ def test_cli_says_why_it_prints_no_patch(tmp_path, capsys):
     captured = capsys.readouterr()
     assert rc == 0 and captured.out == ""
     assert "no patch: no finding's fix changes a workload's pod spec" in captured.err
+
+
+def test_no_cpu_fix_is_shown_for_a_container_the_simulation_oom_kills(capsys):
+    # gc-oom-edge p000: killed at its 560 MiB limit, and throttled before that: a CPU fix of a
+    # container that dies early has nothing to show (its "effect" was 0 -> 0 everywhere)
+    run = next(iter(sorted((ROOT / "data/lab/gc-oom-edge").glob("p000_*560*"))), None)
+    if run is None:
+        pytest.skip("data/lab/gc-oom-edge is not in this checkout")
+    assert main(["audit", str(run), "--duration", "2", "--workers", "0", "--no-progress", "--no-report",
+                 "--format", "json"]) == 0
+    import json
+
+    found = {f["flag"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert found["throttled"]["fix"].startswith("none simulated: the simulated container is OOM-killed")
+    assert found["oom_killed"]["fix"].startswith("raise the memory limit")

@@ -225,6 +225,14 @@ def simulate_fixes(findings: Sequence[Finding], st: Stats, sim: FixSimulator) ->
             f.fix, f.impact = memory_fix(f.flag, c.memory_summary())
             f.before, f.effect = before, "memory: not simulated from the export (the heap's size is unknown)"
             continue
+        if before.get("oom_kills"):
+            # a CPU fix of a container the kernel kills for memory changes nothing the simulation
+            # can show (it does no work after the kill): say so instead of an effect of zeros
+            f.fix = (f"none simulated: the simulated container is OOM-killed ({before['oom_kills']} kill(s) in "
+                     f"{base['run.duration_s']:g} s); size its memory first")
+            f.before, f.after, f.impact = before, {}, 0.0
+            f.effect = f"not simulated [simulated on {how}]"
+            continue
         if f.flag == "trapped":
             newg = ceil_gomaxprocs(L if L is not None else G * 1.5)
             over = [("go.gomaxprocs", newg)]
