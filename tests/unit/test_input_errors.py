@@ -152,3 +152,11 @@ def test_workload_series_has_the_sample_at_the_end(tmp_path, capsys):
     workload = pd.read_parquet(out / "workload_series.parquet")["t_s"].tolist()
     assert kernel[-1] == workload[-1] == 3.0
     json.dumps(workload)
+
+
+@pytest.mark.parametrize("command", [["recommend", "cpu-bound-threads", "--slo", "throughput_per_s>=1"],
+                                     ["audit", "."]])
+def test_connection_numbers_are_named_before_any_connection(capsys, command):
+    assert "--prometheus-timeout must be a finite number of seconds > 0" in _err(
+        [*command, "--prometheus-timeout", "0"], capsys)
+    assert "--prometheus-retries must be >= 0" in _err([*command, "--prometheus-retries", "-1"], capsys)

@@ -4,6 +4,7 @@ containers they select; also the ``--emit`` check ``audit`` and ``recommend`` sh
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -79,6 +80,16 @@ def live_source(args: Any) -> LiveSource:
     sel = Selection(args.namespace, tuple(args.selector), args.cluster_label, args.cluster)
     start_s, end_s = time_range(args.history, args.start, args.end)
     return LiveSource(args.prometheus_url, conn, sel, start_s, end_s, args.step)
+
+
+def check_connection_numbers(args: Any) -> None:
+    """``--prometheus-timeout`` > 0 and ``--prometheus-retries`` >= 0, refused by name at once
+    (CommandError) whether or not a live source is used, so a typo is not found only on the day it is."""
+    t = args.prometheus_timeout
+    if not (math.isfinite(t) and t > 0):
+        raise CommandError(f"--prometheus-timeout must be a finite number of seconds > 0 (got {t:g})")
+    if args.prometheus_retries < 0:
+        raise CommandError(f"--prometheus-retries must be >= 0 (got {args.prometheus_retries})")
 
 
 def given_live_options(args: Any) -> list[str]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import sys
 
 from cfsim.commands import CommandError
-from cfsim.commands._prometheus import add_prometheus_arguments, check_emit_format, load_live, refuse_mixed_sources
+from cfsim.commands._prometheus import (add_prometheus_arguments, check_connection_numbers, check_emit_format,
+                                        load_live, refuse_mixed_sources)
 from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml_all, emit
 
 
@@ -112,11 +113,7 @@ def _check_numbers(args) -> None:
         raise CommandError(f"--duration {why}")
     if args.workers is not None and args.workers < 0:
         raise CommandError(f"--workers must be >= 0 (got {args.workers})")
-    t = args.prometheus_timeout
-    if not (math.isfinite(t) and t > 0):
-        raise CommandError(f"--prometheus-timeout must be a finite number > 0 (got {t:g})")
-    if args.prometheus_retries < 0:
-        raise CommandError(f"--prometheus-retries must be >= 0 (got {args.prometheus_retries})")
+    check_connection_numbers(args)
 
 
 def run(args) -> int:

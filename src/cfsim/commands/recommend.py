@@ -17,7 +17,8 @@ import sys
 
 from cfsim.commands import CommandError
 from cfsim.commands._params import read_cli_params, set_keys
-from cfsim.commands._prometheus import add_prometheus_arguments, check_emit_format, given_live_options, load_live
+from cfsim.commands._prometheus import (add_prometheus_arguments, check_connection_numbers, check_emit_format,
+                                        given_live_options, load_live)
 from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml, dump_yaml_all, emit, json_safe
 
 
@@ -123,6 +124,7 @@ def run(args) -> int:
         if v is not None and not (math.isfinite(v) and v > 0):
             print(f"error: {opt} must be a number > 0 (got {v:g})", file=sys.stderr)
             return 2
+    check_connection_numbers(args)
     if args.vpa_rounds < 1:   # one round is the VPA's own choice; each further one re-applies it
         print(f"error: --vpa-rounds must be >= 1 (got {args.vpa_rounds})", file=sys.stderr)
         return 2
