@@ -235,3 +235,37 @@ def test_target_covers_p90_usage(usages):
     # the bucket holding the weighted P90 value ends above it; margin only adds
     p90 = srt[max(0, math.ceil(0.9 * len(srt)) - 1)]
     assert tgt >= min(int(p90 * 1000), 10 ** 14) or tgt >= 25
+
+
+@pytest.mark.parametrize("window", ["-15", "0", "7", "nan", "inf"])
+def test_vpa_replay_cli_metrics_window_refused(tmp_path, capsys, window):
+    # metrics-server refuses a --metric-resolution below 10 s; 0 used to be taken as "not given"
+    csv = tmp_path / "usage.csv"
+    csv.write_text("timestamp,cpu_cores\n" + "".join(f"{MIDNIGHT + 5 * i},1.0\n" for i in range(60)))
+    rc, out, err = _cli(capsys, "vpa", "replay", str(csv), f"--metrics-window={window}")
+    assert rc == 2 and out == ""
+    assert err.startswith(f"error: --metrics-window {window}: ") and err.count("\n") == 1
+    rc, out, _ = _cli(capsys, "vpa", "replay", str(csv), "--metrics-window", "15", "--json")
+    assert rc == 0 and json.loads(out)["recommendations"][-1]["samples"] == 6  # one window a loop, T0 to T0 + 300 s
+
+
+def test_vpa_replay_cli_refuses_other_metrics_and_containers(tmp_path, capsys):
+    def export(name, containers):
+        result = [{"metric": {"__name__": name, "namespace": "a", "pod": "p-1", "container": c},
+                   "values": [[MIDNIGHT + 15 * i, str(15.0 * i)] for i in range(8)]} for c in containers]
+        f = tmp_path / f"{name}-{len(containers)}.json"
+        f.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}))
+        return f
+
+    f = export("container_cpu_cfs_periods_total", ["app"])
+    rc, _, err = _cli(capsys, "vpa", "replay", str(f))
+    assert rc == 2 and err.count("\n") == 1
+    assert err.startswith(f"error: {f}: ") and "'container_cpu_cfs_periods_total'" in err
+    assert "container_cpu_usage_seconds_total" in err
+    f = export("container_cpu_usage_seconds_total", ["app", "sidecar"])
+    rc, _, err = _cli(capsys, "vpa", "replay", str(f))
+    assert rc == 2 and err.startswith(f"error: {f}: ") and "a/app, a/sidecar" in err
+    csv = tmp_path / "two.csv"
+    csv.write_text(f"timestamp,cpu_cores,container\n{MIDNIGHT},0.5,a\n{MIDNIGHT + 60},0.6,b\n")
+    rc, _, err = _cli(capsys, "vpa", "replay", str(csv))
+    assert rc == 2 and err.startswith(f"error: {csv}:3: 2 containers ('a', 'b';") and err.count("\n") == 1

@@ -1,6 +1,6 @@
 """``python -m cfsim vpa replay USAGE | --prometheus-url URL [--set vpa.key=value] [--format F] [--emit E]``.
 
-Feeds a CPU usage history (CSV ``timestamp,cpu_cores[,container]``, a Prometheus query_range JSON
+Feeds one workload container's CPU usage history (CSV ``timestamp,cpu_cores[,pod]``, a Prometheus query_range JSON
 export, or a live Prometheus: cAdvisor's ``container_cpu_usage_seconds_total`` of the selected
 containers, one metrics-server-like reading per ``--step``) through the VPA recommender exactly as
 upstream computes it and prints target, lower and upper bound over time, in integer millicores as
@@ -8,11 +8,13 @@ the recommender writes them to the VPA status (``--emit vpa-status``: the status
 """
 from __future__ import annotations
 
+import math
 import sys
 from datetime import datetime, timezone
 
 from cfsim.commands import CommandError
-from cfsim.commands._prometheus import add_prometheus_arguments, live_source, one_line_errors, refuse_mixed_sources
+from cfsim.commands._prometheus import (add_prometheus_arguments, check_connection_numbers, live_source,
+                                        one_line_errors, refuse_mixed_sources)
 from cfsim.output import Answer, add_format_argument, chosen_format, dump_yaml_all, emit
 
 
@@ -21,7 +23,8 @@ def add_parser(sub) -> None:
     vsub = p.add_subparsers(dest="vpa_command", metavar="VPA_COMMAND")
     r = vsub.add_parser("replay", help="what VPA would recommend for a usage history (a file or a live Prometheus)")
     r.add_argument("usage", nargs="?",
-                   help="CSV (timestamp,cpu_cores[,container]) or Prometheus query_range JSON; or --prometheus-url")
+                   help="one workload container's usage: CSV (timestamp,cpu_cores[,pod]) or a Prometheus query_range "
+                        "JSON of container_cpu_usage_seconds_total (or a rate of it); or --prometheus-url")
     r.add_argument("--set", action="append", default=[], metavar="vpa.KEY=VALUE",
                    help="recommender settings from the [vpa] section, e.g. --set vpa.integer_cpu=true, "
                         "vpa.round_cpu_millicores=50, vpa.min_allowed_cores=2, vpa.half_life_s=3600, "
@@ -34,7 +37,8 @@ def add_parser(sub) -> None:
                    help="containerName in the status block (default: the live container's name, else 'container')")
     r.add_argument("--metrics-window", type=float, default=None, metavar="S",
                    help="treat the input as a fine usage trace and average it into metrics-server windows of S "
-                        "seconds (15 or 60) first; default: every row already is a metrics-server reading")
+                        "seconds first (metrics-server's --metric-resolution: 15 in the standard manifests, 60 "
+                        "its default, at least 10); default: every row already is a metrics-server reading")
     r.add_argument("--every", type=int, default=0, metavar="N",
                    help="table: print every N-th loop (default: about 48 rows)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar while querying Prometheus")
@@ -73,6 +77,21 @@ def _live_series(args) -> tuple[dict[str, list[tuple[float, float]]], str]:
     return series, groups[0][1]
 
 
+#: metrics-server refuses a --metric-resolution below 10 s (Options.Validate in kubernetes-sigs/
+#: metrics-server cmd/metrics-server/app/options/options.go), so no VPA ever reads a shorter window.
+MIN_METRICS_WINDOW_S = 10.0
+
+
+def _metrics_window_error(window: float | None) -> str | None:
+    """Why ``--metrics-window`` cannot be a metrics-server window, or None (also when absent)."""
+    if window is None:
+        return None
+    if not math.isfinite(window) or window < MIN_METRICS_WINDOW_S:
+        return (f"--metrics-window {window:g}: must be a metrics-server --metric-resolution in seconds, at least "
+                f"{MIN_METRICS_WINDOW_S:g} as metrics-server requires (15 in its standard manifests, 60 its default)")
+    return None
+
+
 def run(args) -> int:
     from cfsim.autoscalers.vpa_recommender import (Recommendation, config_from_scenario, metrics_server_points,
                                                    replay)
@@ -80,12 +99,17 @@ def run(args) -> int:
     from cfsim.scenario import ScenarioError, load_scenario
 
     fmt = chosen_format(args)
+    why = _metrics_window_error(args.metrics_window)   # before anything is read or queried
+    if why:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
     for item in args.set:
         if not item.strip().startswith("vpa."):
             raise ScenarioError(item.split("=")[0], "vpa replay only takes [vpa] keys (vpa.KEY=VALUE)")
     sc = load_scenario({}, args.set)
     cfg = config_from_scenario(sc.section("vpa"))
     refuse_mixed_sources(args, args.usage, "a usage file")
+    check_connection_numbers(args)
     name = "container"
     if args.prometheus_url:
         with one_line_errors():
@@ -96,7 +120,7 @@ def run(args) -> int:
         except ValueError as exc:  # UsageParseError and cfsim.io's CfsimParseError name file and position
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    if args.metrics_window:
+    if args.metrics_window is not None:
         series = {k: metrics_server_points(v, args.metrics_window) for k, v in series.items()}
     recs = replay(series, cfg, sc["vpa.sample_interval_s"])
     final = {k: recs[-1][k] for k in ("target", "lower_bound", "upper_bound")}
@@ -129,7 +153,7 @@ def run(args) -> int:
                 lines.append(f"{_iso(r['timestamp_s']):<21} {r['samples']:>8} {r['target']:>9} "
                              f"{r['lower_bound']:>9} {up_s:>15}")
         lines.append(f"final: target {final['target']}m, lower {final['lower_bound']}m, upper {final['upper_bound']}m "
-                     f"({len(series)} container(s), {last['samples']} samples)")
+                     f"({len(series)} pod(s), {last['samples']} samples)")
         return "\n".join(lines)
 
     emit(Answer(data, rows, text, "cfsim vpa replay"), fmt)

@@ -6,12 +6,17 @@
 
 * CSV ``timestamp,cpu_cores`` (header optional): one metrics-server reading per row, i.e. the mean
   usage over the window that ENDS at ``timestamp``. ``timestamp`` is Unix seconds or ISO 8601
-  (``2026-01-01T00:00:00Z``); an optional third column names the container/pod (each name gets its
-  own strictly-later sampler, all feed one aggregate histogram, as pods of one Deployment do).
-* A Prometheus ``/api/v1/query_range`` JSON export of container CPU usage: either a rate in cores
-  (``rate(container_cpu_usage_seconds_total[...])``) or the raw counter
-  ``container_cpu_usage_seconds_total`` (turned into per-interval mean cores, counter resets
-  skipped). One series per container; read with :func:`cfsim.io.read_prometheus_json`.
+  (``2026-01-01T00:00:00Z``). An optional third column names the pod when the header calls it
+  ``pod``: the pods of one workload container each get their own strictly-later sampler and all
+  feed one aggregate histogram, as upstream aggregates a container's usage over the pods of its
+  workload. Headed ``container`` (or without a header) it names the container, and a file with
+  several containers is refused. A second row for one pod (or container) at a timestamp already
+  read is refused as well: one reading per window, and which of the two would be the reading?
+* A Prometheus ``/api/v1/query_range`` JSON export of one workload container's CPU usage: either
+  the raw counter ``container_cpu_usage_seconds_total`` (turned into per-interval mean cores,
+  counter resets skipped) or a saved ``rate()``/``irate()`` of it in cores (series without
+  ``__name__``, as PromQL drops it). Any other metric is refused; so are series of more than one
+  ``(namespace, container)``. One series per pod; read with :func:`cfsim.io.read_prometheus_json`.
 
 :func:`usage_series` turns any tidy frame of such series (a file's or a live query's) into
 ``series``. Malformed input raises :class:`UsageParseError` (a :class:`~cfsim.io.CfsimParseError`)
@@ -27,11 +32,22 @@ from typing import Any
 import pandas as pd
 
 from cfsim.io.errors import CfsimParseError, PrometheusAPIError
+from cfsim.io.labels import parse_labels
 from cfsim.io.prometheus_json import read_prometheus_json
 
 __all__ = ["Series", "UsageParseError", "read_usage", "usage_series"]
 
 Series = dict[str, list[tuple[float, float]]]  # container -> [(timestamp_s, cpu_cores)]
+
+#: cAdvisor's cumulative CPU usage counter [s], the metric the VPA's own Prometheus history provider
+#: reads (kubernetes/autoscaler vertical-pod-autoscaler/pkg/recommender/input/history/
+#: history_provider.go) and the only one whose rate is a container's CPU usage in cores.
+USAGE = "container_cpu_usage_seconds_total"
+#: What a saved export may hold, in words, for the errors.
+ACCEPTED = (f"{USAGE} (the raw counter) or a saved rate()/irate() of it (series without __name__, "
+            f"e.g. rate({USAGE}{{container=\"NAME\"}}[5m]))")
+#: Header names of the CSV's third column that mean "pod of one workload container".
+_POD_HEADERS = ("pod", "pod_name", "podname")
 
 
 class UsageParseError(CfsimParseError):
@@ -56,18 +72,55 @@ def read_usage(path: str | Path) -> tuple[Series, dict[str, Any]]:
 
 def usage_series(frame: pd.DataFrame, source: str = "<frame>") -> Series:
     """A tidy frame (:mod:`cfsim.io.tidy`) of container CPU usage -> series in cores: one per
-    ``(metric, labels)``; a counter (a metric named ``*_total``) becomes per-interval mean cores."""
+    ``(metric, labels)``; the counter ``container_cpu_usage_seconds_total`` becomes per-interval mean
+    cores, a nameless series (a rate) is taken as cores. Any other metric, series of more than one
+    ``(namespace, container)`` or two values of one series at one time raise :class:`UsageParseError`."""
     out: Series = {}
+    # Only CPU usage: any other counter would turn into "cores" by the same arithmetic (periods/s,
+    # throttled periods/s) and a gauge (a limit, GOMAXPROCS) would be read as usage as it stands.
+    # Nameless series are what PromQL's rate()/irate() return and a saved export cannot say of
+    # what; they are taken as the documented saved rate of the usage. A live query names them
+    # after the query (cfsim.io.tidy.metric_from_query), so those names are checked too.
+    for name in sorted({str(m) for m in frame["metric"].unique()}):
+        if not _is_usage(name):
+            raise UsageParseError(source, f"metric {name!r} is not container CPU usage; vpa replay reads "
+                                          f"{ACCEPTED}", path="data.result")
+    _one_container(frame, source)
     for (name, labels), grp in frame.groupby(["metric", "labels"], sort=True):
         ts = grp["timestamp"].astype("int64").to_numpy() / 1e9
+        if len(set(ts.tolist())) < len(ts):  # as in a CSV: two readings at one time contradict each other
+            dup = sorted(t for t in set(ts.tolist()) if (ts == t).sum() > 1)[0]
+            raise UsageParseError(source, f"series {name}{labels} has more than one value at timestamp {dup:.15g}",
+                                  path="data.result")
         pts = sorted((t, v) for t, v in zip(ts.tolist(), grp["value"].to_numpy().tolist()) if math.isfinite(v))
-        if str(name).endswith("_total"):
+        if str(name) == USAGE:
             pts = _counter_to_cores(pts)
         if pts:
             out[str(labels) or "container"] = pts
     if not out:
         raise UsageParseError(source, "no usable CPU usage samples", path="data.result")
     return out
+
+
+def _is_usage(name: str) -> bool:
+    """The raw usage counter, a nameless series (a saved rate), or a live query's name for a
+    rate()/irate() of the usage counter."""
+    return name in (USAGE, "") or any(name.startswith(f"{fn}({USAGE}") for fn in ("rate", "irate"))
+
+
+def _one_container(frame: pd.DataFrame, source: str) -> None:
+    """Refuse series of more than one ``(namespace, container)``: the VPA keeps one aggregate per
+    workload container (upstream ``MakeAggregateStateKey`` keys it by namespace, container name
+    and the pods' labels: kubernetes/autoscaler vertical-pod-autoscaler/pkg/recommender/model/
+    cluster.go), so pods of one container belong together and different containers never do."""
+    groups = sorted({(d.get("namespace", ""), d.get("container", ""))
+                     for d in (parse_labels(str(lab)) for lab in frame["labels"].unique())})
+    if len(groups) > 1:
+        names = ", ".join("/".join(g) for g in groups[:6]) + (" ..." if len(groups) > 6 else "")
+        raise UsageParseError(source, f"{len(groups)} containers ({names}); the VPA replays one workload "
+                                      f"container: export only its series, e.g. with the matchers "
+                                      f"{{namespace=\"NS\", container=\"NAME\"}} in the query",
+                              path="data.result")
 
 
 def _read_prometheus(path: Path) -> Series:
@@ -97,19 +150,23 @@ def _parse_time(text: str) -> float:
 
 
 def _read_csv(path: Path) -> Series:
-    """``timestamp,cpu_cores[,container]`` rows -> series, sorted by time."""
+    """``timestamp,cpu_cores[,pod|container]`` rows -> series, sorted by time."""
     out: Series = {}
     try:
         text = path.read_text()
     except UnicodeDecodeError as exc:
         raise UsageParseError(str(path), f"not UTF-8 text at byte {exc.start}") from None
     seen_data = False
+    pods = False                      # the third column is headed "pod": several names are pods
+    first_line: dict[str, int] = {}   # name -> the line of its first row, in file order
+    at: dict[tuple[str, float], int] = {}  # (name, timestamp) -> its line
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         cells = [c.strip() for c in line.split(",")]
         if not seen_data and cells[0].lower() in ("timestamp", "time", "t", "t_s", "ts"):
+            pods = len(cells) > 2 and cells[2].lower() in _POD_HEADERS
             continue  # header
         if len(cells) < 2:
             raise UsageParseError(str(path), f"expected 'timestamp,cpu_cores' (got {line!r})", line=lineno)
@@ -128,10 +185,28 @@ def _read_csv(path: Path) -> Series:
         if not math.isfinite(ts):
             raise UsageParseError(str(path), f"timestamp must be finite (got {cells[0]})", line=lineno)
         name = cells[2] if len(cells) > 2 and cells[2] else "container"
+        first_line.setdefault(name, lineno)
+        if (name, ts) in at:
+            # One metrics-server reading per pod and window: two at one timestamp contradict each
+            # other, and keeping either (upstream's strictly-later rule in model/container.go would
+            # keep the first one it read, the replay the last in sorted order) is a silent guess.
+            who = "" if name == "container" and len(cells) < 3 else f" for {name!r}"
+            raise UsageParseError(str(path), f"duplicate timestamp {cells[0]}{who} (first at line "
+                                             f"{at[(name, ts)]}): one reading per timestamp", line=lineno)
+        at[(name, ts)] = lineno
         out.setdefault(name, []).append((ts, cores))
         seen_data = True
     if not out:
         raise UsageParseError(str(path), "no usage rows (expected 'timestamp,cpu_cores')")
+    if len(first_line) > 1 and not pods:
+        # Containers of a workload each get their own VPA recommendation: merging them into one
+        # histogram answers for none of them (see _one_container).
+        order = sorted(first_line, key=first_line.__getitem__)
+        names = ", ".join(repr(n) for n in order[:6]) + (" ..." if len(order) > 6 else "")
+        raise UsageParseError(str(path), f"{len(order)} containers ({names}; the second from this line); the VPA "
+                                         f"replays one workload container: keep only its rows, or, if the third "
+                                         f"column names pods of one container, head it 'pod' "
+                                         f"(timestamp,cpu_cores,pod)", line=first_line[order[1]])
     return {k: sorted(v) for k, v in out.items()}
 
 
