@@ -58,3 +58,15 @@ def settings(scenario: str, sets: Sequence[str], params: dict[str, Any]) -> list
     # a key the files' cost factor scaled was scaled from the user's own value: keep the scaled one
     scaled = set(set_keys(files))
     return files + [s for s in sets if s.split("=", 1)[0].strip() not in scaled]
+
+
+def scenario_overrides(scenario: str, sets: Sequence[str], paths: Sequence[str]) -> list[str]:
+    """:func:`settings` of the files at ``paths``; a file that cannot be read or applied is a
+    :class:`cfsim.commands.CommandError` naming it (``error: --params: ...``, exit 2)."""
+    from cfsim.commands import CommandError
+
+    try:
+        params = read_cli_params(paths)
+    except (OSError, ValueError) as exc:   # tomllib's decode error and ScenarioError are ValueErrors
+        raise CommandError(f"--params: {exc}") from None
+    return settings(scenario, sets, params)

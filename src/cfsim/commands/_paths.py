@@ -25,3 +25,12 @@ def out_dir_error(path: str | None, option: str) -> str | None:
                 return f"{option} {path}: {parent} is a file, not a folder"
             return None
     return None
+
+
+def check_out_dir(path: str | None, option: str) -> None:
+    """:func:`out_dir_error` as a :class:`cfsim.commands.CommandError` (``error: ...``, exit 2)."""
+    from cfsim.commands import CommandError
+
+    why = out_dir_error(path, option)
+    if why:
+        raise CommandError(why)

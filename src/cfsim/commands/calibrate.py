@@ -71,12 +71,9 @@ def run(args) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from cfsim.commands._paths import out_dir_error
+    from cfsim.commands._paths import check_out_dir
 
-    bad_out = out_dir_error(args.report, "--report")
-    if bad_out:
-        print(f"error: {bad_out}", file=sys.stderr)
-        return 2
+    check_out_dir(args.report, "--report")
     for opt, v, least in (("--max-nfev", args.max_nfev, 1), ("--start-points", args.start_points, 0),
                           ("--workers", args.workers, 0)):
         if v is not None and v < least:

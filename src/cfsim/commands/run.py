@@ -1,10 +1,8 @@
 """``python -m cfsim run SCENARIO [--set section.key=value] [--params F.toml ...] [--format F] [--out DIR] [--no-band]``."""
 from __future__ import annotations
 
-import sys
-
-from cfsim.commands._params import add_params_argument, read_cli_params, settings
-from cfsim.commands._paths import out_dir_error
+from cfsim.commands._params import add_params_argument, scenario_overrides
+from cfsim.commands._paths import check_out_dir
 from cfsim.output import Answer, add_format_argument, chosen_format, emit
 from cfsim.scenario import load_scenario
 
@@ -26,16 +24,8 @@ def run(args) -> int:
     from cfsim.overheads.report import annotate, band_columns, band_lines
     from cfsim.simulation import simulate, write_result
 
-    bad_out = out_dir_error(args.out, "--out")
-    if bad_out:
-        print(f"error: {bad_out}", file=sys.stderr)
-        return 2
-    try:
-        params = read_cli_params(args.params)
-    except (OSError, ValueError) as exc:   # tomllib's decode error and ScenarioError are ValueErrors
-        print(f"error: --params: {exc}", file=sys.stderr)
-        return 2
-    scenario = load_scenario(args.scenario, settings(args.scenario, args.set, params))
+    check_out_dir(args.out, "--out")
+    scenario = load_scenario(args.scenario, scenario_overrides(args.scenario, args.set, args.params))
     result = simulate(scenario)
     if args.out:
         write_result(result, args.out)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
-from cfsim.commands._params import add_params_argument, read_cli_params, settings
-from cfsim.commands._paths import out_dir_error
+from cfsim.commands import CommandError
+from cfsim.commands._params import add_params_argument, scenario_overrides
+from cfsim.commands._paths import check_out_dir
 from cfsim.output import Answer, add_format_argument, chosen_format, emit
 from cfsim.progress import Progress
 from cfsim.trap import DEFAULT_SCENARIO, plot, run_trap, write_csv
@@ -128,19 +128,11 @@ def _final_rows(data: dict) -> list[dict]:
 
 def run(args) -> int:
     fmt = chosen_format(args)
-    bad_out = None if args.no_files else out_dir_error(args.out, "--out")
-    if bad_out:
-        print(f"error: {bad_out}", file=sys.stderr)
-        return 2
+    if not args.no_files:
+        check_out_dir(args.out, "--out")
     if not (math.isfinite(args.table_every_h) and args.table_every_h > 0):
-        print(f"error: --table-every-h must be a number of hours > 0 (got {args.table_every_h:g})", file=sys.stderr)
-        return 2
-    try:
-        params = read_cli_params(args.params)
-    except (OSError, ValueError) as exc:   # tomllib's decode error and ScenarioError are ValueErrors
-        print(f"error: --params: {exc}", file=sys.stderr)
-        return 2
-    overrides = settings(args.scenario, args.set, params)
+        raise CommandError(f"--table-every-h must be a number of hours > 0 (got {args.table_every_h:g})")
+    overrides = scenario_overrides(args.scenario, args.set, args.params)
     with TrapProgress(enabled=not args.no_progress) as progress:
         report = run_trap(args.scenario, overrides, args.response, args.limit_ratio, with_t3=not args.no_t3,
                           progress=progress)

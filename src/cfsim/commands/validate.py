@@ -58,17 +58,14 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from cfsim.commands._paths import out_dir_error
+    from cfsim.commands._paths import check_out_dir
     from cfsim.progress import Progress
     from cfsim.validation import validate, write_report
     from cfsim.validation.calibrate import read_params_files
     from cfsim.validation.report import to_markdown
     from cfsim.validation.twin import find_runs
 
-    bad_out = out_dir_error(args.report, "--report")
-    if bad_out:
-        print(f"error: {bad_out}", file=sys.stderr)
-        return 2
+    check_out_dir(args.report, "--report")
     if args.seed_offset < 0:
         print(f"error: --seed-offset must be >= 0 (got {args.seed_offset})", file=sys.stderr)
         return 2
