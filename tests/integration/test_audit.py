@@ -354,3 +354,4 @@ def test_no_cpu_fix_is_shown_for_a_container_the_simulation_oom_kills(capsys):
     found = {f["flag"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
     assert found["throttled"]["fix"].startswith("none simulated: the simulated container is OOM-killed")
     assert found["oom_killed"]["fix"].startswith("raise the memory limit")
+    assert found["oom_killed"]["effect"] == "memory: not simulated (sized from the evidence)"   # a lab run's heap is known

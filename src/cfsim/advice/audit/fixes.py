@@ -223,7 +223,10 @@ def simulate_fixes(findings: Sequence[Finding], st: Stats, sim: FixSimulator) ->
         over: list[tuple[str, Any]]
         if f.flag in MEMORY_FLAGS:   # a memory setting, from the evidence (cfsim.advice.memory)
             f.fix, f.impact = memory_fix(f.flag, c.memory_summary())
-            f.before, f.effect = before, "memory: not simulated from the export (the heap's size is unknown)"
+            # an export does not say the heap's size; a lab run does, but the fix is the VPA's and
+            # automemlimit's rule read from the evidence either way
+            f.before, f.effect = before, ("memory: not simulated from the export (the heap's size is unknown)"
+                                          if c.run_dir is None else "memory: not simulated (sized from the evidence)")
             continue
         if before.get("oom_kills"):
             # a CPU fix of a container the kernel kills for memory changes nothing the simulation
