@@ -185,7 +185,8 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | Sequence[str |
     sigma: dict[str, float] = {}
     if paths:
         params, sigma = read_uncertainty_files(paths)
-        params = {k: v for k, v in params.items() if k not in set(keep)}
+        kept = set(keep)
+        params = {k: v for k, v in params.items() if k not in kept}
     factor = base_factor * params.get("cost_factor", 1.0)
     cost_sigma = sigma.get("cost_factor", math.log1p(default_rel))
     # the nominal side is what the validation's twins take on the grid's host (one rule)

@@ -28,9 +28,8 @@ def read_cli_params(paths: Sequence[str]) -> dict[str, Any]:
     """The merged ``[params]`` of ``paths`` (:func:`cfsim.validation.calibrate.read_params_files`);
     a missing or malformed file raises OSError or ValueError naming it, as does a key no scenario
     knows."""
-    from cfsim.validation.calibrate import read_params_files
-
     from cfsim.scenario import load_scenario
+    from cfsim.validation.calibrate import read_params_files
     from cfsim.validation.normalise import calibration_overrides
 
     params = read_params_files(paths)[0] if paths else {}
@@ -38,10 +37,11 @@ def read_cli_params(paths: Sequence[str]) -> dict[str, Any]:
     return params
 
 
-def settings(scenario: str, sets: Sequence[str], params: dict[str, Any]) -> list[str]:
+def settings(scenario: str, sets: Sequence[str], params: dict[str, Any], keep: Sequence[str] = ()) -> list[str]:
     r"""The overrides that put ``params`` (:func:`read_cli_params`) under the user's ``--set``
-    for ``scenario`` (a file or a built-in name): the files' settings first, then ``sets``, so that an explicit
-    setting wins (a fitted cost factor scales the user's per-item CPU as it would the scenario's).
+    for ``scenario`` (a file or a built-in name): the files' settings first, then ``sets``, so that an
+    explicit setting wins (a fitted cost factor scales the user's per-item CPU as it would the
+    scenario's); ``keep``: further keys a file does not set (a sweep's axes).
 
     >>> import tempfile, pathlib
     >>> f = pathlib.Path(tempfile.mkdtemp()) / "host.toml"
@@ -54,10 +54,10 @@ def settings(scenario: str, sets: Sequence[str], params: dict[str, Any]) -> list
 
     if not params:
         return list(sets)
-    files = params_settings(load_scenario(scenario, list(sets)), params, keep=set_keys(sets))
+    files = params_settings(load_scenario(scenario, list(sets)), params, keep=set_keys(sets) + list(keep))
     # a key the files' cost factor scaled was scaled from the user's own value: keep the scaled one
     scaled = set(set_keys(files))
-    return files + [s for s in sets if s.split("=", 1)[0].strip() not in scaled]
+    return files + [s for s in sets if set_keys([s])[0] not in scaled]
 
 
 def scenario_overrides(scenario: str, sets: Sequence[str], paths: Sequence[str]) -> list[str]:

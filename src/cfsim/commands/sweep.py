@@ -172,20 +172,16 @@ def run(args) -> int:
 def _with_params(study, paths: list[str]) -> list[str]:
     """The study's overrides with the files' settings before them (an explicit --set and a grid
     axis win over a file); a fitted cost factor cannot scale a key the grid varies."""
-    from cfsim.commands._params import read_cli_params, set_keys
-    from cfsim.scenario import load_scenario
-    from cfsim.validation.calibrate import params_settings
+    from cfsim.commands._params import read_cli_params, set_keys, settings
 
-    params = read_cli_params(paths)
     axes = study.grid.keys
-    files = params_settings(load_scenario(study.scenario, study.overrides), params,
-                            keep=set_keys(study.overrides) + axes)
-    scaled = set(set_keys(files))
-    clash = sorted(scaled & set(axes))
+    over = settings(study.scenario, study.overrides, read_cli_params(paths), keep=axes)
+    files = [o for o in over if o not in study.overrides]   # the files' settings (and what they scaled)
+    clash = sorted(set(set_keys(files)) & set(axes))
     if clash:
         raise ValueError(f"the files' cost_factor scales {', '.join(clash)}, which --grid varies: give that "
                          f"axis in this host's values and drop cost_factor, or sweep another key")
-    return files + [o for o in study.overrides if o.split("=", 1)[0].strip() not in scaled]
+    return over
 
 
 def _coverage_lines(study) -> list[str]:
