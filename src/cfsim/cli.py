@@ -52,3 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ValueError as exc:
+        # malformed input files (a truncated export, a damaged manifest, ...): cfsim.io's readers
+        # raise CfsimParseError naming the file and the position; anything else is a bug to show
+        from cfsim.io.errors import CfsimParseError
+
+        if not isinstance(exc, CfsimParseError):
+            raise
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 import sys
-from pathlib import Path
 
 from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
@@ -25,7 +24,9 @@ def add_parser(sub) -> None:
                         "repeat to combine files; apply them beside the fit's --out")
     p.add_argument("--out", metavar="TOML", help="write the fitted parameters, uncertainty and errors here")
     p.add_argument("--report", metavar="DIR", help="write the held-out validation report here")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=2,
+                   help="processes simulating the twins, in the fit and the validation after it (default 2; "
+                        "0 or 1: this process)")
     p.add_argument("--max-nfev", type=int, default=40,
                    help="budget of objective evaluations of the local fit (after the start search)")
     p.add_argument("--start-points", type=int, default=None, metavar="N",
@@ -60,6 +61,7 @@ def _param_specs(items: list[str]) -> tuple[list[str] | None, dict[str, tuple[fl
 
 
 def run(args) -> int:
+    from cfsim.commands.validate import validation_scope
     from cfsim.validation import validate, write_report
     from cfsim.validation.calibrate import GC_MEMORY_RESIDUALS, MAX_SIGMA_LOG, calibrate, read_params_files
     from cfsim.validation.report import to_markdown
@@ -71,9 +73,10 @@ def run(args) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from cfsim.commands._paths import check_out_dir
+    from cfsim.commands._paths import check_out_dir, check_out_file, write_out_file
 
     check_out_dir(args.report, "--report")
+    check_out_file(args.out, "--out")   # before the fit, not after it
     for opt, v, least in (("--max-nfev", args.max_nfev, 1), ("--start-points", args.start_points, 0),
                           ("--workers", args.workers, 0)):
         if v is not None and v < least:
@@ -95,22 +98,26 @@ def run(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.out:   # the fit first, so a failure while validating does not lose it
-        Path(args.out).write_text(cal.to_toml({}))
+        write_out_file(args.out, cal.to_toml({}))
     from cfsim.validation.report import summarise_errors
 
     with Progress(len(train_runs) + len(test_runs), "validate", "run", enabled=not args.no_progress) as bar:
         tick = (lambda run_id: bar.advance(1, run_id))
         # the runs the fit used are training, not held out: their errors are summarised apart
         applied = {**cal.fixed, **cal.held, **cal.params}   # the fit holds with the parameters it held
-        train_report = validate(args.path, params=applied, only=train_runs, progress=tick, train_runs=train_runs,
-                                calibration=args.calibration)
-        test_report = validate(args.path, params=applied, only=test_runs, progress=tick,
-                               calibration=args.calibration) if test_runs else None
+        workers = max(1, args.workers)   # as many processes as the fit had (0: this one, like 1)
+        # a run folder of a grid is validated within its grid: its twin takes the grid's
+        # calibration runs, as it did in the fit (cfsim.commands.validate.validation_scope)
+        root = validation_scope(args.path)[0]
+        train_report = validate(root, params=applied, only=train_runs, progress=tick, train_runs=train_runs,
+                                calibration=args.calibration, workers=workers)
+        test_report = validate(root, params=applied, only=test_runs, progress=tick,
+                               calibration=args.calibration, workers=workers) if test_runs else None
     train_errors = summarise_errors(train_report.runs, held_out_only=False)
     if args.out:
         errors = {"train": train_errors, "validation": test_report.errors if test_report else {}}
         flat = {f"{part}.{metric}": v for part, e in errors.items() for metric, v in e.items()}
-        Path(args.out).write_text(cal.to_toml(flat))
+        write_out_file(args.out, cal.to_toml(flat))
     if args.report and test_report:
         write_report(test_report, args.report)
     sigma = {k: (v if v < MAX_SIGMA_LOG else None) for k, v in cal.sigma_log.items()}

@@ -80,9 +80,31 @@ def _sigterm_as_interrupt() -> None:
 
 
 def run(args) -> int:
+    from cfsim.commands._paths import check_out_dir
     from cfsim.lab import build, preflight
     from cfsim.scenario import load_scenario
 
+    # the arguments first: a typo is refused at once, before the machine is checked or Go builds
+    check_out_dir(args.out, "--out")
+    sc = load_scenario(args.scenario, args.set)
+    designs = None
+    if args.lab_command == "grid":
+        from cfsim.lab import grid
+
+        if args.repeats < 1:
+            print(f"error: --repeats must be >= 1 (got {args.repeats})", file=sys.stderr)
+            return 2
+        if args.calibrate_every < 0:
+            print(f"error: --calibrate-every must be >= 0 (got {args.calibrate_every})", file=sys.stderr)
+            return 2
+        if args.design and args.grid:
+            print("error: give axes either with --grid or in the --design file, not both", file=sys.stderr)
+            return 2
+        designs = grid.read_designs(Path(args.design)) if args.design else None
+        # the plan checks the axes (keys, values) against the scenario without running anything
+        grid.plan_runs(sc, designs or [grid.Design("grid", [grid.parse_axis(t) for t in args.grid],
+                                                   repeats=args.repeats)],
+                       not args.no_calibration, args.calibrate_every)
     _sigterm_as_interrupt()
     try:
         preflight.check()
@@ -90,7 +112,6 @@ def run(args) -> int:
     except (preflight.LabUnavailable, build.BuildError) as exc:
         print(f"error: the lab cannot run here: {exc}", file=sys.stderr)
         return 3
-    sc = load_scenario(args.scenario, args.set)
     command = [sys.executable, "-m", "cfsim", *sys.argv[1:]] if sys.argv else None
     fmt = chosen_format(args)
     try:
@@ -107,11 +128,6 @@ def run(args) -> int:
             return 0
         from cfsim.lab import grid, runner
         from cfsim.progress import Progress
-
-        designs = grid.read_designs(Path(args.design)) if args.design else None
-        if args.repeats < 1:
-            print("error: --repeats must be >= 1", file=sys.stderr)
-            return 2
 
         with Progress(None, "lab grid", "run", enabled=not args.no_progress) as bar:
             result = grid.run_grid(sc, args.grid, Path(args.out), resume=args.resume,
@@ -137,8 +153,10 @@ def _host_params(args, name: str, binary: str, run_bench, fit, error: type[Excep
     """``cfsim lab wakeup``, ``cfsim lab tlb`` and ``cfsim lab switch``: run a host benchmark (or
     read its saved output, ``--from``), fit ``fit(text, source, command) -> (params, toml)`` and
     print or write the ``--params`` file. Exit 2 for bad input, 3 where the lab cannot run."""
+    from cfsim.commands._paths import check_out_file, write_out_file
     from cfsim.lab import build
 
+    check_out_file(args.out, "--out")   # before the benchmark runs, not after
     command = f"python -m cfsim lab {name}" + (f" --rounds {args.rounds}" if args.rounds != 3 else "") + \
         (f" --out {args.out}" if args.out else "")
     try:
@@ -159,7 +177,7 @@ def _host_params(args, name: str, binary: str, run_bench, fit, error: type[Excep
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.out:
-        Path(args.out).write_text(toml)
+        write_out_file(args.out, toml)
         print(f"wrote {args.out}: " + ", ".join(f"{k} = {v}" for k, v in params.items()))
     else:
         print(toml, end="")

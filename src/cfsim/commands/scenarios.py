@@ -20,5 +20,11 @@ def run(args) -> int:
         emit(Answer(names, [{"name": n} for n in names], "\n".join(names), "cfsim scenarios"), fmt)
         return 0
     sc = load_scenario(args.name, args.set)
-    emit(Answer(sc.to_dict(), [{"key": k, "value": v} for k, v in sc.flat().items()], sc.to_toml(), sc.source), fmt)
+    # json/yaml carry every key, an unset optional one as null (no limit, no schedule, ...); only
+    # TOML, which has no null, leaves them out
+    resolved: dict = {}
+    for dotted, value in sc.flat().items():
+        section, key = dotted.split(".", 1)
+        resolved.setdefault(section, {})[key] = value
+    emit(Answer(resolved, [{"key": k, "value": v} for k, v in sc.flat().items()], sc.to_toml(), sc.source), fmt)
     return 0

@@ -18,6 +18,37 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def validation_scope(path: str) -> tuple[str, list | None]:
+    """What ``cfsim validate PATH`` validates: ``(root, only)`` for :func:`cfsim.validation.validate`.
+
+    A single run folder of a grid that has calibration runs is validated as one run *of its grid*
+    (``validate(grid, only=[run])``), so that its twin takes the grid's calibration runs exactly
+    as when the whole grid is validated; alone it would have none and run uncalibrated, and the
+    same run would get another answer by how it was named. Anything else stands as given."""
+    from pathlib import Path
+
+    from cfsim.validation.twin import is_calibration_run, is_run_folder
+
+    run = Path(path)
+    if not is_run_folder(run) or is_calibration_run(run):
+        return path, None
+    grid = run.parent
+    if any(is_calibration_run(c) and is_run_folder(c) for c in grid.iterdir() if c != run):
+        return str(grid), [grid / run.name]
+    return path, None
+
+
+def uncalibrated_grids(runs: list) -> list[str]:
+    """The grids among ``runs`` (run folders) that hold no calibration run: their twins take the
+    scenario's per-item cost as it stands, not the lab host's."""
+    from cfsim.validation.twin import is_calibration_run
+
+    grids: dict = {}
+    for run in runs:
+        grids.setdefault(run.parent, []).append(is_calibration_run(run))
+    return [str(g) for g, calib in grids.items() if not any(calib)]
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("validate", help="compare simulated twins with lab run exports")
     p.add_argument("path", help="a lab run folder, a grid folder, or a folder of grids")
@@ -98,11 +129,20 @@ def run(args) -> int:
                 baseline = runs
             else:
                 into.append(runs)
-    with Progress(len(find_runs(args.path)), "validate", "run", enabled=not args.no_progress) as bar:
-        report = validate(args.path, params=params or None, normalise=not args.no_normalise,
+    root, only = validation_scope(args.path)
+    found = find_runs(root)
+    if not args.no_normalise:
+        for grid in uncalibrated_grids(found):
+            print(f"note: {grid} holds no calibration run (calib-*): its twins take the scenario's per-item cost "
+                  f"as it stands (cost factor 1), not the lab host's", file=sys.stderr)
+    with Progress(len(only) if only else len(found), "validate", "run", enabled=not args.no_progress) as bar:
+        report = validate(root, params=params or None, normalise=not args.no_normalise,
                           progress=lambda run_id: bar.advance(1, run_id), train_runs=train or None,
                           workers=args.workers, seeds=args.seeds, seed_offset=args.seed_offset,
-                          calibration=args.calibration)
+                          calibration=args.calibration, only=only)
+    if not report.runs:
+        print(f"note: {args.path} holds only calibration runs (calib-*): they set their grid's factors and are not "
+              f"validated themselves; give the grid folder", file=sys.stderr)
     if baseline is not None:
         from cfsim.validation.against import compare
 

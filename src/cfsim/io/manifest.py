@@ -25,7 +25,7 @@ from typing import Any, Mapping
 from cfsim.io.errors import CfsimParseError
 
 __all__ = ["MANIFEST_GZ", "MANIFEST_JSON", "MANIFEST_NAMES", "manifest_path", "has_manifest",
-           "read_manifest", "read_json_file", "write_manifest", "manifest_folders"]
+           "read_manifest", "check_manifest", "read_json_file", "write_manifest", "manifest_folders"]
 
 MANIFEST_GZ = "manifest.json.gz"
 MANIFEST_JSON = "manifest.json"
@@ -82,7 +82,72 @@ def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     path = manifest_path(run_dir)
     if path is None:
         raise FileNotFoundError(f"{run_dir}: not a lab run folder (no {MANIFEST_GZ} or {MANIFEST_JSON})")
-    return read_json_file(path)
+    doc = read_json_file(path)
+    check_manifest(doc, str(path))
+    return doc
+
+
+#: the manifest's sections that are JSON objects (or null) whenever the lab writes them: readers
+#: take ``manifest.get(section) or {}`` and look inside
+_OBJECT_SECTIONS = ("cgroup", "cgroup_counters", "code", "cpu_watch", "exectrace", "exports", "gctrace", "gomaxprocs",
+                    "gomemlimit", "host", "host_c2c", "host_cpu", "host_interrupts", "host_memory_path", "host_quiet",
+                    "loadavg", "memory_counters", "oom", "perf", "process_memory", "processes", "profile",
+                    "scenario", "scrapes", "snapshot_reads", "summary_notes", "tenant", "threads", "times",
+                    "window_samples")
+#: ``section.key`` -> the numbers (or null) the readers compute with
+_NUMBER_KEYS = {
+    "host": ("hz", "host_cpus", "affinity_cpus", "mem_total_bytes", "page_bytes"),
+    "times": ("duration_s", "end_unix_s", "launch_unix_s", "setup_s", "start_unix_s", "warmup_s",
+              "window_end_unix_s", "window_start_unix_s"),
+    "host_cpu": ("harness_cores", "host_busy_cores", "host_cpus", "others_cores", "root_cgroup_cores", "steal_cores",
+                 "tenants_cores", "window_s", "workload_cores"),
+    "exports": ("start_s", "end_s", "step_s"),
+}
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false"}.get(type(value), "a number")
+
+
+def check_manifest(doc: Any, source: str = "<manifest>") -> None:
+    """Refuse a manifest whose shape the readers cannot use, naming the file and the key: the
+    whole document and its sections (``host``, ``times``, ...) must be JSON objects, and the
+    numbers the validation computes with (``times.start_unix_s``, ``host.hz``, ...) numbers (or
+    null). A hand-edited or damaged manifest then fails here, with where, instead of deep inside
+    a validation.
+
+    >>> check_manifest({"host": {"hz": 250}, "times": {"start_unix_s": 1.5}})
+    >>> check_manifest({"times": {"start_unix_s": "abc"}}, "m.json")
+    Traceback (most recent call last):
+    ...
+    cfsim.io.errors.CfsimParseError: m.json: times.start_unix_s: expected a number or null, got a string ('abc')
+    """
+    if not isinstance(doc, dict):
+        raise CfsimParseError(source, f"expected a JSON object (a run's manifest), got {_json_type(doc)}")
+    for section in _OBJECT_SECTIONS:
+        value = doc.get(section)
+        if value is not None and not isinstance(value, dict):
+            raise CfsimParseError(source, f"expected an object or null, got {_json_type(value)} ({value!r:.40})",
+                                  path=section)
+    for section, keys in _NUMBER_KEYS.items():
+        block = doc.get(section) or {}
+        for key in keys:
+            value = block.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise CfsimParseError(source, f"expected a number or null, got {_json_type(value)} ({value!r:.40})",
+                                      path=f"{section}.{key}")
+    counters = doc.get("cgroup_counters") or {}
+    for end in ("window_start", "window_end"):
+        block = counters.get(end)
+        if block is None:
+            continue
+        if not isinstance(block, dict):
+            raise CfsimParseError(source, f"expected an object or null, got {_json_type(block)}",
+                                  path=f"cgroup_counters.{end}")
+        for key, value in block.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise CfsimParseError(source, f"expected a number or null, got {_json_type(value)} ({value!r:.40})",
+                                      path=f"cgroup_counters.{end}.{key}")
 
 
 def _manifest_bytes(manifest: Mapping[str, Any]) -> bytes:

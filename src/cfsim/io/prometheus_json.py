@@ -88,6 +88,10 @@ def _fail(source: str, path: str, message: str) -> CfsimParseError:
     return CfsimParseError(source, message, path=path)
 
 
+#: the latest Unix time [s] a ``datetime64[ns]`` holds (2262-04-11): a larger "second" is a millisecond
+MAX_UNIX_S = 9_223_372_036.0
+
+
 def _timestamp_ms(source: str, path: str, ts: Any) -> int:
     if isinstance(ts, bool) or not isinstance(ts, (int, float)):
         if isinstance(ts, str):
@@ -99,6 +103,11 @@ def _timestamp_ms(source: str, path: str, ts: Any) -> int:
             raise _fail(source, path, f"timestamp must be a number [s], got {ts!r}")
     if not math.isfinite(ts):
         raise _fail(source, path, f"timestamp must be finite, got {ts!r}")
+    if abs(ts) > MAX_UNIX_S:
+        # milliseconds (or nanoseconds) where the API gives seconds: the frame's datetime64[ns]
+        # would wrap around to a wrong date without a word
+        raise _fail(source, path, f"timestamp {ts!r} is not Unix seconds (beyond the year 2262; milliseconds? "
+                                  f"the Prometheus API gives seconds)")
     return int(round(ts * 1000))
 
 

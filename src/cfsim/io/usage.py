@@ -33,7 +33,7 @@ import pandas as pd
 
 from cfsim.io.errors import CfsimParseError, PrometheusAPIError
 from cfsim.io.labels import parse_labels
-from cfsim.io.prometheus_json import read_prometheus_json
+from cfsim.io.prometheus_json import MAX_UNIX_S, read_prometheus_json
 
 __all__ = ["Series", "UsageParseError", "read_usage", "usage_series"]
 
@@ -95,6 +95,13 @@ def usage_series(frame: pd.DataFrame, source: str = "<frame>") -> Series:
         pts = sorted((t, v) for t, v in zip(ts.tolist(), grp["value"].to_numpy().tolist()) if math.isfinite(v))
         if str(name) == USAGE:
             pts = _counter_to_cores(pts)
+        else:
+            # a saved rate() is usage in cores: never negative (a CSV's cpu_cores is refused the same way)
+            bad = next(((t, v) for t, v in pts if v < 0), None)
+            if bad is not None:
+                raise UsageParseError(source, f"series {name or 'rate'}{labels} is a CPU usage in cores and cannot be "
+                                              f"negative (got {bad[1]:g} at timestamp {bad[0]:.15g})",
+                                      path="data.result")
         if pts:
             out[str(labels) or "container"] = pts
     if not out:
@@ -153,7 +160,8 @@ def _read_csv(path: Path) -> Series:
     """``timestamp,cpu_cores[,pod|container]`` rows -> series, sorted by time."""
     out: Series = {}
     try:
-        text = path.read_text()
+        # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark, not part of the header
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise UsageParseError(str(path), f"not UTF-8 text at byte {exc.start}") from None
     seen_data = False
@@ -184,6 +192,9 @@ def _read_csv(path: Path) -> Series:
                                   line=lineno)
         if not math.isfinite(ts):
             raise UsageParseError(str(path), f"timestamp must be finite (got {cells[0]})", line=lineno)
+        if abs(ts) > MAX_UNIX_S:
+            raise UsageParseError(str(path), f"timestamp {cells[0]} is not Unix seconds (beyond the year 2262; "
+                                             f"milliseconds? divide by 1000, or write ISO 8601)", line=lineno)
         name = cells[2] if len(cells) > 2 and cells[2] else "container"
         first_line.setdefault(name, lineno)
         if (name, ts) in at:

@@ -202,6 +202,9 @@ class DaskExecutor:
                 self.client = Client(self.address, timeout="20s")
             except OSError as exc:
                 raise ExecutorUnavailable(f"cannot reach the Dask scheduler at {self.address}: {exc}") from None
+            except (ValueError, TypeError) as exc:   # distributed's parse of the address: 'missing port number'
+                raise ExecutorUnavailable(f"--dask {self.address}: not a Dask scheduler address ({exc}); give "
+                                          f"tcp://HOST:PORT (the scheduler's default port is 8786) or 'local'") from None
         info = self.client.scheduler_info()
         n = sum(w.get("nthreads", 1) for w in info.get("workers", {}).values())
         self.workers = max(1, n)

@@ -152,10 +152,17 @@ class ValidationReport:
 
 
 def _roles(grid_dir: Path) -> dict[str, str]:
+    from cfsim.io.errors import CfsimParseError
+    from cfsim.io.manifest import read_json_file
+
     meta = grid_dir / "grid.json"
     if not meta.is_file():
         return {}
-    runs = json.loads(meta.read_text()).get("runs", {})
+    doc = read_json_file(meta)   # not JSON: CfsimParseError naming the file and the position
+    runs = doc.get("runs", {}) if isinstance(doc, dict) else None
+    if not isinstance(runs, dict) or not all(isinstance(spec, dict) for spec in runs.values()):
+        raise CfsimParseError(str(meta), "expected a grid's record: an object whose 'runs' maps each run's name "
+                                         "to an object (cfsim.lab.grid writes it)", path="runs")
     return {name: spec.get("role", "point") for name, spec in runs.items()}
 
 

@@ -65,7 +65,6 @@ the simulation runs cfsim's own recommender and updater on the simulated cgroup
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
@@ -74,6 +73,7 @@ import pandas as pd
 
 from cfsim.goruntime.gc_cycles import cycle_keys, gc_cpu_per_cycle_s, mark_spans
 from cfsim.io.gclimiter import LIMITER_LOG, limiter_turned_on, limiter_turned_on_in_window, read_gc_limiter
+from cfsim.io.errors import CfsimParseError
 from cfsim.io.gctrace import cycle_table
 from cfsim.io.lab import read_lab_metrics
 from cfsim.io.manifest import has_manifest, manifest_folders, manifest_path, read_manifest, read_json_file
@@ -86,7 +86,7 @@ from cfsim.lab.kinds import LAB_KINDS
 from cfsim.lab.loadgen_cost import loadgen_cpu_us
 from cfsim.lab.perf import PERF_SAMPLES_FILE, read_perf_samples
 from cfsim.lab.threads import m_sleeps_per_item
-from cfsim.scenario import Scenario, load_scenario
+from cfsim.scenario import Scenario, ScenarioError, load_scenario
 from cfsim.scenario.schema import SCHEMA
 from cfsim.simulation import SimulationResult, simulate
 from cfsim.workloads._request_workload import REQUEST_KINDS
@@ -156,7 +156,35 @@ def _todays_priors(recorded: Scenario) -> tuple[Scenario, dict[str, tuple[Any, A
 def run_scenario(run_dir: Path) -> Scenario:
     """The run's scenario (``scenario.toml``: the workload, limits and set-up the lab ran) with the
     model's own priors (:data:`MODEL_PRIOR_KEYS`) at today's defaults."""
-    return _todays_priors(load_scenario(run_dir / "scenario.toml"))[0]
+    path = run_dir / "scenario.toml"
+    try:
+        recorded = load_scenario(path)
+    except ScenarioError as exc:
+        if str(path) in exc.key:   # the file's own error (not TOML, ...) names it already
+            raise
+        # a value of one run among many: say which run's file holds it
+        raise ScenarioError(f"{path}: {exc.key}", exc.reason) from None
+    return _todays_priors(recorded)[0]
+
+
+#: the keys of a lab run's ``summary.json`` that are not numbers (:mod:`cfsim.lab.summary`)
+SUMMARY_TEXT_KEYS = ("run_status", "derived_from_exports")
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    """A run's ``summary.json`` as it was measured, refused with the file and key
+    (:class:`~cfsim.io.errors.CfsimParseError`) when it is not JSON, not an object, or holds a
+    value other than a number, true/false or null where the lab writes numbers (a string
+    ``"0.9"`` would reach the error arithmetic deep inside the validation)."""
+    path = Path(run_dir) / "summary.json"
+    out = read_json_file(path)
+    if not isinstance(out, dict):
+        raise CfsimParseError(str(path), f"expected a JSON object (the run's summary), got {type(out).__name__}")
+    for key, value in out.items():
+        if key in SUMMARY_TEXT_KEYS or value is None or isinstance(value, (int, float)):
+            continue
+        raise CfsimParseError(str(path), f"expected a number or null, got {value!r:.40}", path=key)
+    return out
 
 
 def observed_summary(run_dir: Path) -> dict[str, Any]:
@@ -174,7 +202,7 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     trace, whether its busier and throttled windows are those a GC mark ran in
     (:func:`cfsim.kernel.cpu_windows.gc_window_keys`); one with both the trace and perf's samples
     (``lab.perf_s``, runs since 2026-12-01) the GC's real CPU a cycle (:func:`_gc_cpu_observed`)."""
-    out = json.loads((run_dir / "summary.json").read_text())
+    out = read_summary(run_dir)
     manifest = run_manifest(run_dir)
     if not out.get("oom_kills"):
         # whether the GC CPU limiter turned on in the window, from the runtime's own two reads
@@ -426,9 +454,13 @@ def _hz_evidence(root: str) -> dict[tuple, dict[int, list[str]]]:
             doc = read_json_file(path)
         except (OSError, ValueError):  # unreadable or not JSON: no evidence
             continue
+        if not isinstance(doc, dict):  # a damaged manifest elsewhere in the tree: no evidence
+            continue
         host = doc.get("host") or (doc.get("environment") or {}).get("host") or {}
+        if not isinstance(host, dict):
+            continue
         kid, hz = _kernel_id(host), host.get("hz")
-        if kid is None or not hz:
+        if kid is None or not hz or isinstance(hz, bool) or not isinstance(hz, (int, float)):
             continue
         out.setdefault(kid, {}).setdefault(int(hz), []).append(str(path.relative_to(base)))
     return out
