@@ -264,6 +264,16 @@ def test_a_malformed_dask_address_is_one_line_and_leaves_no_sweep(tmp_path, caps
     assert not (out / "manifest.json").exists()
 
 
+def test_workers_zero_with_dask_is_refused_instead_of_starting_the_default(tmp_path, capsys):
+    """``--workers 0`` means "in this process", which a Dask cluster cannot do: before, ``--dask
+    local --workers 0`` silently started one worker a core."""
+    out = tmp_path / "sw"
+    err = _err(["sweep", "cpu-bound-threads", "--grid", "cgroup.cpu_limit=0.5,1", "--set", "run.duration_s=0.2",
+                "--dask", "local", "--workers", "0", "--out", str(out), "--no-progress"], capsys)
+    assert "--workers 0 runs the sweep in this process, not on Dask" in err
+    assert not out.exists()
+
+
 # ------------------------------------------------------------------ scenarios NAME --json
 
 def test_a_resolved_scenario_in_json_carries_its_unset_keys_as_null(capsys):

@@ -42,7 +42,8 @@ def add_parser(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="output directory (or a URL, with fsspec)")
     p.add_argument("--file", metavar="STUDY.toml", help="a sweep file holding scenario, grid, seeds, ...")
     p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="local worker processes (default: all cores; 0 = in this process)")
+                   help="local worker processes, or with --dask local the cluster's (default: all cores; "
+                        "0 = in this process, without --dask)")
     p.add_argument("--dask", metavar="ADDRESS",
                    help="run on a Dask cluster: a scheduler address, or 'local' for a LocalCluster")
     p.add_argument("--resume", action="store_true",
@@ -121,6 +122,11 @@ def run(args) -> int:
         return _fail(f"--seeds must be >= 1 (got {study.seeds})")
     if study.workers is not None and study.workers < 0:
         return _fail(f"--workers must be >= 0 (got {study.workers})")
+    if study.dask and study.workers == 0:
+        # 0 means "in this process", which a Dask cluster cannot do: say so instead of starting
+        # the default number of workers
+        return _fail("--workers 0 runs the sweep in this process, not on Dask: with --dask give the local "
+                     "cluster's workers (>= 1) or leave --workers out (all cores)")
 
     from cfsim.sweep.runner import run_sweep
     from cfsim.sweep.results import SweepResults
