@@ -75,6 +75,16 @@ def test_cpu_bound_group_above_quota_is_throttled_every_period(threads, limit, s
     assert s["cpu_usage_cores"] == pytest.approx(limit, rel=0.03)
     per = res.periods.iloc[6:]
     assert (per["usage_s"] - limit * 0.1).abs().max() < 0.1 * limit * 0.1 + 16 * 0.001
+    # The checks above are what min(demand, limit) with "throttled every period iff demand > limit"
+    # also gives. The kernel's throttled time is not the group's wall-clock time throttled: it is
+    # summed over the CPUs' runqueues (kernel/sched/fair.c: throttle_cfs_rq stamps each cfs_rq's
+    # throttled_clock, unthrottle_cfs_rq adds rq_clock - throttled_clock to cfs_b->throttled_time).
+    # n = min(threads, 16 CPUs) runqueues each hold one busy thread; together they use the quota
+    # Q = limit x 100 ms and each sits throttled for the rest of the period P = 100 ms, so a
+    # throttled period adds n x P - Q (e.g. 4 threads at 1 core: 0.4 - 0.1 = 0.3 s), where a group
+    # throttled as one would add P - Q / n (0.075 s): a factor n apart.
+    n = min(threads, 16)
+    assert s["throttled_time_s"] == pytest.approx(s["nr_throttled"] * (n * 0.1 - limit * 0.1), rel=0.02)
 
 
 def test_same_seed_same_output_and_seed_matters():
@@ -168,6 +178,20 @@ def test_set_bandwidth_live_resize_unthrottles_and_changes_usage():
     assert usage.loc[4.0] == pytest.approx(1.0, rel=0.05)
     assert usage.loc[6.0] == pytest.approx(3.0, rel=0.05)
     assert ser["container_spec_cpu_quota"].loc[3.0] == 100_000
+    # Those are min(demand, limit) second by second. The "unthrottles": tg_set_cfs_bandwidth
+    # (kernel/sched/core.c) refills the pool with the new quota (__refill_cfs_bandwidth_runtime)
+    # and unthrottles every throttled cfs_rq at once. At t = 2 s the 4 threads had spent the old
+    # 200 ms quota 50 ms into their period and sat throttled; from the resize they run again on
+    # the new pool until the period's boundary: 4 x (boundary - 2 s) above the old quota in that
+    # period (charged at the 1 ms ticks). A limit that takes effect at the next period, or a
+    # pro-rata min(demand, limit), leaves that period at (or under) 200 ms.
+    per = res.periods
+    for t_resize, old_quota_s in ((2.0, 0.2), (4.0, 0.1)):
+        row = per[per["end_s"] > t_resize].iloc[0]
+        assert per[per["end_s"] <= t_resize]["throttled"].iloc[-1]          # CPU-bound: every period is
+        extra = 4 * (row["end_s"] - t_resize)
+        assert extra > 0.004
+        assert row["usage_s"] - old_quota_s == pytest.approx(extra, abs=0.001)
 
 
 def test_bandwidth_rejects_kernel_invalid_values():
