@@ -171,12 +171,27 @@ def test_hz_from_the_manifest_then_recorded_evidence_else_unknown(tmp_path):
     c = _run(tmp_path, "c", {"host": {**HOST, "kernel": "6.2.0-other"}})          # no evidence
     assert recorded_hz(a) == (300, "manifest:host.hz")
     hz, src = recorded_hz(b)
-    assert hz == 300 and src.startswith("evidence:") and "grid/a/manifest.json" in src
+    assert hz == 300 and src.startswith("evidence:") and "a/manifest.json" in src
     assert recorded_hz(c) == (None, "unknown")
     sc = twin_spec(c)
     assert sc.hz == "unknown" and sc.scenario["host.hz"] == 1000  # the scenario's own value, flagged
     assert any("unknown" in n for n in sc.notes)
     assert twin_spec(b).scenario["host.hz"] == 300
+
+
+def test_hz_evidence_stays_in_the_runs_own_tree(tmp_path):
+    """A run copied into a folder of its own takes evidence from its siblings only, not from
+    whatever else lies beside that folder (a run at /tmp/x/run searched all of /tmp); in a lab
+    tree (an index manifest above the grids) every grid's runs are evidence."""
+    _run(tmp_path / "other", "a", {"host": {**HOST, "hz": 300}})      # another tree beside it
+    alone = _run(tmp_path / "mine", "b", {"host": dict(HOST)})
+    assert recorded_hz(alone) == (None, "unknown")
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "manifest.json").write_text(json.dumps({"grids": {}}))
+    _run(tmp_path / "lab", "a", {"host": {**HOST, "hz": 300}}).parent.rename(tmp_path / "lab" / "g1")
+    in_lab = _run(tmp_path / "lab", "b", {"host": dict(HOST)})      # lab/grid/b: another grid
+    hz, src = recorded_hz(in_lab)
+    assert hz == 300 and "g1/a/manifest.json" in src
 
 
 def test_conflicting_evidence_leaves_hz_unknown(tmp_path):

@@ -467,8 +467,22 @@ def _hz_evidence(root: str) -> dict[tuple, dict[int, list[str]]]:
 
 
 def evidence_root(run_dir: Path) -> Path:
-    """The data tree a run belongs to (``data/lab`` for ``data/lab/<grid>/<run>``)."""
-    return run_dir.resolve().parent.parent
+    """The data tree a run belongs to: ``data/lab`` for ``data/lab/<grid>/<run>`` (the folder
+    above the grid holds the lab's index manifest), else the folder that holds the run (its
+    grid, or wherever it was copied: its siblings only). A run at ``/tmp/x/run`` must not send
+    the search through all of ``/tmp``.
+
+    >>> import tempfile, json
+    >>> top = Path(tempfile.mkdtemp())
+    >>> run = top / "grid" / "p000"; run.mkdir(parents=True)
+    >>> evidence_root(run) == (top / "grid").resolve()
+    True
+    >>> _ = (top / "manifest.json").write_text(json.dumps({"grids": {}}))
+    >>> evidence_root(run) == top.resolve()
+    True
+    """
+    run = run_dir.resolve()
+    return run.parent.parent if has_manifest(run.parent.parent) else run.parent
 
 
 def recorded_hz(run_dir: Path, manifest: Mapping[str, Any] | None = None) -> tuple[int | None, str]:
