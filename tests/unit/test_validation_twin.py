@@ -184,7 +184,7 @@ def test_hz_evidence_stays_in_the_runs_own_tree(tmp_path):
     whatever else lies beside that folder (a run at /tmp/x/run searched all of /tmp); in a lab
     tree (an index manifest above the grids) every grid's runs are evidence."""
     _run(tmp_path / "other", "a", {"host": {**HOST, "hz": 300}})      # another tree beside it
-    alone = _run(tmp_path / "mine", "b", {"host": dict(HOST)})
+    alone = _run(tmp_path, "b", {"host": dict(HOST)})                   # tmp/grid/b: tmp is not its tree
     assert recorded_hz(alone) == (None, "unknown")
     (tmp_path / "lab").mkdir()
     (tmp_path / "lab" / "manifest.json").write_text(json.dumps({"grids": {}}))
