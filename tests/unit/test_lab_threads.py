@@ -51,20 +51,21 @@ def test_window_counts_new_threads_from_zero_and_skips_per_item_without_items():
 
 
 def test_a_sleeping_thread_counts_voluntary_switches():
+    slept, read = threading.Event(), threading.Event()
+
     def sleeper():
         for _ in range(20):
             time.sleep(0.002)
+        slept.set()
+        read.wait(10)       # stay alive until its counts are read (a loaded host ran it out before)
 
     t = threading.Thread(target=sleeper)
     before = read_thread_schedstat(os.getpid())
     t.start()
-    tid = None
-    while tid is None:                      # the new thread's tid, read while it is alive
-        tid = t.native_id
-    after = {}
-    while t.is_alive():
-        after = read_thread_schedstat(os.getpid()) or after
-        time.sleep(0.005)
+    tid = t.native_id
+    slept.wait(10)
+    after = read_thread_schedstat(os.getpid())
+    read.set()
     t.join()
     if tid not in after or len(after[tid]) < 5:
         pytest.skip("no per-thread voluntary/involuntary switch counts on this kernel")
