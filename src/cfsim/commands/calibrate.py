@@ -61,10 +61,10 @@ def _param_specs(items: list[str]) -> tuple[list[str] | None, dict[str, tuple[fl
 
 
 def run(args) -> int:
-    from cfsim.commands.validate import validation_scope
     from cfsim.validation import validate, write_report
     from cfsim.validation.calibrate import GC_MEMORY_RESIDUALS, MAX_SIGMA_LOG, calibrate, read_params_files
     from cfsim.validation.report import to_markdown
+    from cfsim.validation.twin import validation_scope
 
     from cfsim.progress import Progress
 
@@ -107,7 +107,7 @@ def run(args) -> int:
         applied = {**cal.fixed, **cal.held, **cal.params}   # the fit holds with the parameters it held
         workers = max(1, args.workers)   # as many processes as the fit had (0: this one, like 1)
         # a run folder of a grid is validated within its grid: its twin takes the grid's
-        # calibration runs, as it did in the fit (cfsim.commands.validate.validation_scope)
+        # calibration runs, as it did in the fit (cfsim.validation.twin.validation_scope)
         root = validation_scope(args.path)[0]
         train_report = validate(root, params=applied, only=train_runs, progress=tick, train_runs=train_runs,
                                 calibration=args.calibration, workers=workers)

@@ -18,26 +18,6 @@ def _positive_int(text: str) -> int:
     return n
 
 
-def validation_scope(path: str) -> tuple[str, list | None]:
-    """What ``cfsim validate PATH`` validates: ``(root, only)`` for :func:`cfsim.validation.validate`.
-
-    A single run folder of a grid that has calibration runs is validated as one run *of its grid*
-    (``validate(grid, only=[run])``), so that its twin takes the grid's calibration runs exactly
-    as when the whole grid is validated; alone it would have none and run uncalibrated, and the
-    same run would get another answer by how it was named. Anything else stands as given."""
-    from pathlib import Path
-
-    from cfsim.validation.twin import is_calibration_run, is_run_folder
-
-    run = Path(path)
-    if not is_run_folder(run) or is_calibration_run(run):
-        return path, None
-    grid = run.parent
-    if any(is_calibration_run(c) and is_run_folder(c) for c in grid.iterdir() if c != run):
-        return str(grid), [grid / run.name]
-    return path, None
-
-
 def uncalibrated_grids(runs: list) -> list[str]:
     """The grids among ``runs`` (run folders) that hold no calibration run: their twins take the
     scenario's per-item cost as it stands, not the lab host's."""
@@ -129,6 +109,8 @@ def run(args) -> int:
                 baseline = runs
             else:
                 into.append(runs)
+    from cfsim.validation.twin import validation_scope
+
     root, only = validation_scope(args.path)
     found = find_runs(root)
     if not args.no_normalise:

@@ -109,6 +109,12 @@ def _json_type(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "true/false"}.get(type(value), "a number")
 
 
+def _check_number(value: Any, source: str, path: str) -> None:
+    """A number or null where the readers compute with one (true/false is no number here)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise CfsimParseError(source, f"expected a number or null, got {_json_type(value)} ({value!r:.40})", path=path)
+
+
 def check_manifest(doc: Any, source: str = "<manifest>") -> None:
     """Refuse a manifest whose shape the readers cannot use, naming the file and the key: the
     whole document and its sections (``host``, ``times``, ...) must be JSON objects, and the
@@ -132,10 +138,7 @@ def check_manifest(doc: Any, source: str = "<manifest>") -> None:
     for section, keys in _NUMBER_KEYS.items():
         block = doc.get(section) or {}
         for key in keys:
-            value = block.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise CfsimParseError(source, f"expected a number or null, got {_json_type(value)} ({value!r:.40})",
-                                      path=f"{section}.{key}")
+            _check_number(block.get(key), source, f"{section}.{key}")
     counters = doc.get("cgroup_counters") or {}
     for end in ("window_start", "window_end"):
         block = counters.get(end)
@@ -145,9 +148,7 @@ def check_manifest(doc: Any, source: str = "<manifest>") -> None:
             raise CfsimParseError(source, f"expected an object or null, got {_json_type(block)}",
                                   path=f"cgroup_counters.{end}")
         for key, value in block.items():
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise CfsimParseError(source, f"expected a number or null, got {_json_type(value)} ({value!r:.40})",
-                                      path=f"cgroup_counters.{end}.{key}")
+            _check_number(value, source, f"cgroup_counters.{end}.{key}")
 
 
 def _manifest_bytes(manifest: Mapping[str, Any]) -> bytes:

@@ -135,6 +135,22 @@ MODEL_PRIOR_KEYS = (
 )
 
 
+def validation_scope(path: str) -> tuple[str, list | None]:
+    """What ``cfsim validate PATH`` validates: ``(root, only)`` for :func:`cfsim.validation.validate`.
+
+    A single run folder of a grid that has calibration runs is validated as one run *of its grid*
+    (``validate(grid, only=[run])``), so that its twin takes the grid's calibration runs exactly
+    as when the whole grid is validated; alone it would have none and run uncalibrated, and the
+    same run would get another answer by how it was named. Anything else stands as given."""
+    run = Path(path)
+    if not is_run_folder(run) or is_calibration_run(run):
+        return path, None
+    grid = run.parent
+    if any(is_calibration_run(c) and is_run_folder(c) for c in grid.iterdir() if c != run):
+        return str(grid), [grid / run.name]
+    return path, None
+
+
 def stale_priors(recorded: Scenario) -> dict[str, tuple[Any, Any]]:
     """The model priors a run's recorded scenario holds that differ from today's defaults:
     ``{key: (recorded, today)}``."""
