@@ -35,7 +35,8 @@ TIME_SERIES_PLOTS = 2 if SMALL else 8  # observed vs simulated time series shown
 #
 # **A twin is a prediction.** `cfsim.validation.twin.twin_spec` builds it from what was known before
 # the run: the run's resolved `scenario.toml`; the grid's per-item CPU cost from its own calibration
-# runs (this machine's speed drifts: `cfsim.validation.normalise`), times the loop rounds per item the
+# run recorded last before the run (`calibration="latest"`, the default: never the grid's closing one,
+# recorded after its runs; this machine's speed drifts: `cfsim.validation.normalise`), times the loop rounds per item the
 # run's workload set at its start-up, before the window, over the calibration runs'; machine facts the lab recorded
 # (the kernel's tick rate `host.hz`, the CPUs; for runs recorded before the lab wrote `hz`, the
 # other manifests of the same kernel build on the same host); and independent measurements of other

@@ -23,8 +23,11 @@ CASES = {
     # uncapped: the model's own prediction
     # (overheads merge: sysmon polls and 6 us wake-ups, fitted on the profiles grid, raise this
     # GOMAXPROCS-8 point's CPU error from <= 13 % to +14.4 %: a worsening, reported as such)
+    # (each twin calibrated only by the calibration run recorded before it, the default since
+    # 2026-12-04: this run's CPU error +9.6 -> +19.7 %, its grid's closing calibration run no longer
+    # averaged in: a worsening of the figure, not of the model, reported as such)
     ("sched-overhead", "p003_gomaxprocs=8"): ("uncapped", {
-        "throughput_per_s": 0.02, "cpu_usage_cores": 0.15, "throttled_ratio": 0.01, "gomaxprocs": 0.0}),
+        "throughput_per_s": 0.02, "cpu_usage_cores": 0.21, "throttled_ratio": 0.01, "gomaxprocs": 0.0}),
     # (overheads merge: throttled ratio 0.000 -> 0.015 against 0.000 measured: a worsening;
     # gcmem: -5.3 % throughput since the allocation path's CPU (mallocgc per KiB, page faults) is charged)
     # (the scavenger paced by its measured CPU, 2026-11-26: throttled ratio 0.020 -> 0.025 against 0.000

@@ -747,8 +747,14 @@ def test_calibration_before_takes_only_what_was_measured_before_the_runs(tmp_pat
         over = ["cgroup.cpu_limit=null"] if name.startswith("calib") else [f"cgroup.cpu_limit={name[8:]}"]
         run = _write_run(root, over, factor, name)
         (run / "manifest.json").write_text(json.dumps({"run_id": name, "times": {"start_unix_s": timed[name]}}))
-    every = validate(root)
+    every = validate(root, calibration="all")
     before = validate(root, calibration="before")
+    # the default takes nothing recorded after a run either: here, the opening calibration run
+    default = validate(root)
+    assert default.calibration == "latest"
+    assert {tuple(r["calibrated_by"]) for r in default.runs} == {("calib-start",)}
+    assert [r["errors"]["throughput_per_s"] for r in default.runs] == pytest.approx(
+        [r["errors"]["throughput_per_s"] for r in before.runs])
     assert every.grids["grid"]["cost_factor"] > 1.35
     assert before.grids["grid"]["cost_factor"] == pytest.approx(1.25, rel=0.03)
     assert list(before.grids["grid"]["calibration_factors"]) == ["calib-start"]
@@ -780,6 +786,10 @@ def test_calibration_before_takes_only_what_was_measured_before_the_runs(tmp_pat
 def test_validate_command_takes_the_calibration_choice(grid, capsys):
     from cfsim.cli import main
 
+    # by default, as validate() does, each twin the calibration run recorded last before its run
+    assert main(["validate", str(grid), "--format", "json", "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["calibration"] == "latest"
+
     assert main(["validate", str(grid), "--calibration", "before", "--format", "json", "--no-progress"]) == 0
     assert json.loads(capsys.readouterr().out)["calibration"] == "before"
     assert main(["validate", str(grid), "--calibration", "latest", "--format", "json", "--no-progress"]) == 0
@@ -796,6 +806,13 @@ def test_calibrate_command_takes_the_calibration_choice(grid, capsys):
     assert main([*argv, "--calibration", "before"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["train_runs"] == 1 and out["validation_runs"] == 2
+    # the commands' defaults are the library's
+    from cfsim.cli import build_parser
+    from cfsim.validation.twin import CALIBRATION_CHOICES, DEFAULT_CALIBRATION
+    for command in ("validate", "calibrate"):
+        action = next(a for a in build_parser()._subparsers._group_actions[0].choices[command]._actions
+                      if a.dest == "calibration")
+        assert action.default == DEFAULT_CALIBRATION and tuple(action.choices) == CALIBRATION_CHOICES
     with pytest.raises(SystemExit):
         main([*argv, "--calibration", "later"])
 

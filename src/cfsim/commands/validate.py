@@ -38,12 +38,14 @@ def add_parser(sub) -> None:
                         "repeat to combine files")
     p.add_argument("--no-normalise", action="store_true",
                    help="do not scale per-item CPU by the grid's calibration runs")
-    p.add_argument("--calibration", choices=("all", "before", "latest"), default="all",  # twin.CALIBRATION_CHOICES
-                   help="which of each grid's calibration runs set its factors and priors: all (the lab's runs at "
-                        "the grid's start and end; default), before (only those recorded before every run "
-                        "they calibrate: no twin takes anything measured after its run) or latest (each run's "
-                        "twin takes the calibration run recorded last before it: a grid run with "
-                        "`cfsim lab grid --calibrate-every N` is calibrated by the host just before each run)")
+    p.add_argument("--calibration", choices=("all", "before", "latest"), default="latest",  # twin.CALIBRATION_CHOICES, DEFAULT_CALIBRATION
+                   help="which of each grid's calibration runs set its factors and priors: latest (default: "
+                        "each run's twin takes the calibration run recorded last before it, so a grid run "
+                        "with `cfsim lab grid --calibrate-every N` is calibrated by the host just before each "
+                        "run, and one with calibration runs at its ends by the opening one), before (only "
+                        "those recorded before every run they calibrate) or all (the lab's runs at the "
+                        "grid's start and end: the closing one was recorded after the runs, which a user "
+                        "predicting them would not have)")
     add_format_argument(p, "the validation (json/yaml: {headline, by_regime, regime_counts, errors, grids, runs}; "
                            "csv/markdown/html: one row per run and metric, with its regime)")
     p.add_argument("--against", metavar="REPORT.json",

@@ -32,7 +32,7 @@ from cfsim.scenario.schema import SCHEMA
 from cfsim.validation import metrics as vm
 from cfsim.validation.normalise import (cache_held_share, calibration_overrides, grid_norm, grid_priors,
                                        missed_heap_scale)
-from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
+from cfsim.validation.twin import (DEFAULT_CALIBRATION, find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
                                    run_scenario, runs_with_calibration, calibration_runs_for, twin)
 
 #: parameter -> (lower, upper) bounds; the defaults calibrated when none are named
@@ -359,7 +359,7 @@ def calibrate(path: str | Path, train: str, params: Sequence[str] | None = None,
               fixed: Mapping[str, float] | None = None,
               held: Mapping[str, float] | None = None,
               start_points: int | None = None,
-              calibration: str = "all") -> tuple[Calibration, list[Path], list[Path]]:
+              calibration: str = DEFAULT_CALIBRATION) -> tuple[Calibration, list[Path], list[Path]]:
     """Fit ``params`` on the runs selected by ``train``; return the fit, training and held-out runs.
 
     ``duration_s`` shortens the twins during the fit (steady state is reached in seconds);

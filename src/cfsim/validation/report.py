@@ -40,12 +40,13 @@ from cfsim.lab.hostcpu import STEAL_WARN_CORES
 from cfsim.validation.regimes import (HOST_STATES, OUT_OF_SCOPE, PREDICTED, QUIET_TENANTS_CORES, REGIMES,
                                       host_state, run_regime)
 from cfsim.validation.trajectory import compare_trajectories
-from cfsim.validation.twin import (find_runs, is_calibration_run, observed_summary,
+from cfsim.validation.twin import (DEFAULT_CALIBRATION, find_runs, is_calibration_run, observed_summary,
                                    pre_run_tenants_cores, run_manifest, run_scenario, runs_with_calibration,
                                    calibration_runs_for, twin_spec)
 
 #: what each calibration choice (:data:`cfsim.validation.twin.CALIBRATION_CHOICES`) means, for the report
-CALIBRATION_TEXT = {"all": "each grid's calibration runs, at its start and at its end",
+CALIBRATION_TEXT = {"all": "each grid's calibration runs, at its start and at its end (the closing one "
+                           "recorded after the runs its twins predict)",
                     "before": "only the calibration runs recorded before every run of their grid "
                               "(none measured after the runs its twins predict)",
                     "latest": "for each run the calibration run recorded last before it (a grid with calibration "
@@ -68,7 +69,7 @@ class ValidationReport:
     #: this validation against an earlier one (cfsim.validation.against.compare), with its file
     against: dict[str, Any] = field(default_factory=dict)
     #: which calibration runs set the grids' factors (:data:`cfsim.validation.twin.CALIBRATION_CHOICES`)
-    calibration: str = "all"
+    calibration: str = DEFAULT_CALIBRATION
 
     @property
     def headline(self) -> dict[str, Any]:
@@ -265,7 +266,7 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
              include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
              only: list[Path] | None = None, train_runs: list[str | Path] | None = None,
              workers: int | None = None, seeds: int = 1, seed_offset: int = 0,
-             calibration: str = "all") -> ValidationReport:
+             calibration: str = DEFAULT_CALIBRATION) -> ValidationReport:
     """Validate every run folder at or below ``path``.
 
     Parameters
@@ -287,10 +288,12 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     seed_offset : simulate the held-out and training runs' twins at their run's seed plus this (the
         calibration runs' twins, which set each grid's factors, keep theirs): the same model at
         other seeds, for how far a figure moves by the seed alone (:mod:`cfsim.validation.against`)
-    calibration : which of each grid's calibration runs set its factors and priors: ``"all"`` (the
-        lab's runs at the grid's start and end), or ``"before"``: only those recorded before every
-        run they calibrate (:func:`cfsim.validation.twin.calibration_known_before`), so that no twin
-        takes anything measured after its run
+    calibration : which of each grid's calibration runs set its factors and priors: ``"latest"``
+        (default: for each run the one recorded last before it,
+        :func:`cfsim.validation.twin.calibration_runs_for`), ``"before"`` (only those recorded
+        before every run they calibrate, :func:`cfsim.validation.twin.calibration_known_before`)
+        or ``"all"`` (the lab's runs at the grid's start and end: the closing one was recorded
+        after the runs, more than a user predicting them knows)
     """
     return validate_each([path], params, normalise, include_calibration, progress, only, train_runs,
                          workers, seeds, seed_offset, calibration)[0]
@@ -300,7 +303,7 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
                   include_calibration: bool = False, progress: bool | Callable[[str], None] = False,
                   only: list[Path] | None = None, train_runs: list[str | Path] | None = None,
                   workers: int | None = None, seeds: int = 1, seed_offset: int = 0,
-                  calibration: str = "all") -> list[ValidationReport]:
+                  calibration: str = DEFAULT_CALIBRATION) -> list[ValidationReport]:
     """:func:`validate` for each of ``paths`` (e.g. the grids of a lab tree, a few runs of each),
     one report per path, the twins of all of them simulated in one process pool."""
     roots = [Path(p) for p in paths]
@@ -347,7 +350,7 @@ class _Plan:
 def _plan(root: Path, runs: list[Path], params: Mapping[str, Any] | None, normalise: bool,
           include_calibration: bool, only: list[Path] | None,
           calibration_summaries: Mapping[Path, Mapping[str, Any]],
-          factored_summaries: Mapping[Path, Mapping[str, Any]] | None = None, calibration: str = "all") -> _Plan:
+          factored_summaries: Mapping[Path, Mapping[str, Any]] | None = None, calibration: str = DEFAULT_CALIBRATION) -> _Plan:
     from cfsim.validation.calibrate import apply_grid
 
     by_grid: dict[Path, list[Path]] = defaultdict(list)

@@ -395,6 +395,11 @@ def calibration_known_before(runs: list[Path]) -> list[Path]:
 #: which calibration runs set a grid's factors and priors (``validate(calibration=...)``)
 CALIBRATION_CHOICES = ("all", "before", "latest")
 
+#: the default of ``validate``, ``calibrate`` and their commands: a twin is a prediction, so it takes
+#: only the calibration run recorded last before its run (for a grid with calibration runs only at
+#: its two ends, the opening one: the same as ``"before"``), never the closing run recorded after it
+DEFAULT_CALIBRATION = "latest"
+
 
 def runs_with_calibration(runs: list[Path], calibration: str) -> list[Path]:
     """``runs`` with the calibration runs ``calibration`` keeps: ``"all"`` of them, ``"before"``
