@@ -205,6 +205,22 @@ def test_a_saved_rate_with_negative_cores_is_refused_like_a_csv(tmp_path, capsys
     assert "rate.json: data.result:" in err and "cannot be negative" in err
 
 
+def test_usage_beyond_the_vpas_histogram_is_replayed_as_upstream_but_flagged(tmp_path, capsys):
+    """1,500-2,100 in a cpu_cores column (millicores by mistake for 1.5-2.1 cores) land in the CPU
+    histogram's last bucket (1,000 cores), as upstream files them: the replay answers, and says the
+    usage looks mis-scaled."""
+    f = tmp_path / "milli.csv"
+    f.write_text("timestamp,cpu_cores\n" + "".join(f"{t},{v * 3000:g}\n" for t, v in _rows()))
+    assert main(["vpa", "replay", str(f), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["final"]["target"] > 1_000_000   # millicores: beyond 1,000 cores
+    assert "20 usage sample(s) above 1000 cores" in err and "millicores" in err
+    ok = tmp_path / "cores.csv"
+    ok.write_text("timestamp,cpu_cores\n" + "".join(f"{t},{v}\n" for t, v in _rows()))
+    assert main(["vpa", "replay", str(ok), "--format", "json"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------ lab: arguments before anything runs
 
 @pytest.fixture

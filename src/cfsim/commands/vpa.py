@@ -92,6 +92,23 @@ def _metrics_window_error(window: float | None) -> str | None:
     return None
 
 
+def _beyond_histogram_warning(series: dict[str, list[tuple[float, float]]]) -> str | None:
+    """A warning when usage samples lie beyond the recommender's CPU histogram (1000 cores, its last
+    bucket's end in ``pkg/recommender/model/aggregations_config.go``): the VPA files them all in that
+    bucket, as upstream does, and recommends about 1,170 cores however large they are. Usage that
+    large is most often a unit mistake (millicores or nanocores in a ``cpu_cores`` column)."""
+    from cfsim.autoscalers.vpa_histogram import CPU_HISTOGRAM_OPTIONS
+
+    top = CPU_HISTOGRAM_OPTIONS.max_value
+    over = [(v, t, k) for k, pts in series.items() for t, v in pts if v > top]
+    if not over:
+        return None
+    value, t, key = max(over)
+    return (f"{len(over)} usage sample(s) above {top:g} cores, the end of the VPA's CPU histogram (the largest "
+            f"{value:g} cores at {_iso(t)}{' in ' + key if key else ''}): the VPA files them in its last "
+            f"bucket; is the usage in millicores or nanocores instead of cores?")
+
+
 def run(args) -> int:
     from cfsim.autoscalers.vpa_recommender import (Recommendation, config_from_scenario, metrics_server_points,
                                                    replay)
@@ -120,6 +137,9 @@ def run(args) -> int:
         except ValueError as exc:  # UsageParseError and cfsim.io's CfsimParseError name file and position
             print(f"error: {exc}", file=sys.stderr)
             return 2
+    beyond = _beyond_histogram_warning(series)
+    if beyond:
+        print(f"warning: {beyond}", file=sys.stderr)
     if args.metrics_window is not None:
         series = {k: metrics_server_points(v, args.metrics_window) for k, v in series.items()}
     recs = replay(series, cfg, sc["vpa.sample_interval_s"])
