@@ -11,7 +11,7 @@
 #   gc-near-limit-256 7, gc-near-limit-256-gmp8 11, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, tenant-root 29,
 #   idle-cost 32, gc-limiter 10, gc-idle-workers 7, gc-memory-path 13,
-#   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53.
+#   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -160,3 +160,9 @@ if [ -z "$ARGS" ] || want open-latency-interleaved; then
   # every four points: the twins can take the calibration recorded just before them
   grid $S/open-latency.toml --design $S/open-latency-interleaved.designs.toml --set lab.quiet_host_cores=0.3 \
     --calibrate-every 4 --out data/lab/open-latency-interleaved; fi
+if [ -z "$ARGS" ] || want open-latency-interleaved-quiet; then
+  # the same points again, each run after a steal probe under load (a run whose window lost more than
+  # 0.1 cores to the hypervisor is run once more)
+  grid $S/open-latency.toml --design $S/open-latency-interleaved-quiet.designs.toml --set lab.quiet_host_cores=0.3 \
+    --set lab.quiet_host_steal_cores=0.1 --set lab.steal_retries=1 \
+    --calibrate-every 4 --out data/lab/open-latency-interleaved-quiet; fi
