@@ -51,7 +51,12 @@ def test_a_file_that_is_no_validation_is_named_with_the_place(tmp_path):
         read_validation_runs(other)
     gz = tmp_path / "ok.json.gz"
     gz.write_bytes(gzip.compress(json.dumps({"runs": [_row("a", {"throughput_per_s": 0.1})]}).encode()))
-    assert read_validation_runs(gz)[1] == {"path": str(gz), "runs": 1}
+    # written before the calibration choice existed: every twin took all of its grid's calibration runs
+    assert read_validation_runs(gz)[1] == {"path": str(gz), "runs": 1, "calibration": "all"}
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({"calibration": "later", "runs": [_row("a", {"throughput_per_s": 0.1})]}))
+    with pytest.raises(ValueError, match=r"odd\.json: 'calibration' is 'later', not one of all, before, latest"):
+        read_validation_runs(odd)
     gz.write_bytes(b"\x1f\x8b broken")
     with pytest.raises(ValueError, match="broken gzip"):
         read_validation_runs(gz)
@@ -124,7 +129,7 @@ def test_the_command_wants_a_baseline_for_the_earlier_models_noise(tmp_path):
     assert main(["validate", str(tmp_path), "--against-baseline-noise", str(other), "--no-progress"]) == 2
 
 
-def test_the_command_reads_both_models_seeds_on_a_real_run(tmp_path):
+def test_the_command_reads_both_models_seeds_on_a_real_run(tmp_path, capsys):
     """One lab run (vpa-in-the-loop's, about 2 s) against the stored first honest validation and
     the earlier model at its next seed: the report's rows carry both noises, and the stored
     baseline's figure for that grid is read from the files, not made up."""
@@ -135,11 +140,19 @@ def test_the_command_reads_both_models_seeds_on_a_real_run(tmp_path):
     base = root / "docs" / "validation" / "2026-11-25-ae7dc67.json.gz"
     seed1 = root / "docs" / "validation" / "2026-11-25-ae7dc67-seed1.json.gz"
     out = tmp_path / "report"
-    # the baseline itself stands in for this model's other seed: only the wiring is under test here
-    assert main(["validate", str(run), "--against", str(base), "--against-baseline-noise", str(seed1),
-                 "--against-noise", str(base), "--report", str(out), "--no-progress", "--workers", "1",
-                 "--format", "json"]) == 0
+    # the baseline itself stands in for this model's other seed: only the wiring is under test here;
+    # the stored validations predate the calibration choice (every twin took all calibration runs)
+    argv = ["validate", str(run), "--against", str(base), "--against-baseline-noise", str(seed1),
+            "--against-noise", str(base), "--report", str(out), "--no-progress", "--workers", "1",
+            "--format", "json"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert f"warning: --against {base} took --calibration all, this validation --calibration latest" in err
+    assert "pass --calibration all to compare like with like" in err
+    assert main([*argv, "--calibration", "all"]) == 0
+    assert "warning" not in capsys.readouterr().err
     against = json.loads((out / "report.json").read_text())["against"]
+    assert against["baseline_calibration"] == "all"
     assert against["baseline_noise_validations"] == 1 and against["noise_validations"] == 1
     assert against["baseline_noise_from"] == [str(seed1)]
     rows = {r["metric"]: r for r in against["rows"] if r["grid"] == "vpa-in-the-loop"}

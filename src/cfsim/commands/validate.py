@@ -103,12 +103,18 @@ def run(args) -> int:
                                  + [("--against-baseline-noise", n, baseline_noise)
                                     for n in args.against_baseline_noise]):
             try:
-                runs, _ = read_validation_runs(path)
+                runs, meta = read_validation_runs(path)
             except (OSError, ValueError) as exc:
                 print(f"error: {flag}: {exc}", file=sys.stderr)
                 return 2
+            if meta["calibration"] != args.calibration:
+                # said before the twins run: a comparison across calibrations mixes two causes
+                print(f"warning: {flag} {path} took --calibration {meta['calibration']}, this validation "
+                      f"--calibration {args.calibration}: its figures move with the calibration as well as with "
+                      f"the model; pass --calibration {meta['calibration']} to compare like with like",
+                      file=sys.stderr)
             if into is None:
-                baseline = runs
+                baseline, baseline_calibration = runs, meta["calibration"]
             else:
                 into.append(runs)
     from cfsim.validation.twin import validation_scope
@@ -130,7 +136,8 @@ def run(args) -> int:
     if baseline is not None:
         from cfsim.validation.against import compare
 
-        report.against = {"baseline": str(args.against), "noise_from": list(args.against_noise),
+        report.against = {"baseline": str(args.against), "baseline_calibration": baseline_calibration,
+                          "noise_from": list(args.against_noise),
                           "baseline_noise_from": list(args.against_baseline_noise),
                           **compare(baseline, report.runs, noise=noise, baseline_noise=baseline_noise)}
         c = report.against["counts"]

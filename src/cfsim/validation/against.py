@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from cfsim.validation import metrics as vm
+from cfsim.validation.twin import CALIBRATION_CHOICES
 
 #: the metrics compared: every one with a goal, but those that must match exactly
 COMPARED = tuple(m.name for m in vm.METRICS if m.goal is not None and m.kind != "exact")
@@ -47,7 +48,8 @@ FLOOR = {"relative": 0.003, "absolute": 0.005}
 
 def read_validation_runs(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The ``runs`` rows of a validation written as JSON (gzip-compressed or not), and
-    ``{"path", "runs"}``.
+    ``{"path", "runs", "calibration"}`` (which calibration runs its twins took; ``"all"`` for a
+    validation written before the choice existed, when every twin took all of them).
 
     Raises ValueError naming the file (and the line and column of a JSON error) when it is not a
     validation: not JSON, no ``runs`` list, or a row without ``grid`` or ``errors``."""
@@ -68,7 +70,10 @@ def read_validation_runs(path: str | Path) -> tuple[list[dict[str, Any]], dict[s
     for i, r in enumerate(runs):
         if not isinstance(r, dict) or "grid" not in r or not isinstance(r.get("errors"), dict):
             raise ValueError(f"{p}: runs[{i}] has no 'grid' or 'errors'")
-    return runs, {"path": str(p), "runs": len(runs)}
+    calibration = data.get("calibration", "all")
+    if calibration not in CALIBRATION_CHOICES:
+        raise ValueError(f"{p}: 'calibration' is {calibration!r}, not one of {', '.join(CALIBRATION_CHOICES)}")
+    return runs, {"path": str(p), "runs": len(runs), "calibration": calibration}
 
 
 def grid_errors(runs: Iterable[Mapping[str, Any]], names: tuple[str, ...] = COMPARED) -> dict[str, dict[str, dict]]:
