@@ -34,7 +34,8 @@ def add_parser(sub) -> None:
                         "fit (twice: the whole range, then around its best point; default 5 for up to two "
                         "parameters, 3 for three, none beyond; 0 starts at the scenario's value)")
     add_format_argument(p, "the fit (json/yaml: params, sigma_log, errors; csv/markdown/html: one row per parameter)")
-    p.add_argument("--calibration", choices=("all", "before", "latest"), default="latest",  # twin.CALIBRATION_CHOICES, DEFAULT_CALIBRATION
+    # twin.CALIBRATION_CHOICES and DEFAULT_CALIBRATION, spelled out so that the CLI starts without importing them
+    p.add_argument("--calibration", choices=("all", "before", "latest"), default="latest",
                    help="which of each grid's calibration runs set its factors, in the fit and its validation: "
                         "latest (default: each run's the one recorded last before it), before (only those "
                         "recorded before the runs they calibrate) or all (also the closing one, recorded "

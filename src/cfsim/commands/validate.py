@@ -38,7 +38,8 @@ def add_parser(sub) -> None:
                         "repeat to combine files")
     p.add_argument("--no-normalise", action="store_true",
                    help="do not scale per-item CPU by the grid's calibration runs")
-    p.add_argument("--calibration", choices=("all", "before", "latest"), default="latest",  # twin.CALIBRATION_CHOICES, DEFAULT_CALIBRATION
+    # twin.CALIBRATION_CHOICES and DEFAULT_CALIBRATION, spelled out so that the CLI starts without importing them
+    p.add_argument("--calibration", choices=("all", "before", "latest"), default="latest",
                    help="which of each grid's calibration runs set its factors and priors: latest (default: "
                         "each run's twin takes the calibration run recorded last before it, so a grid run "
                         "with `cfsim lab grid --calibrate-every N` is calibrated by the host just before each "

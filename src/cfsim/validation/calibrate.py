@@ -32,8 +32,9 @@ from cfsim.scenario.schema import SCHEMA
 from cfsim.validation import metrics as vm
 from cfsim.validation.normalise import (cache_held_share, calibration_overrides, grid_norm, grid_priors,
                                        missed_heap_scale)
-from cfsim.validation.twin import (DEFAULT_CALIBRATION, find_runs, is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
-                                   run_scenario, runs_with_calibration, calibration_runs_for, twin)
+from cfsim.validation.twin import (DEFAULT_CALIBRATION, find_runs, is_calibration_run, observed_summary,
+                                   pre_run_tenants_cores, run_manifest, run_scenario, runs_with_calibration,
+                                   calibration_runs_for, twin)
 
 #: parameter -> (lower, upper) bounds; the defaults calibrated when none are named
 DEFAULT_PARAMS: dict[str, tuple[float, float]] = {

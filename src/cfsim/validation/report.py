@@ -350,7 +350,8 @@ class _Plan:
 def _plan(root: Path, runs: list[Path], params: Mapping[str, Any] | None, normalise: bool,
           include_calibration: bool, only: list[Path] | None,
           calibration_summaries: Mapping[Path, Mapping[str, Any]],
-          factored_summaries: Mapping[Path, Mapping[str, Any]] | None = None, calibration: str = DEFAULT_CALIBRATION) -> _Plan:
+          factored_summaries: Mapping[Path, Mapping[str, Any]] | None = None,
+          calibration: str = DEFAULT_CALIBRATION) -> _Plan:
     from cfsim.validation.calibrate import apply_grid
 
     by_grid: dict[Path, list[Path]] = defaultdict(list)
