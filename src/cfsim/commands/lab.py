@@ -37,7 +37,9 @@ def add_parser(sub) -> None:
     g.add_argument("--repeats", type=int, default=1, metavar="N", help="runs per point, back to back (--grid)")
     g.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override a key")
     g.add_argument("--out", required=True, metavar="DIR", help="grid folder, one sub-folder per run")
-    g.add_argument("--resume", action="store_true", help="skip runs that already have summary.json")
+    g.add_argument("--resume", action="store_true",
+                   help="skip runs that already have summary.json; a point that runs again (its folder "
+                        "missing or unfinished) reruns its repeats too, which must run beside it")
     g.add_argument("--no-calibration", action="store_true", help="skip calibration and repeat runs")
     g.add_argument("--calibrate-every", type=int, default=0, metavar="N",
                    help="also a calibration run after every N points (validate --calibration latest then "
