@@ -9,7 +9,8 @@ older folders, :mod:`cfsim.io.manifest`) and ``summary.json`` (what it measured)
   come from today's model: the file recorded the defaults of the day it was collected, and the
   lab never read them (:func:`run_scenario`);
 * ``params``: calibrated parameters (``cfsim calibrate``) and what the grid's calibration runs
-  (other runs; by default the one recorded last before the run, :data:`DEFAULT_CALIBRATION`) measured, :mod:`cfsim.validation.normalise`: the cost factor,
+  (other runs; by default the one recorded last before the run, :data:`DEFAULT_CALIBRATION`)
+  measured, :mod:`cfsim.validation.normalise`: the cost factor,
   the time a request spends outside the server (median and 99th percentile, at the run's pre-run
   neighbour load), the program's own live heap beyond the twin's, the GC pause's
   stop-the-world time and, for kinds the lab drives with its load generator on the same host,
