@@ -839,6 +839,14 @@ def test_calibration_latest_calibrates_each_run_by_the_one_just_before_it(tmp_pa
         "calib-01", "calib-end", "calib-start"]
     from cfsim.validation.report import to_markdown
     assert "for each run the calibration run recorded last before it" in to_markdown(reps["latest"])
+    # one run validated: its twin is the same, and only the calibration run it takes is simulated
+    # and tabled (under `all`, every one)
+    late = root / "p_limit=1.25"
+    one = validate(root, calibration="latest", workers=1, only=[late])
+    assert one.runs[0]["errors"] == next(r for r in reps["latest"].runs if r["path"] == str(late))["errors"]
+    assert list(one.grids["grid"]["calibration_factors"]) == ["calib-01"]
+    assert sorted(validate(root, calibration="all", workers=1, only=[late]).grids["grid"]["calibration_factors"]) \
+        == ["calib-01", "calib-end", "calib-start"]
     # the fit of the per-item cost on the late half, each run calibrated by the run before it: nothing left
     fit = calibrate(root, "cgroup.cpu_limit>=1", ["cost_factor"], max_nfev=12, duration_s=None,
                     calibration="latest")[0].params["cost_factor"]

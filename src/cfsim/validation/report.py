@@ -276,7 +276,9 @@ def validate(path: str | Path, params: Mapping[str, Any] | None = None, normalis
     normalise : scale the workload's per-item CPU by each grid's calibration-run cost factor
     include_calibration : also report the calibration runs themselves (they are used for the cost
         factor, so their errors are not validation)
-    only : validate only these run folders (e.g. the runs held out of a calibration)
+    only : validate only these run folders (e.g. the runs held out of a calibration); the
+        calibration runs simulated, and each grid's table, are then those their twins take
+        (:func:`needed_calibration`)
     progress : True prints each run's errors as it goes; a callable is called with each run's id
     train_runs : run folders ``params`` were fitted on: reported, but as training, not held out
     workers : processes simulating the twins (default: every CPU, or this process for fewer than
@@ -307,7 +309,8 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
     """:func:`validate` for each of ``paths`` (e.g. the grids of a lab tree, a few runs of each),
     one report per path, the twins of all of them simulated in one process pool."""
     roots = [Path(p) for p in paths]
-    runs = [runs_with_calibration(find_runs(root), calibration) for root in roots]
+    runs = [needed_calibration(runs_with_calibration(find_runs(root), calibration), only, include_calibration,
+                               calibration) for root in roots]
     # the calibration runs' twins first (each grid's cost factor and priors need them), all in one pool
     calib_runs = list(dict.fromkeys(run for root_runs in runs for run in root_runs if is_calibration_run(run)))
     overrides = calibration_overrides(params)
@@ -334,6 +337,30 @@ def validate_each(paths: list[str | Path], params: Mapping[str, Any] | None = No
     for rep in reports:
         rep.calibration = calibration
     return reports
+
+
+def needed_calibration(runs: list[Path], only: list[Path] | None, include_calibration: bool,
+                       calibration: str) -> list[Path]:
+    """``runs`` without the calibration runs no twin of a validation restricted to ``only`` takes
+    (:func:`cfsim.validation.twin.calibration_runs_for`; a calibration run in ``only`` is its own
+    twin's when ``include_calibration``): validating one run of a grid calibrated every few points
+    simulates the one calibration run before it, not all of them, and the grid's table then
+    reports the factors those twins took; a grid none of ``only`` is in is left out. Without
+    ``only`` every kept calibration run stays (the grid table shows the speed's drift across the
+    whole grid)."""
+    if only is None:
+        return runs
+    wanted = set(only)
+    calib = [r for r in runs if is_calibration_run(r)]
+    needed: set[Path] = set()
+    grids: set[Path] = set()
+    for run in runs:
+        if run not in wanted:
+            continue
+        grids.add(run.parent)
+        if include_calibration or not is_calibration_run(run):
+            needed.update(calibration_runs_for(run, calib, calibration))
+    return [r for r in runs if r.parent in grids and (not is_calibration_run(r) or r in needed)]
 
 
 @dataclass
@@ -912,8 +939,9 @@ def to_markdown(report: ValidationReport) -> str:
     lines += ["", "## Grid noise (measured) and what the calibration runs gave the twins", ""]
     if report.calibration == "latest":
         lines += ["With `--calibration latest` each twin took the factors and priors of its own calibration run "
-                  "(the runs' `calibrated_by` in report.json); the columns below are those of all the grid's "
-                  "calibration runs together.", ""]
+                  "(the runs' `calibrated_by` in report.json); the columns below are those of the grid's "
+                  "calibration runs together (of all of them, or, when only some runs were validated, of those "
+                  "their twins took).", ""]
     lines += [
               "Repeat spreads: median / max over the grid's repeated points (relative; throttled ratio absolute).", "",
               "Cost factor: the workload's CPU per item on the grid's host over its twin's (from the user "
