@@ -128,3 +128,26 @@ def test_no_memory_advice_for_a_workload_without_memory():
     # bare OS threads model no Go heap: no advice, not a 0 MiB limit the scenario then refuses
     sc = load_scenario("cpu-bound-threads", ["run.duration_s=0.2", "host.cpus=2"])
     assert advise_memory(sc) is None
+
+
+def test_every_committed_parameter_file_reads_and_names_training_runs_that_exist():
+    """docs/params/*.toml: each file's [params] are scenario keys (or a fit's cost_factor) and the
+    runs its [fit] was trained on exist in data/lab, so that `validate` reports them as training
+    (a fit whose runs are not listed would be scored on them as if held out)."""
+    from pathlib import Path
+
+    from cfsim.validation.calibrate import read_params_files
+
+    root = Path(__file__).resolve().parents[2]
+    files = sorted((root / "docs" / "params").glob("*.toml"))
+    assert files
+    params, train = read_params_files(files)   # every file together: no key set twice differently
+    assert params
+    from cfsim.scenario.schema import SCHEMA
+    for key in params:
+        section, _, name = key.partition(".")
+        assert key == "cost_factor" or name in SCHEMA.get(section, {}), f"{key}: not a scenario key"
+    for run in train:
+        assert (root / run).is_dir() or not (root / "data" / "lab").is_dir(), f"{run}: no such lab run"
+    resume = read_params_files([root / "docs" / "params" / "lab-host-resume.toml"])[1]
+    assert len(resume) == 24 and all("/idle-cost/" in r and "_g12_" in r for r in resume)
