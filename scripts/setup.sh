@@ -60,7 +60,11 @@ native="$("$VENV/bin/python" -P src/cfsim/_native.py)"
 want="$(cat pyproject.toml setup.py $native | sha256sum | cut -d' ' -f1)"
 have="$(cat "$stamp" 2>/dev/null || true)"
 where="$("$VENV/bin/python" -c 'import cfsim, os; print(os.path.dirname(cfsim.__file__))' 2>/dev/null || true)"
-if [ "$have" != "$want" ] || [ "$where" != "$ROOT/src/cfsim" ]; then
+# a compiled module's source touched after its build with its text unchanged (a git checkout or
+# stash and back) leaves the hash as it was, but cfsim's guard goes by the files' times and would
+# run everything from source until the next build: build again then too
+touched="$("$VENV/bin/python" -c 'from cfsim._native import stale_reason; print(stale_reason(environ={}) or "")' 2>/dev/null | grep -c "changed after it was compiled" || true)"
+if [ "$have" != "$want" ] || [ "$where" != "$ROOT/src/cfsim" ] || [ "$touched" != "0" ]; then
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[test]"
     echo "$want" > "$stamp"
