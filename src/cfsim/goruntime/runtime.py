@@ -88,6 +88,7 @@ from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts,
                                    netpoll_wakeups, smt_inflation)
 from cfsim.goruntime.syncpool import PerPPool
 from cfsim.kernel import memory as kmem
+from cfsim.kernel.eevdf import slice_end_ns
 from cfsim.kernel.resume import ResumeCost
 from cfsim.kernel.wakeup import LINUX_TIMER_SLACK_NS, WakeupCost
 
@@ -785,13 +786,17 @@ class GoRuntime(RuntimeReports):
     def _os_wake_delay(self) -> int:
         """The OS's wake-up latency of a woken M on a host other processes use: with the chance
         that its CPU runs another process's task (``background_cores / cpus``), it waits for the
-        kernel to preempt that task, up to one base slice (``sysctl_sched_base_slice`` = 0.75 ms
-        x (1 + log2(min(CPUs, 8))) in ``kernel/sched/fair.c``), uniformly."""
+        kernel to preempt that task, which ``RUN_TO_PARITY`` protects until it has consumed its
+        slice (``sysctl_sched_base_slice`` = 0.75 ms x (1 + log2(min(CPUs, 8))) in
+        ``kernel/sched/fair.c``; what is left of it uniform), and without ``HRTICK`` the kernel
+        notices that only at the next tick (:func:`cfsim.kernel.eevdf.slice_end_ns`): at HZ 250
+        a wait of up to 5.5 ms on 2 CPUs, not 1.5."""
         if self.wake_busy <= 0:
             return 0
         if self.wake_rng.random() >= self.wake_busy:
             return 0
-        return int(self.wake_rng.random() * self.wake_slice_ns)
+        now = self.engine.now
+        return slice_end_ns(now, int(self.wake_rng.random() * self.wake_slice_ns), self.engine.tick_ns) - now
 
     def _futile_seg(self, m: _M) -> int:
         """A woken M that found nothing burns its wake-up, search and park now, then parks (it is
