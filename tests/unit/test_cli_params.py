@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 import tomllib
+from pathlib import Path
 
 import pytest
 
 from cfsim.advice.memory import advise_memory
 from cfsim.advice.search import uncertainty_for
 from cfsim.cli import main
+from cfsim.commands._params import read_cli_params
 from cfsim.scenario import load_scenario
+from cfsim.validation.calibrate import read_params_files
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # an open service on 2 CPUs near its 0.5-core limit: the host's switch and wake-up prices move it
 SERVICE = ["host.cpus=2", "cgroup.cpu_limit=0.5", "workload.kind=open", "workload.rate_per_s=600",
@@ -134,20 +139,12 @@ def test_every_committed_parameter_file_reads_and_names_training_runs_that_exist
     """docs/params/*.toml: each file's [params] are scenario keys (or a fit's cost_factor) and the
     runs its [fit] was trained on exist in data/lab, so that `validate` reports them as training
     (a fit whose runs are not listed would be scored on them as if held out)."""
-    from pathlib import Path
-
-    from cfsim.validation.calibrate import read_params_files
-
-    root = Path(__file__).resolve().parents[2]
-    files = sorted((root / "docs" / "params").glob("*.toml"))
+    files = sorted((ROOT / "docs" / "params").glob("*.toml"))
     assert files
-    params, train = read_params_files(files)   # every file together: no key set twice differently
-    assert params
-    from cfsim.scenario.schema import SCHEMA
-    for key in params:
-        section, _, name = key.partition(".")
-        assert key == "cost_factor" or name in SCHEMA.get(section, {}), f"{key}: not a scenario key"
+    # every file together, as `--params` reads them: no key set twice differently, none unknown
+    assert read_cli_params([str(f) for f in files])
+    train = read_params_files(files)[1]
     for run in train:
-        assert (root / run).is_dir() or not (root / "data" / "lab").is_dir(), f"{run}: no such lab run"
-    resume = read_params_files([root / "docs" / "params" / "lab-host-resume.toml"])[1]
+        assert (ROOT / run).is_dir() or not (ROOT / "data" / "lab").is_dir(), f"{run}: no such lab run"
+    resume = read_params_files([ROOT / "docs" / "params" / "lab-host-resume.toml"])[1]
     assert len(resume) == 24 and all("/idle-cost/" in r and "_g12_" in r for r in resume)
