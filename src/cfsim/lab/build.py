@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-BINARIES = ("workload", "loadgen", "profsplit", "wakebench", "faultbench", "c2cbench", "switchbench")
+BINARIES = ("workload", "loadgen", "profsplit", "wakebench", "faultbench", "c2cbench", "switchbench", "stwbench")
 
 
 class BuildError(RuntimeError):
