@@ -33,7 +33,9 @@ def test_the_reader_wakes_more_ms_where_more_ps_are_idle():
     # one time more a request at GOMAXPROCS 8 than at 2 (data/lab/open-spread, threads)
     assert with_it[8] - with_it[2] > 0.5
     assert abs(without[8] - without[2]) < 0.2
-    assert with_it[2] >= without[2]
+    # and it takes none away where one P is idle (within 1 %: which M a netpoll batch waits for
+    # moves a few wake-ups either way)
+    assert with_it[2] >= without[2] * 0.99
 
 
 def test_one_p_wakes_no_more_and_the_server_cpu_and_latency_stay():

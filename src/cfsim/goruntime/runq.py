@@ -20,7 +20,11 @@ Where a runnable goroutine waits decides who runs it and when:
 
 A P whose M the kernel has taken off its CPU keeps its queue until the M runs again or another P
 steals from it: a request queued there waits while one that arrives at a P that has run dry is served
-at once. The goroutines are opaque here; the work sources give them meaning.
+at once. So does what the network readied while an M was blocked in ``netpoll`` (``findRunnable``'s
+last step, after ``sched.lastpoll.Swap(0)``): the kernel wakes that M, and until it runs no other
+M polls (``findRunnable`` and ``sysmon`` poll only while ``sched.lastpoll != 0``), so the batch its
+``netpoll`` returns waits for it (:meth:`RunQueues.hold_polled`, :meth:`RunQueues.release_polled`).
+The goroutines are opaque here; the work sources give them meaning.
 
 >>> q = RunQueues()
 >>> q.net_ready("a"); q.net_ready("b")
@@ -31,6 +35,14 @@ at once. The goroutines are opaque here; the work sources give them meaning.
 >>> q.put_next(0, "c")                              # ready -> runnext
 >>> [q.take(0, 0, 2, 0), q.take(0, 0, 2, 0)]
 ['c', 'b']
+>>> q.net_ready("d"); q.hold_polled()               # the M blocked in netpoll is woken for it
+1
+>>> q.take(1, 0, 2, 0) is None, q.has_work()        # nobody else polls meanwhile
+(True, False)
+>>> q.net_ready("e"); q.hold_polled()               # its netpoll returns this one too
+2
+>>> q.release_polled(1), [q.take(1, 0, 2, 0), q.take(1, 0, 2, 0)]   # it runs, on P 1
+(2, ['d', 'e'])
 """
 from __future__ import annotations
 
@@ -46,7 +58,7 @@ SYSMON_POLL_NS: Final = 10_000_000
 class RunQueues:
     """Per-P ``runnext`` and local queues, the global queue and the not-yet-polled network."""
 
-    __slots__ = ("next", "local", "ticks", "glob", "net", "n_local", "last_poll_ns", "steal_from")
+    __slots__ = ("next", "local", "ticks", "glob", "net", "held", "n_local", "last_poll_ns", "steal_from")
 
     def __init__(self) -> None:
         self.next: list[Any] = []
@@ -54,12 +66,13 @@ class RunQueues:
         self.ticks: list[int] = []          # each P's schedtick
         self.glob: deque = deque()
         self.net: deque = deque()
+        self.held: deque = deque()          # readied for the M blocked in netpoll, which the kernel woke
         self.n_local = 0                    # goroutines in every P's runnext and local queue
         self.last_poll_ns = 0
         self.steal_from = 0
 
     def __len__(self) -> int:
-        return self.n_local + len(self.glob) + len(self.net)
+        return self.n_local + len(self.glob) + len(self.net) + len(self.held)
 
     def has_work(self) -> bool:
         return bool(self.n_local or self.glob or self.net)
@@ -105,6 +118,29 @@ class RunQueues:
     def net_ready(self, g: Any) -> None:
         """Network data arrived for ``g``: it waits for a ``netpoll`` (a P that ran dry, or sysmon)."""
         self.net.append(g)
+
+    def hold_polled(self) -> int:
+        """The network readied goroutines while an M was blocked in ``netpoll``: the kernel wakes
+        that M and they wait for it, out of every other M's reach (none polls while
+        ``sched.lastpoll == 0``). Returns how many are held in all."""
+        self.held.extend(self.net)
+        self.net.clear()
+        return len(self.held)
+
+    def release_polled(self, p: int) -> int:
+        """The woken M runs: its ``netpoll`` returns the held batch. With P ``p`` (``pidleget``)
+        it runs the first next and the rest wait at the head of the network's queue for its and
+        the other Ps' next look (``injectglist``, as :meth:`take` polls them); without a P
+        (``p < 0``) they all do. Returns how many were held."""
+        held = self.held
+        n = len(held)
+        if not n:
+            return 0
+        if p >= 0:
+            self.put_next(p, held.popleft())
+        self.net.extendleft(reversed(held))
+        held.clear()
+        return n
 
     # taking --------------------------------------------------------------------------
     def peek_own(self, p: int) -> Any:

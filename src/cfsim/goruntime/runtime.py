@@ -19,7 +19,11 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
   spinning M finds work (``resetspinning``) and when a running goroutine readies others
   (``ready``, ``newproc``): a goroutine readied by the one that just finished goes to that P's
   ``runnext`` and runs there first, and the wake-up follows; a netpoll batch of k goroutines
-  takes one idle P and ``injectglist`` starts ``min(k-1, npidle)`` more Ms. ``startm``: a woken M
+  takes one idle P and ``injectglist`` starts ``min(k-1, npidle)`` more Ms. The batch belongs to
+  the M that was blocked in ``netpoll`` (an M that found no work and no other M polling): until
+  the kernel runs it no other M polls (``sched.lastpoll == 0``), so the batch, and what arrives
+  meanwhile, waits for its wake-up; with every P busy it reaches the global queue only then.
+  With no M blocked there the batch waits for a P's next non-blocking poll. ``startm``: a woken M
   pays ``wake`` (plus a successful steal if it was spinning); with a free CPU it decides at once
   (its few microseconds change nothing the model resolves), otherwise it first runs its wake-up
   as a segment, holding ``nmspinning`` meanwhile, so the spinning chain advances one M at a time
@@ -195,6 +199,17 @@ class WorkSource:
         """Whether the goroutine that ran ``claim`` goes on without a scheduling point (see
         GoRuntime._continues); most sources' goroutines block at their chunk's end."""
         return False
+
+    def hold_polled(self) -> int:
+        """Put what the network readied and no M has polled yet out of every M's reach but the
+        one the kernel woke from ``netpoll`` (:meth:`cfsim.goruntime.runq.RunQueues.hold_polled`);
+        returns how many goroutines are held. Sources without network goroutines hold none."""
+        return 0
+
+    def release_polled(self, p: int) -> int:
+        """That M runs, holding P ``p`` (or none: ``p < 0``): the held goroutines become
+        runnable there (:meth:`cfsim.goruntime.runq.RunQueues.release_polled`); returns how many."""
+        return 0
 
 
 @dataclass(frozen=True)
@@ -384,6 +399,12 @@ class GoRuntime(RuntimeReports):
         self.holders: dict[_M, None] = {}   # insertion-ordered set: iteration is deterministic
         self.free_ps = list(range(self.nprocs - 1, -1, -1))
         self.nmspinning = 0
+        # the M the kernel woke from netpoll and that has not run yet: what the network readies
+        # meanwhile waits for it (sched.lastpoll == 0: nobody else polls; see ready)
+        self.poll_m: _M | None = None
+        # an M waits in netpoll (findRunnable's last step: it had no work, dropped its P and won
+        # sched.lastpoll.Swap(0)); the network's next data wakes it (see ready)
+        self.poller_blocked = False
         self.resume_on = params.resume.enabled
         self.idle_since_ns = 0              # when the process last released its last busy P
         self.spin_ends: list[int] = []      # end times of searches decided at once (see _schedule)
@@ -713,7 +734,9 @@ class GoRuntime(RuntimeReports):
 
         ``netpoll``: from a netpoll batch (network data arrived): with an idle P, the M blocked
         in ``netpoll`` takes one and ``injectglist`` starts ``min(k-1, npidle)`` more Ms plus a
-        ``wakep``; with no idle P they wait in the global queue for a P's next scheduling point.
+        ``wakep``, once that M runs (until then the batch is its own and grows with what arrives
+        meanwhile: :meth:`_startm`); with no idle P they wait in the global queue for a P's next
+        scheduling point.
         Otherwise (``ready``/``newproc`` from a running goroutine) one ``wakep``. ``spawns``: the
         readied goroutine readies others at once (channel sends, ``go`` statements), each with a
         ``wakep`` (the spinning chain then spreads the work).
@@ -726,6 +749,21 @@ class GoRuntime(RuntimeReports):
             self._deferred.append((k, netpoll, spawns))
             return
         if netpoll:
+            src = self.source
+            if self.poll_m is not None and src is not None:
+                # the M blocked in netpoll is woken already and has not run: its netpoll returns
+                # this batch too (no one else polls while sched.lastpoll == 0), and what these
+                # goroutines start waits for it as well
+                src.hold_polled()
+                return
+            if self.poller_blocked and src is not None and src.hold_polled():
+                # the kernel wakes the M blocked in netpoll; the batch is its own until it runs
+                self.poller_blocked = False
+                if self.free_ps:
+                    self._startm(spinning=False, poll=True)
+                else:
+                    self._wake_poller()
+                return
             if self.free_ps:
                 self._startm(spinning=False)
                 if k > 1:
@@ -749,13 +787,21 @@ class GoRuntime(RuntimeReports):
             return
         self._startm(spinning=True)
 
-    def _startm(self, spinning: bool) -> None:
+    def _startm(self, spinning: bool, poll: bool = False) -> None:
         """``startm`` (proc.go): an idle M takes an idle P and is woken (``notewakeup`` ->
         ``futexwakeup``). It decides what to run only once it has run its wake-up (the futex
         return and switch-in, plus any park cost still owed): on a host whose CPUs are busy that
         takes a while, and a spinning M keeps ``nmspinning`` up meanwhile, so no other ``wakep``
         starts an M (``wakep``: "only start one if none exist already") -- the spinning chain
-        advances one M at a time, as fast as Ms get CPUs."""
+        advances one M at a time, as fast as Ms get CPUs.
+
+        ``poll``: the M is the one blocked in ``netpoll`` that the network's data wakes
+        (``findRunnable``'s blocking ``netpoll``, after ``sched.lastpoll.Swap(0)``). The batch its
+        ``netpoll`` returns is its own: no other M polls while ``sched.lastpoll == 0`` (the
+        non-blocking ``netpoll`` in ``findRunnable`` and ``sysmon``'s both test it), so if it
+        cannot run at once the goroutines wait for it, and so does what arrives meanwhile
+        (:meth:`ready`), until it runs (:meth:`_poller_runs`). It takes the idle P only then
+        (``pidleget`` after ``netpoll`` returns); the model hands it over here, as ``startm`` does."""
         m = self._new_m()
         self._acquire_p(m)
         self.m_wakes += 1
@@ -768,6 +814,8 @@ class GoRuntime(RuntimeReports):
         if not delay and len(self.holders) <= self.cpus:
             # a CPU is free for it: it runs at once, and its few microseconds of wake-up change
             # nothing the model resolves -- decide now (one engine event fewer per wake-up)
+            if poll:
+                self._poller_runs(m)
             extra = self.c_wake + self._lock_ns() + m.debt
             m.debt = 0
             w = self._schedule(m, extra)
@@ -778,10 +826,53 @@ class GoRuntime(RuntimeReports):
             return
         w = self._seg(m, WAKE, 0, self.c_wake + self._lock_ns() + m.debt)
         m.debt = 0
+        if poll:
+            self.poll_m = m
         if delay:
             self.engine.call_later(delay, self._run_woken, m, w, m.t_seg)
         else:
             self.engine.run(m.tid, w, self._on_done)
+
+    def _wake_poller(self) -> None:
+        """The network wakes the M blocked in ``netpoll`` while every P is busy: it needs a CPU
+        to run although it will find no P (``pidleget`` returns none), and only when it has run
+        does its batch reach the global queue, where the busy Ps' Ms find it (``injectglist``);
+        until then none of them polls (``sched.lastpoll == 0``)."""
+        m = self._new_m()
+        self.m_wakes += 1
+        delay = self._os_wake_delay() + self.wake_latency_ns
+        w = self._seg(m, WAKE, 0, self.c_wake + self._lock_ns() + m.debt)
+        m.debt = 0
+        self.poll_m = m
+        if delay:
+            self.engine.call_later(delay, self._run_woken, m, w, m.t_seg)
+        else:
+            self.engine.run(m.tid, w, self._on_done)
+
+    def _poller_runs(self, m: _M) -> bool:
+        """The M woken from ``netpoll`` runs (``findRunnable`` after its blocking ``netpoll``):
+        with a P (handed over when it was woken, or idle now: ``pidleget``) its batch's first
+        goroutine runs next there and ``injectglist`` starts an M for each further one while Ps
+        are idle; without one the batch goes where every P's next look finds it and the M parks
+        again (``stopm``). Returns whether the M holds a P."""
+        self.poll_m = None
+        src = self.source
+        if m.p < 0 and self.free_ps and not self.stw:
+            self._acquire_p(m)
+        if m.p < 0:
+            if src is not None:
+                src.release_polled(-1)
+            m.seg = PARK
+            self.m_parks += 1
+            m.debt += self.c_park + self._lock_ns()
+            self.idle_ms.append(m)
+            return False
+        n = src.release_polled(m.p) if src is not None else 0
+        if n > 1:
+            for _ in range(netpoll_wakeups(n - 1, self.npidle)):
+                self._startm(spinning=False)
+            self.wakep()
+        return True
 
     def _os_wake_delay(self) -> int:
         """The OS's wake-up latency of a woken M on a host other processes use: with the chance
@@ -816,7 +907,8 @@ class GoRuntime(RuntimeReports):
             self.engine.run(m.tid, self._futile_seg(m), self._on_done)
 
     def _run_woken(self, m: _M, w: int, t_seg: int) -> None:
-        if m.p < 0 or m.seg != WAKE or m.t_seg != t_seg or self.engine.is_runnable(m.tid):
+        if (m.p < 0 and m is not self.poll_m) or m.seg != WAKE or m.t_seg != t_seg \
+                or self.engine.is_runnable(m.tid):
             return   # stopped meanwhile (stop the world) or already running
         self.engine.run(m.tid, w, self._on_done)
 
@@ -829,6 +921,8 @@ class GoRuntime(RuntimeReports):
         for m in sorted((m for m in self.holders if m.seg == IDLEW and not m.stopped), key=lambda m: m.p):
             if not src.has_work():
                 return
+            if not self.engine.is_runnable(m.tid):
+                continue   # no longer working: the one that finished the mark, asleep in gcMarkDone's barrier
             left = self.engine.stop(m.tid)
             self._charge(m, left)
             # m acts as the M whose callback runs (as in _on_done): what its rescheduling starts
@@ -871,6 +965,8 @@ class GoRuntime(RuntimeReports):
         if seg in _MARK_SEGS:
             return self._mark_done(m)
         if seg == WAKE:
+            if m is self.poll_m and not self._poller_runs(m):
+                return None   # it found no P and parked again
             w = self._schedule(m)
             if w is None and m.p < 0 and m.debt > 0:
                 return self._futile_seg(m)
@@ -960,6 +1056,10 @@ class GoRuntime(RuntimeReports):
         self.m_parks += 1
         m.debt += self.c_park + self._lock_ns()
         self.idle_ms.append(m)
+        if self.poll_m is None:
+            # findRunnable's last step: with no M in netpoll (sched.lastpoll != 0) this one blocks
+            # there (lastpoll.Swap(0)), and the network's next data wakes it
+            self.poller_blocked = True
         return None
 
     # ------------------------------------------------------------------ user work
@@ -1782,6 +1882,12 @@ class GoRuntime(RuntimeReports):
         # point), every P once the world is stopped (_stw_check)
         self.stw = True
         self._stw_stopping = True
+        if self.poll_m is not None and self.poll_m.p >= 0:
+            # the woken poller will find no idle P when it runs: injectglist puts its batch
+            # where every P looks once the world starts (one without a P does that when it runs)
+            self.poll_m = None
+            if self.source is not None:
+                self.source.release_polled(-1)
         self._pc_stop(PC_IDLE, self.n_pc[PC_IDLE])
         self.stw_t0 = now
         self.stw_then = then

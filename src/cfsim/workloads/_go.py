@@ -127,6 +127,12 @@ class WithSideWork(WorkSource):
             return
         self.main.done(claim, t0, t1)
 
+    def hold_polled(self) -> int:
+        return self.main.hold_polled()
+
+    def release_polled(self, p: int) -> int:
+        return self.main.release_polled(p)
+
     def continues(self, claim) -> bool:
         """A side goroutine ends at its chunk's end (or waits for its next turn); the workload's
         own goroutines go on as ``main`` says, unless a side goroutine is waiting to run."""

@@ -274,6 +274,12 @@ class RequestSource(WorkSource):
     def has_work(self) -> bool:
         return self.q.has_work()
 
+    def hold_polled(self) -> int:
+        return self.q.hold_polled()
+
+    def release_polled(self, p: int) -> int:
+        return self.q.release_polled(p)
+
     def _alloc(self, g: _G, work: int) -> int:
         if g.stage == CHILD:
             return int(work * self.alloc_per_ns * self.per_g / g.req.per_g)
