@@ -31,6 +31,21 @@ def test_solve_for_level_reaches_the_stated_level_and_refuses_an_unreachable_one
         solve_for_level(sc, 2.5, max_iter=4)
 
 
+def test_solve_for_level_brackets_a_metric_that_swings_the_fixed_point(monkeypatch):
+    """A metric that grows faster than its key sends the fixed-point steps around the level and
+    away (1000 -> 2000 -> 500 -> 8000 ...); the steps after them interpolate within the bracket
+    those steps found."""
+    import cfsim.overheads.unstated as unstated
+
+    def cubic(sc):
+        return {"cpu_usage_cores": 0.5 * (sc["workload.rate_per_s"] / 1000.0) ** 3}
+
+    monkeypatch.setattr(unstated, "_simulate", cubic)
+    rate, s = solve_for_level(small_open(), 1.0)
+    assert s["cpu_usage_cores"] == pytest.approx(1.0, rel=0.01)
+    assert rate == pytest.approx(1000.0 * 2 ** (1 / 3), rel=0.005)
+
+
 def test_crossing_interpolates_and_says_none_outside_the_samples():
     df = pd.DataFrame({"x": [1, 8, 16, 32], "y": [1.0, 1.4, 2.8, 5.2]})
     assert crossing(df, "x", "y", 2.1) == pytest.approx(12.0)

@@ -39,24 +39,38 @@ def solve_for_level(sc: Scenario, level: float, key: str = "workload.rate_per_s"
                     ) -> tuple[float, dict[str, Any]]:
     """The value of ``key`` at which ``sc`` gives ``metric == level``, and that run's summary.
 
-    ``metric`` must grow about in proportion to ``key`` (CPU with the rate of work, below the
-    limit), so each step scales ``key`` by ``level / metric`` (fixed-point iteration; converges in
-    two to four steps where the metric is near-proportional). Raises ``ValueError`` when the level
-    cannot be reached: the metric is zero, or it stops following the key (e.g. the level is at or
-    above the CPU limit, where usage saturates)."""
+    ``metric`` must grow with ``key`` (CPU with the rate of work, below the limit), so each step
+    scales ``key`` by ``level / metric`` (fixed-point iteration; converges in two to four steps
+    where the metric is near-proportional). Where it is not (the runtime's own CPU a request falls
+    as the rate grows), those steps can swing around the level; once ``max_iter`` of them have
+    bracketed it, up to ``max_iter`` more interpolate within the bracket (regula falsi), which
+    converges for any metric that grows with the key. Raises ``ValueError`` when the level cannot
+    be reached: the metric is zero, or it stops following the key (e.g. the level is at or above
+    the CPU limit, where usage saturates)."""
     if not level > 0:
         raise ValueError(f"solve_for_level: level must be > 0, got {level!r}")
     x = float(sc[key])
     if not x > 0:
         raise ValueError(f"solve_for_level: {key} must start > 0, got {x!r}")
-    for _ in range(max_iter):
+    below: tuple[float, float] | None = None     # the largest key seen under the level, and its metric
+    above: tuple[float, float] | None = None     # the smallest key seen over it
+    for step in range(2 * max_iter):
         s = _simulate(sc.with_overrides([(key, x)]))
         got = s.get(metric)
         if not got:
             raise ValueError(f"solve_for_level: {metric} is {got!r} at {key}={x:g}; cannot scale to {level:g}")
         if abs(got / level - 1.0) <= rtol:
             return x, s
-        x *= level / got
+        if got < level and (below is None or x > below[0]):
+            below = (x, float(got))
+        elif got > level and (above is None or x < above[0]):
+            above = (x, float(got))
+        if step + 1 < max_iter:
+            x *= level / got
+        elif below is not None and above is not None and above[1] > below[1] and below[0] < above[0]:
+            x = below[0] + (level - below[1]) * (above[0] - below[0]) / (above[1] - below[1])
+        else:
+            break
     raise ValueError(f"solve_for_level: {metric} did not reach {level:g} within {rtol:.0%} in {max_iter} steps "
                      f"(last {got:g} at {key}={x:g}); is the level reachable at this setting?")
 
