@@ -11,7 +11,8 @@
 #   gc-near-limit-256 7, gc-near-limit-256-gmp8 11, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, tenant-root 29,
 #   idle-cost 32, gc-limiter 10, gc-idle-workers 7, gc-memory-path 13,
-#   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53.
+#   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53,
+#   profiles-low-load 15.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -166,3 +167,8 @@ if [ -z "$ARGS" ] || want open-latency-interleaved-quiet; then
   grid $S/open-latency.toml --design $S/open-latency-interleaved-quiet.designs.toml --set lab.quiet_host_cores=0.3 \
     --set lab.quiet_host_steal_cores=0.1 --set lab.steal_retries=1 \
     --calibrate-every 4 --out data/lab/open-latency-interleaved-quiet; fi
+if [ -z "$ARGS" ] || want profiles-low-load; then
+  # open-latency's service at 30 % of 0.5 and 1.0 core with pprof profiles: where the CPU that
+  # GOMAXPROCS adds at low load goes
+  grid $S/open-latency.toml --design $S/profiles-low-load.designs.toml --set lab.quiet_host_cores=0.3 \
+    --calibrate-every 4 --out data/lab/profiles-low-load; fi
