@@ -12,7 +12,7 @@
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, tenant-root 29,
 #   idle-cost 32, gc-limiter 10, gc-idle-workers 7, gc-memory-path 13,
 #   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53,
-#   profiles-low-load 15.
+#   profiles-low-load 15, sleeps-trace 5.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -172,3 +172,8 @@ if [ -z "$ARGS" ] || want profiles-low-load; then
   # GOMAXPROCS adds at low load goes
   grid $S/open-latency.toml --design $S/profiles-low-load.designs.toml --set lab.quiet_host_cores=0.3 \
     --calibrate-every 4 --out data/lab/profiles-low-load; fi
+if [ -z "$ARGS" ] || want sleeps-trace; then
+  # the same service at 30 % of 1.0 core, GOMAXPROCS 2 and 8, with an execution trace counted by
+  # the scheduler's events (which Ms wake at low load)
+  grid $S/open-latency.toml --design $S/sleeps-trace.designs.toml --set lab.quiet_host_cores=0.3 \
+    --out data/lab/sleeps-trace; fi

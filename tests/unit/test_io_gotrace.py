@@ -87,3 +87,29 @@ def test_time_that_runs_backwards_names_the_line():
     lines = [ev(5_000.0, "Sync", ""), ev(1.0, "Sync", "")]
     with pytest.raises(CfsimParseError, match=r"<buffer>:2: .*runs backwards"):
         mark_table(lines)
+
+
+def test_sched_counts_tell_a_p_run_that_ran_nothing_from_one_that_ran_a_goroutine():
+    from cfsim.io.gotrace import SchedCounts
+
+    def proc(t_ms, m, pid, old, new):
+        return f"M={m} P=-1 G=-1 StateTransition Time={int(1_000 * MS + t_ms * MS)} ProcID={pid} {old}->{new} Reason=\"\""
+
+    def go(t_ms, m, p, gid, old, new, reason=""):
+        return f"M={m} P={p} G={gid} StateTransition Time={int(1_000 * MS + t_ms * MS)} GoID={gid} {old}->{new} Reason=\"{reason}\""
+
+    lines = [proc(0, 1, 0, "Idle", "Running"), go(0.1, 1, 0, 9, "NotExist", "Runnable"),
+             go(0.2, 1, 0, 9, "Runnable", "Running"), go(0.3, 1, 0, 9, "Running", "Syscall"),
+             go(0.4, 1, 0, 9, "Syscall", "Running"),            # back from a syscall: not a new run
+             go(0.5, 1, 0, 9, "Running", "Waiting", "sync"), proc(0.6, 1, 0, "Running", "Idle"),
+             proc(1.0, 2, 1, "Idle", "Running"), proc(1.5, 2, 1, "Running", "Idle"),   # a futile spin
+             proc(2.0, 3, 1, "Idle", "Running"), "Stack=", "\truntime.schedule @ 0x1",
+             go(2.5, 3, 1, 9, "Waiting", "Runnable"), go(2.6, 3, 1, 9, "Runnable", "Running"),
+             proc(3.0, 3, 1, "Running", "Idle")]
+    c = SchedCounts()
+    assert list(c.feed(lines)) == lines        # every line passes through for mark_table
+    s = c.summary()
+    assert (s["p_starts"], s["p_starts_idle"]) == (3, 1)
+    assert (s["goroutines_created"], s["goroutine_runs"], s["ms_starting_ps"]) == (1, 2, 3)
+    assert s["waits"] == {"sync": 1}
+    assert s["span_s"] == pytest.approx(0.003)

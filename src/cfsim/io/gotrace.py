@@ -170,9 +170,88 @@ def mark_table(lines: Iterable[str], source: str = "<buffer>") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
+_LINE_M = re.compile(r"^M=(-?\d+) P=(-?\d+) G=-?\d+ StateTransition Time=(\d+)(.*)$")
+_PROC = re.compile(r"ProcID=(\d+) (\w+)->(\w+)")
+_REASON = re.compile(r'Reason="([^"]*)"')
+
+
+class SchedCounts:
+    """What the scheduler did over a trace, counted from the same text as :func:`mark_table`:
+    how often a P started running (``Idle->Running``: an M took it from the idle list, woken or
+    not), how many of those runs ended with no goroutine run on it (an M that woke, searched and
+    found nothing: ``findRunnable``'s futile spin in ``src/runtime/proc.go``), the goroutines
+    created and run, and why goroutines stopped (``Running->Waiting`` by reason).
+
+    >>> c = SchedCounts()
+    >>> lines = ['M=1 P=-1 G=-1 StateTransition Time=1000 ProcID=0 Idle->Running Reason=""',
+    ...          'M=1 P=0 G=-1 StateTransition Time=1100 GoID=7 Runnable->Running Reason=""',
+    ...          'M=1 P=0 G=7 StateTransition Time=1200 GoID=7 Running->Waiting Reason="network"',
+    ...          'M=1 P=0 G=-1 StateTransition Time=1300 ProcID=0 Running->Idle Reason=""',
+    ...          'M=2 P=-1 G=-1 StateTransition Time=1400 ProcID=1 Idle->Running Reason=""',
+    ...          'M=2 P=1 G=-1 StateTransition Time=2000 ProcID=1 Running->Idle Reason=""']
+    >>> _ = list(c.feed(lines))
+    >>> s = c.summary()
+    >>> s["p_starts"], s["p_starts_idle"], s["goroutine_runs"], s["waits"], s["ms_starting_ps"]
+    (2, 1, 1, {'network': 1}, 2)
+    """
+
+    def __init__(self) -> None:
+        self.t0: int | None = None
+        self.t1 = 0
+        self.p_starts = 0
+        self.p_starts_idle = 0
+        self.created = 0
+        self.runs = 0
+        self.waits: dict[str, int] = {}
+        self.open_p: dict[int, bool] = {}   # P -> a goroutine ran since it started
+        self.ms: set[str] = set()
+
+    def feed(self, lines: Iterable[str]) -> Iterable[str]:
+        """Count each line and pass it on (so one decoding serves :func:`mark_table` too)."""
+        for line in lines:
+            m = _LINE_M.match(line)
+            if m is not None:
+                self._transition(m[1], int(m[2]), int(m[3]), m[4])
+            yield line
+
+    def _transition(self, mid: str, p: int, t: int, rest: str) -> None:
+        self.t0 = t if self.t0 is None else self.t0
+        self.t1 = t
+        proc = _PROC.search(rest)
+        if proc is not None:
+            pid, old, new = int(proc[1]), proc[2], proc[3]
+            if old == "Idle" and new == "Running":
+                self.p_starts += 1
+                self.open_p[pid] = False
+                self.ms.add(mid)
+            elif old == "Running" and new == "Idle" and pid in self.open_p:
+                self.p_starts_idle += not self.open_p.pop(pid)
+            return
+        tr = _TRANSITION.search(rest)
+        if tr is None:
+            return
+        if tr[2] == "NotExist":
+            self.created += 1
+        if tr[3] == "Running" and tr[2] != "Syscall":
+            self.runs += 1
+            if p in self.open_p:
+                self.open_p[p] = True
+        elif tr[2] == "Running" and tr[3] == "Waiting":
+            reason = _REASON.search(rest)
+            key = reason[1] if reason else ""
+            self.waits[key] = self.waits.get(key, 0) + 1
+
+    def summary(self) -> dict[str, Any]:
+        span_ns = self.t1 - (self.t0 or self.t1)
+        return {"span_s": round(span_ns / 1e9, 6), "p_starts": self.p_starts, "p_starts_idle": self.p_starts_idle,
+                "goroutines_created": self.created, "goroutine_runs": self.runs,
+                "waits": dict(sorted(self.waits.items(), key=lambda kv: -kv[1])[:12]),
+                "ms_starting_ps": len(self.ms)}
+
+
 def read_go_trace(path: str | Path, go: str | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``(marks, meta)`` from an execution trace file (``.gz`` read through gzip): the
-    `mark_table` of ``go tool trace -d=parsed``, run with the ``go`` command ``go`` (default: the
+    `mark_table` of ``go tool trace -d=parsed`` (and in ``meta["sched"]`` its :class:`SchedCounts`), run with the ``go`` command ``go`` (default: the
     one on ``PATH``). Raises CfsimParseError naming the file if the toolchain cannot decode it,
     FileNotFoundError without a toolchain."""
     go = go or shutil.which("go")
@@ -191,7 +270,8 @@ def read_go_trace(path: str | Path, go: str | None = None) -> tuple[pd.DataFrame
         with tempfile.TemporaryFile("w+") as err, subprocess.Popen(
                 [go, "tool", "trace", "-d=parsed", str(raw)], stdout=subprocess.PIPE, stderr=err, text=True) as proc:
             assert proc.stdout is not None
-            marks = mark_table(proc.stdout, source=str(path))
+            counts = SchedCounts()
+            marks = mark_table(counts.feed(proc.stdout), source=str(path))
             if proc.wait() != 0:
                 err.seek(0)
                 raise CfsimParseError(str(path), f"go tool trace could not decode it: {err.read().strip()[:300]}")
@@ -200,5 +280,6 @@ def read_go_trace(path: str | Path, go: str | None = None) -> tuple[pd.DataFrame
             tmp.unlink(missing_ok=True)
     meta = {"source": str(path), "marks": len(marks),
             "decoder": "go tool trace -d=parsed (src/cmd/trace, internal/trace)",
-            "note": "one row per GC mark phase inside the trace; cfsim.io.gotrace.mark_table"}
+            "note": "one row per GC mark phase inside the trace; cfsim.io.gotrace.mark_table",
+            "sched": counts.summary()}
     return marks, meta

@@ -581,7 +581,7 @@ def write_gc_marks(out_dir: Path) -> dict[str, Any]:
         return info | {"marks_file": None, "trace_error": str(exc), "raw_kept": True}
     marks.to_csv(out_dir / GC_MARKS_FILE, index=False, compression={"method": "gzip", "mtime": 0})
     raw.unlink()
-    return info | {"marks_file": GC_MARKS_FILE, "marks": len(marks), "decoder": meta["decoder"],
+    return info | {"marks_file": GC_MARKS_FILE, "marks": len(marks), "decoder": meta["decoder"], "sched": meta["sched"],
                    "note": "one row per GC mark inside the trace, t_s from the trace's first event; "
                            "read with pandas.read_csv; columns: cfsim.io.gotrace.COLUMNS"}
 

@@ -436,6 +436,8 @@ register_section("lab", {
                       _ge(0)),
     "trace_s": Key(0.0, "float", "Go execution trace (runtime/trace, net/http/pprof) of this many seconds in the "
                                   "measured window, summarised one row per GC mark in gc_marks.csv.gz "
+                                  "and by the scheduler's counts (P starts, those that ran nothing, goroutines "
+                                  "created and run, waits by reason) in the manifest's trace.sched "
                                   "(cfsim.io.gotrace; the raw trace is not kept); 0 = none", _ge(0)),
     "memory_probe_rounds": Key(0, "int", "rounds of lab/cmd/faultbench (256 MiB faulted, released in 64 KiB "
                                           "runs, alone and with the other CPU busy) run just before the workload "
