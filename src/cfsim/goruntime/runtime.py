@@ -824,10 +824,16 @@ class GoRuntime(RuntimeReports):
             else:
                 self._burn_futile(m)
             return
-        w = self._seg(m, WAKE, 0, self.c_wake + self._lock_ns() + m.debt)
-        m.debt = 0
         if poll:
             self.poll_m = m
+        self._run_wake(m, delay)
+
+    def _run_wake(self, m: _M, delay: int) -> None:
+        """A woken M runs its wake-up (the futex return and switch-in, plus any park cost still
+        owed) as a segment, after the host's wake-up latency ``delay`` [ns]; it decides what to
+        run when that segment ends (:meth:`_on_done`)."""
+        w = self._seg(m, WAKE, 0, self.c_wake + self._lock_ns() + m.debt)
+        m.debt = 0
         if delay:
             self.engine.call_later(delay, self._run_woken, m, w, m.t_seg)
         else:
@@ -841,13 +847,8 @@ class GoRuntime(RuntimeReports):
         m = self._new_m()
         self.m_wakes += 1
         delay = self._os_wake_delay() + self.wake_latency_ns
-        w = self._seg(m, WAKE, 0, self.c_wake + self._lock_ns() + m.debt)
-        m.debt = 0
         self.poll_m = m
-        if delay:
-            self.engine.call_later(delay, self._run_woken, m, w, m.t_seg)
-        else:
-            self.engine.run(m.tid, w, self._on_done)
+        self._run_wake(m, delay)
 
     def _poller_runs(self, m: _M) -> bool:
         """The M woken from ``netpoll`` runs (``findRunnable`` after its blocking ``netpoll``):
