@@ -2,6 +2,8 @@
 coverage notes and the band, and the public measurements' scenarios."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from cfsim.overheads import public
@@ -58,6 +60,24 @@ def test_sysmon_costs_per_busy_spell_not_per_request():
     assert idle == pytest.approx(6.0 + 5.1 * (polls + 1), rel=0.35)
     busy = per_req_us(20000.0, 0.2, 5.0) - per_req_us(20000.0, 0.2, 0.0)   # 4 cores of demand
     assert busy < 0.1 * idle
+
+
+def test_sysmon_sleeps_and_cpu_are_reported_as_the_lab_measures_its_thread():
+    # The lab tells sysmon's thread apart and counts its sleeps (voluntary switches) and CPU;
+    # the model reports the same: each request its own busy spell, one deep sleep left plus a
+    # poll every 20 us + 50 us slack + the host's timer latency while a P is busy. A later timer
+    # (a VM's) means fewer polls a spell, not fewer spells.
+    def sysmon(timer_latency_us):
+        s = simulate(open_sc(go__sysmon_poll_us=5.0, host__timer_latency_us=timer_latency_us,
+                             cgroup__cpu_limit=None)).summary
+        return s["sysmon_sleeps_per_s"] / s["throughput_per_s"], s["sysmon_cpu_cores"] / s["throughput_per_s"] * 1e6
+    # (the poll that finds every P idle slept too: ceil(spell / interval) usleeps a spell)
+    spell_us = 200 + 40 + 6
+    sleeps, cpu_us = sysmon(0.0)
+    assert sleeps == pytest.approx(1 + math.ceil(spell_us / 70.0), rel=0.1)
+    assert cpu_us == pytest.approx(5.0 * (sleeps - 1) + 6.0, rel=0.2)   # polls at 5 us, a futex wake at 6
+    late, _ = sysmon(50.0)
+    assert late == pytest.approx(1 + math.ceil(spell_us / 120.0), rel=0.1)
 
 
 def test_client_rtt_adds_to_latency_and_handler_span_is_shorter():

@@ -130,18 +130,19 @@ def from_lab_run(run_dir: str | Path, params: str | Path | Sequence[str | Path] 
     try:
         norm = grid_norm(find_runs(run.parent), gc_priors=False)
         factor, gc_factor, memory_path = norm.factor, norm.gc_factor, norm.memory_path
-        heap_mb = norm.calibration_heap_mb
+        heap_mb, sysmon = norm.calibration_heap_mb, norm.sysmon
         note = (f"grid {run.parent.name}: cost factor {norm.factor:.3g}"
                 + (f", GC factor {norm.gc_factor:.3g}" if norm.gc_factor is not None else "")
                 + (", memory path " + ", ".join(f"{k} {v:g}" for k, v in sorted(memory_path.items()))
                    if memory_path else "")
+                + (", sysmon " + ", ".join(f"{k} {v:g}" for k, v in sorted(sysmon.items())) if sysmon else "")
                 + f" from {len(norm.factors)} calibration run(s)" if norm.factors else
                 f"grid {run.parent.name}: no calibration runs, cost factor 1")
     except FileNotFoundError:
-        factor, gc_factor, memory_path, heap_mb, note = 1.0, None, None, None, "no grid calibration"
+        factor, gc_factor, memory_path, heap_mb, sysmon, note = 1.0, None, None, None, None, "no grid calibration"
     keep = [o.split("=", 1)[0].strip() for o in overrides]
     unc = uncertainty_for(sc, params, factor, gc_factor=gc_factor, memory_path=memory_path, keep=keep,
-                          calibration_heap_mb=heap_mb)
+                          calibration_heap_mb=heap_mb, sysmon=sysmon)
     return sc, Uncertainty(unc.nominal, unc.pessimistic, f"{note}; {unc.description}"), str(run)
 
 

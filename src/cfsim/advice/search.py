@@ -159,7 +159,8 @@ def read_uncertainty_files(paths: Sequence[str | Path]) -> tuple[dict[str, Any],
 def uncertainty_for(scenario: Scenario, params_path: str | Path | Sequence[str | Path] | None = None,
                     base_factor: float = 1.0, default_rel: float = DEFAULT_REL_UNCERTAINTY,
                     gc_factor: float | None = None, memory_path: Mapping[str, float] | None = None,
-                    calibration_heap_mb: float | None = None, keep: Sequence[str] = ()) -> Uncertainty:
+                    calibration_heap_mb: float | None = None, keep: Sequence[str] = (),
+                    sysmon: Mapping[str, float] | None = None) -> Uncertainty:
     """Nominal and pessimistic overrides for ``scenario``.
 
     The nominal side is what the validation's twins take on a lab grid's host
@@ -171,7 +172,8 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | Sequence[str |
     ``memory_path``, the kernel's prices of releasing a page and of a TLB flush that the grid's
     calibration runs measured (:attr:`cfsim.validation.normalise.GridNorm.memory_path`), replaces the
     files' as it does for the twins; ``calibration_heap_mb``, the heap those runs marked, scales
-    the scan as it does for the twins where it outgrew the cache. A params
+    the scan as it does for the twins where it outgrew the cache; ``sysmon``, sysmon's price and
+    wait those runs measured (:attr:`cfsim.validation.normalise.GridNorm.sysmon`), likewise. A params
     file (``cfsim calibrate --out``) adds its ``cost_factor`` and runtime keys; the pessimistic side
     moves each by ``exp(sigma_log)`` in its costly direction (the per-item cost up, scan rates down,
     runtime CPU costs up). Without a file, or for a parameter without a finite sigma, the cost moves
@@ -191,7 +193,7 @@ def uncertainty_for(scenario: Scenario, params_path: str | Path | Sequence[str |
     cost_sigma = sigma.get("cost_factor", math.log1p(default_rel))
     # the nominal side is what the validation's twins take on the grid's host (one rule)
     nominal_map = grid_overrides(scenario, params, base_factor, gc_factor, memory_path=memory_path,
-                                 calibration_heap_mb=calibration_heap_mb)
+                                 calibration_heap_mb=calibration_heap_mb, sysmon=sysmon)
     pess_map = dict(nominal_map)
     if cost_key is not None:
         nominal_map.setdefault(cost_key, scenario[cost_key] * factor)

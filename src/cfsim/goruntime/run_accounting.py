@@ -10,7 +10,8 @@ The runtime keeps the counters and appends one *sample row* every ``sample_ns``
   marking, idle marking, assists, pause: ``PC_*`` order in :mod:`.runtime`);
 * ``row[C_CPU]``: cumulative real CPU [ns] per class (:data:`CPU_CLASSES` order);
 * ``row[C_CYCLES:]``: GC cycles, live heap, heap goal, cgroup usage and its high-water mark
-  since the previous sample, RSS, bytes allocated, marked heap, OS-thread wake-ups and parks.
+  since the previous sample, RSS, bytes allocated, marked heap, OS-thread wake-ups and parks,
+  TLB flushes, page faults, sysmon's sleeps and CPU [ns].
 
 :class:`RuntimeReports` is a mixin of ``GoRuntime``; it only reads the runtime's state.
 """
@@ -30,7 +31,8 @@ CPU_CLASSES = ("user", "sched", "gc_assist", "gc_dedicated", "gc_idle", "gc_paus
 # sample row columns (see the module docstring and GoRuntime._row)
 C_PTIME = slice(2, 8)
 C_CPU = slice(8, 8 + len(CPU_CLASSES))
-C_CYCLES, C_HEAP, C_GOAL, C_USAGE, C_USAGE_HWM, C_RSS, C_ALLOC, C_MARKED, C_MWAKES, C_MPARKS, C_TLB, C_FAULTS = range(14, 26)
+(C_CYCLES, C_HEAP, C_GOAL, C_USAGE, C_USAGE_HWM, C_RSS, C_ALLOC, C_MARKED, C_MWAKES, C_MPARKS, C_TLB, C_FAULTS,
+ C_SMSLEEPS, C_SMCPU) = range(14, 28)
 
 
 class RuntimeReports:
@@ -95,6 +97,10 @@ class RuntimeReports:
             # the process's threads (perf's context-switches also counts involuntary ones)
             "os_thread_wakes_per_s": d[C_MWAKES] / span,
             "os_thread_parks_per_s": d[C_MPARKS] / span,
+            # sysmon's thread apart (the lab tells it by its many sleeps for little CPU): its sleeps
+            # (each poll's usleep and each deep sleep it left) and its CPU
+            "sysmon_sleeps_per_s": d[C_SMSLEEPS] / span,
+            "sysmon_cpu_cores": d[C_SMCPU] / 1e9 / span,
             # TLB flushes of other CPUs by the process's releases of memory (host-wide in the lab:
             # the "TLB" row of /proc/interrupts)
             "tlb_flushes_per_s": d[C_TLB] / span,

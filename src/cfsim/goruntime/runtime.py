@@ -531,8 +531,13 @@ class GoRuntime(RuntimeReports):
         # sysmon: its own M without a P (see goruntime.sched.Sysmon); its polls are counted lazily
         # at the instants the process goes busy or idle and burnt on its own thread
         self.sysmon: Sysmon | None = None
+        self.sm_sleeps = 0   # sysmon's sleeps so far: its polls (each after a usleep) and deep sleeps left
+        self.sm_cpu = 0      # its CPU [ns] counted so far (owed, running or burnt)
         if self.costs.sysmon_poll_ns > 0:
-            self.sysmon = Sysmon(slack_ns=LINUX_TIMER_SLACK_NS + int(self.params.wakeup.timer_latency_ns))
+            # each usleep lasts its delay plus the timer slack, the host's timer latency and the
+            # wait for a CPU once woken (go.sysmon_wait_us: the lab measures its thread's)
+            self.sysmon = Sysmon(slack_ns=LINUX_TIMER_SLACK_NS + int(self.params.wakeup.timer_latency_ns)
+                                 + int(self.costs.sysmon_wait_ns))
             # its CPU is counted here (polls, deep-sleep wake-ups), not by the engine's wake-up rule
             self.sm_tid = self.engine.new_thread(f"{self.name}-sysmon", wakeup_cost=False)
             self.sm_owed = 0          # CPU [ns] of polls counted but not yet burnt
@@ -695,20 +700,29 @@ class GoRuntime(RuntimeReports):
         """The first P of an idle process is taken: sysmon's last poll (if due) saw every P
         idle; a sysmon in deep sleep is woken by the goroutine's system call (futex wake)."""
         sm, now = self.sysmon, self.engine.now
-        self.sm_owed += sm.advance(now, busy=False) * self.c_sysmon
+        self._sysmon_polls(sm.advance(now, busy=False))
         if sm.deep:
+            cost = self.c_wake
             if self.params.wakeup.enabled:
-                self.sm_owed += self.params.wakeup.cycle_ns(now - sm.deep_since_ns)
+                cost += self.params.wakeup.cycle_ns(now - sm.deep_since_ns)
             sm.wake(now)
-            self.sm_owed += self.c_wake
+            self.sm_owed += cost
+            self.sm_cpu += cost
+            self.sm_sleeps += 1
 
     def _sysmon_idle(self) -> None:
         """The last P was released: count the polls of the busy spell; burn them once they add
         up to ``SYSMON_BATCH_NS`` (and at every sample), which keeps the engine's events per
         request unchanged and the CPU in the right period."""
-        self.sm_owed += self.sysmon.advance(self.engine.now, busy=True) * self.c_sysmon
+        self._sysmon_polls(self.sysmon.advance(self.engine.now, busy=True))
         if self.sm_owed >= SYSMON_BATCH_NS:
             self._sysmon_flush()
+
+    def _sysmon_polls(self, polls: int) -> None:
+        cost = polls * self.c_sysmon
+        self.sm_owed += cost
+        self.sm_cpu += cost
+        self.sm_sleeps += polls
 
     def _sysmon_flush(self) -> None:
         if self.sm_owed > 0 and not self.engine.is_runnable(self.sm_tid):
@@ -2126,12 +2140,13 @@ class GoRuntime(RuntimeReports):
         return (self.engine.now, self.nprocs, *self._acc(), *(cpu[k] for k in CPU_CLASSES),
                 self.gc_cycles, self.heap_live, self.goal, usage, max(usage, self.mem_hwm),
                 0 if self.dead else gmem.rss_bytes(mem), self.alloc_total, self.heap_marked,
-                self.m_wakes, self.m_parks, self.tlb_flushes, mem.paged_in_bytes // gmem.PAGE)
+                self.m_wakes, self.m_parks, self.tlb_flushes, mem.paged_in_bytes // gmem.PAGE,
+                self.sm_sleeps, self.sm_cpu)
 
     def _sample(self) -> None:
         if self.sysmon is not None:
             if len(self.free_ps) < self.nprocs:
-                self.sm_owed += self.sysmon.advance(self.engine.now, busy=True) * self.c_sysmon
+                self._sysmon_polls(self.sysmon.advance(self.engine.now, busy=True))
             self._sysmon_flush()
         if not self.dead:
             # the background scavenger, paced over the sampling interval (mgcscavenge.go) at the

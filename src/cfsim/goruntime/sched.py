@@ -253,6 +253,7 @@ class SchedCosts:
     xfer_growth: float = 0.15
     lock_ns: float = 1000.0
     sysmon_poll_ns: float = 0.0
+    sysmon_wait_ns: float = 0.0
 
     def spin(self, gomaxprocs: int, host_cpus: int = 2) -> int:
         """One futile ``findRunnable`` search: ``a + b x P x xfer(min(P, CPUs))``."""
@@ -289,4 +290,5 @@ class SchedCosts:
         return cls(spin_base_ns=go["sched_spin_base_us"] * 1e3, spin_per_p_ns=go["sched_spin_per_p_us"] * 1e3,
                    wake_ns=go["sched_wake_us"] * 1e3, park_ns=go["sched_park_us"] * 1e3,
                    switch_ns=go["sched_switch_us"] * 1e3, xfer_growth=go["sched_xfer_growth"],
-                   lock_ns=go["sched_lock_us"] * 1e3, sysmon_poll_ns=go.get("sysmon_poll_us", 0.0) * 1e3)
+                   lock_ns=go["sched_lock_us"] * 1e3, sysmon_poll_ns=go.get("sysmon_poll_us", 0.0) * 1e3,
+                   sysmon_wait_ns=go.get("sysmon_wait_us", 0.0) * 1e3)

@@ -503,9 +503,16 @@ register_section("go", {
     "sysmon_poll_us": Key(5.0, "float", "CPU of one sysmon poll (usleep/nanosleep round trip, its timer interrupt and "
                                         "two context switches, retake) [us]; sysmon polls every 20 us + timer slack "
                                         "while any P is busy (src/runtime/proc.go: sysmon); 0 = not modelled (fitted "
-                                        "with sched_wake_us on the lab's profiles grid: 4-6); its whole cost, "
-                                        "host.wakeup_* is charged only to sysmon's wake-up from its deep sleep",
+                                        "with sched_wake_us on the lab's profiles grid: 4-6; a lab grid's calibration "
+                                        "runs measure it, CPU per sleep of the sysmon thread: 6-15 us on the lab's VM); "
+                                        "its whole cost, host.wakeup_* is charged only to sysmon's wake-up from its "
+                                        "deep sleep",
                           _between(0, 1000)),
+    "sysmon_wait_us": Key(0.0, "float", "how long sysmon's thread waits for a CPU after each usleep before it polls "
+                                        "[us]: lengthens its poll interval (20 us + timer slack + host.timer_latency_us "
+                                        "+ this); a lab grid's calibration runs measure it (schedstat's run-queue wait "
+                                        "per switch-in of the sysmon thread: 22-52 us on the lab's 2-CPU VM)",
+                          _between(0, 100_000)),
 })
 register_section("host", {
     "threads_per_core": Key(1, "int", "hardware threads per physical core (2 = SMT/hyper-threading): threads "

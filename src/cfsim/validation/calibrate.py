@@ -226,7 +226,8 @@ def memory_path_overrides(memory_path: Mapping[str, float] | None) -> dict[str, 
 def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor: float,
                    gc_factor: float | None = None, rounds_ratio: float = 1.0,
                    memory_path: Mapping[str, float] | None = None,
-                   calibration_heap_mb: float | None = None) -> dict[str, Any]:
+                   calibration_heap_mb: float | None = None,
+                   sysmon: Mapping[str, float] | None = None) -> dict[str, Any]:
     """Scenario overrides for a workload measured on a lab grid's host: ``params``, and the
     per-item CPU and the allocation's CPU per KiB scaled by the machine's speed (the grid's cost
     factor x ``cost_factor``), the GC's scan rate by the GC's speed (the grid's ``gc_factor`` x
@@ -243,7 +244,9 @@ def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor:
     the heap those runs marked (:attr:`cfsim.validation.normalise.GridNorm.calibration_heap_mb`);
     where it outgrew the cache their GC factor measured misses too, and the scan rate is divided
     by :func:`cfsim.validation.normalise.missed_heap_scale` as well, so that their twins mark at
-    the speed they measured.
+    the speed they measured. ``sysmon``: sysmon's price and wait the calibration runs measured on
+    their own sysmon thread (:attr:`cfsim.validation.normalise.GridNorm.sysmon`), unless ``params``
+    set them.
 
     The one rule for every simulation of a lab host's workload: the validation's twins
     (:func:`apply_params`), the audit's fixes of lab runs and the search's nominal parameters
@@ -282,6 +285,8 @@ def grid_overrides(scenario: Scenario, params: Mapping[str, float], base_factor:
             out["go.gc_scan_miss_factor"] = max(1.0, miss * factor / gc)
     # the kernel's side is not the CPU's speed: its own probe where the grid measured one
     out.update(memory_path_overrides(memory_path))
+    for k, v in (sysmon or {}).items():
+        out.setdefault(k, v)
     return out
 
 
@@ -311,10 +316,11 @@ def params_settings(scenario: Scenario, params: Mapping[str, Any], keep: Sequenc
 def apply_params(run: Path, params: Mapping[str, float], base_factor: float,
                  gc_factor: float | None = None, rounds_ratio: float = 1.0,
                  memory_path: Mapping[str, float] | None = None,
-                 calibration_heap_mb: float | None = None) -> dict[str, Any]:
+                 calibration_heap_mb: float | None = None,
+                 sysmon: Mapping[str, float] | None = None) -> dict[str, Any]:
     """Scenario overrides for one lab run's twin: :func:`grid_overrides` of the run's scenario."""
     return grid_overrides(run_scenario(run), params, base_factor, gc_factor, rounds_ratio, memory_path,
-                          calibration_heap_mb)
+                          calibration_heap_mb, sysmon)
 
 
 def apply_grid(run: Path, params: Mapping[str, float], norm: Any) -> dict[str, Any]:
@@ -324,7 +330,7 @@ def apply_grid(run: Path, params: Mapping[str, float], norm: Any) -> dict[str, A
     from cfsim.validation.normalise import rounds_ratio
 
     return apply_params(run, params, norm.factor, norm.gc_factor, rounds_ratio(run, norm.rounds_per_cpu_ms),
-                        norm.memory_path, norm.calibration_heap_mb)
+                        norm.memory_path, norm.calibration_heap_mb, norm.sysmon)
 
 
 def _residuals_for_run(args: tuple) -> list[float]:

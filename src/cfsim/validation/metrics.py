@@ -176,12 +176,30 @@ def _m_sleeps_per_item(summary: Mapping[str, Any]) -> float | None:
     return float(wakes) / float(items) if wakes is not None and items else None
 
 
+def _per_item(lab_key: str, model_key: str, scale: float = 1.0):
+    """A per-item value: the lab's own (``lab_key``), or the model's rate ``model_key`` over its
+    throughput, times ``scale``."""
+    def f(summary: Mapping[str, Any]) -> float | None:
+        v = summary.get(lab_key)
+        if v is not None:
+            return float(v)
+        rate, items = summary.get(model_key), summary.get("throughput_per_s")
+        return float(rate) * scale / float(items) if rate is not None and items else None
+    return f
+
+
 #: the runtime's threads (runs whose manifest keeps each thread's voluntary switches, since
 #: 2026-11-26); no issue sets goals for them yet
 THREAD_METRICS: tuple[Metric, ...] = (
     Metric("os_thread_sleeps_per_item", "relative", _m_sleeps_per_item, None,
            "times the Ms (every thread but sysmon) slept and were woken, per request or record (lab: "
            "voluntary context switches; model: Ms woken): the wake-ups the scheduler pays for"),
+    Metric("sysmon_sleeps_per_item", "relative", _per_item("sysmon_sleeps_per_item", "sysmon_sleeps_per_s"), None,
+           "times sysmon slept per request or record (its polls' usleeps and its deep sleeps; lab: its "
+           "thread's voluntary switches): how long the process's busy spells keep it polling"),
+    Metric("sysmon_cpu_us_per_item", "relative", _per_item("sysmon_cpu_us_per_item", "sysmon_cpu_cores", 1e6), None,
+           "sysmon's CPU per request or record [us] (lab: its thread's schedstat; model: its polls at "
+           "go.sysmon_poll_us and its wake-ups from the deep sleep)"),
 )
 
 METRICS: tuple[Metric, ...] = (

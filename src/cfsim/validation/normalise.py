@@ -101,6 +101,10 @@ class GridNorm:
     #: ``go.process_heap_mb``, the mean): where it outgrew the cache, their GC factor measured the
     #: misses as well, and the twins' scan takes that into account (:func:`missed_heap_scale`)
     calibration_heap_mb: float | None = None
+    #: sysmon's price and pace on this grid's host, measured on its calibration runs' own sysmon
+    #: thread (:func:`sysmon_measured`): CPU per sleep and the wait for a CPU after each
+    #: (``go.sysmon_poll_us``, ``go.sysmon_wait_us``), the medians; None where none measured them
+    sysmon: dict[str, float] | None = None
 
     def params_for(self, scenario: Scenario) -> dict[str, Any]:
         key = COST_KEYS.get(scenario["workload.kind"])
@@ -305,6 +309,39 @@ def calibration_overrides(params: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (params or {}).items() if k != "cost_factor"}
 
 
+#: sysmon slept at least this often a second: it polled at its 20 us delay through the process's
+#: busy spells (a request service that idles between requests), so its price and wait are those
+#: of short sleeps; a saturated process's sysmon sleeps 10 ms at a time (~100 a second), colder
+SYSMON_POLLING_SLEEPS_PER_S = 1000.0
+
+
+def sysmon_measured(run: Path) -> dict[str, float] | None:
+    """sysmon's price and pace in ``run``, from its own thread (manifest ``threads``, runs since
+    2026-11-26; :func:`cfsim.lab.threads.sysmon_per_item` tells it apart): CPU per sleep as
+    ``go.sysmon_poll_us`` (its whole poll: the usleep round trip, retake, the timer's wake-up) and
+    the run-queue wait per switch-in as ``go.sysmon_wait_us`` (how long a woken sysmon waits for
+    a CPU: it lengthens every poll interval). None unless it polled at its short delay
+    (:data:`SYSMON_POLLING_SLEEPS_PER_S`)."""
+    window = run_manifest(run).get("threads") or {}
+    rows = window.get("threads") or []
+    if len(rows) < 2 or any("sleeps" not in r for r in rows) or not window.get("span_s"):
+        return None
+    sysmon = max(rows, key=lambda r: r["sleeps"] / max(r["cpu_s"], 1e-3))
+    if sysmon["sleeps"] / window["span_s"] < SYSMON_POLLING_SLEEPS_PER_S or not sysmon.get("switch_ins"):
+        return None
+    return {"go.sysmon_poll_us": round(sysmon["cpu_s"] / sysmon["sleeps"] * 1e6, 3),
+            "go.sysmon_wait_us": round(sysmon["wait_s"] / sysmon["switch_ins"] * 1e6, 3)}
+
+
+def grid_sysmon(calibration_runs: list[Path]) -> dict[str, float] | None:
+    """The medians of :func:`sysmon_measured` over the calibration runs that measured it
+    (:attr:`GridNorm.sysmon`), None when none did."""
+    found = [m for run in calibration_runs if (m := sysmon_measured(run))]
+    if not found:
+        return None
+    return {k: round(statistics.median(m[k] for m in found), 3) for k in found[0]}
+
+
 def calibration_twin_summary(run: Path, overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The summary of a calibration run's twin (a process pool's unit of work), reused when the
     same twin scenario was simulated before: in this process, and across processes through the
@@ -314,7 +351,9 @@ def calibration_twin_summary(run: Path, overrides: Mapping[str, Any]) -> dict[st
     the simulations most often asked for twice."""
     from cfsim.sweep.simcache import summary_of
 
-    return summary_of(twin_spec(run, dict(overrides)).scenario)
+    # its own sysmon as measured (the factor it gives must not absorb a sysmon priced otherwise
+    # than in the twins it calibrates); what ``overrides`` set explicitly wins
+    return summary_of(twin_spec(run, {**(sysmon_measured(run) or {}), **overrides}).scenario)
 
 
 def cache_held_share(gc_over_cost: float, miss_factor: float) -> float:
@@ -460,6 +499,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     if norm.factors:
         _set_factors(norm, splits, rounds)
     norm.memory_path = grid_memory_path([r for r in grid_runs if is_calibration_run(r)])
+    norm.sysmon = grid_sysmon([r for r in grid_runs if is_calibration_run(r)])
     if heaps:
         norm.calibration_heap_mb = statistics.fmean(heaps)
     if gc_priors:

@@ -494,7 +494,7 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
                                 "extra_stw_us": norm.extra_stw_us, "client_cpu_us": norm.client_cpu_us,
                                 "client_cpu_scale": norm.client_cpu_scale,
                                 "server_alloc_kb": norm.server_alloc_kb,
-                                "memory_path": norm.memory_path,
+                                "memory_path": norm.memory_path, "sysmon": norm.sysmon,
                                 "calibration_heap_mb": norm.calibration_heap_mb,
                                 **_noise(grid_rows)}
         spread = grid_seed_spread([r for r in grid_rows.values() if r.get("held_out")])
