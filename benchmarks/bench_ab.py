@@ -18,6 +18,12 @@ clock in a native slot), per CPU second, before -> after (median of the per-turn
 8 CPU-bound threads 1,609 -> 2,185x (1.34), 200 threads 70.5 -> 88.6x (1.27), closed 256 clients at
 GOMAXPROCS 2 / 8 / 24 / 64 6.8 / 6.8 / 5.7 / 5.7 -> 8.2 / 8.0 / 7.1 / 6.8x (1.21 / 1.19 / 1.24 /
 1.19), open 100k requests/s 0.5 -> 0.7x (1.24); every turn's summaries identical.
+
+2026-12-05 (session 70; 9 turns, before 8af0b798, after the twins' sysmon counters and the
+calibration-measured sysmon inputs): after / before 1.03 / 1.02 (8 and 200 threads), 0.97 / 0.99 /
+1.00 / 1.01 (closed at GOMAXPROCS 2 / 8 / 24 / 64), 0.98 (open 100k), each inside its turns' spread
+(0.82-1.19); the shared summary keys identical, the after side adding ``sysmon_sleeps_per_s`` and
+``sysmon_cpu_cores``.
 """
 from __future__ import annotations
 
@@ -127,7 +133,7 @@ def main() -> None:
         before, after = _child(before_path), _child(None)
         report = {}
         for name, (_, _, span_s) in cases().items():
-            b_cpu, a_cpu, ratios, same = [], [], [], True
+            b_cpu, a_cpu, ratios, same, added = [], [], [], True, set()
             for i in range(args.repeats):
                 # alternate who goes first, so neither side always follows the other
                 order = (before, after) if i % 2 == 0 else (after, before)
@@ -136,15 +142,20 @@ def main() -> None:
                 b_cpu.append(b["cpu_s"])
                 a_cpu.append(a["cpu_s"])
                 ratios.append(b["cpu_s"] / a["cpu_s"])
-                same = same and b["summary"] == a["summary"]
+                # keys the after side adds (a new report) leave the shared ones to compare
+                bs, as_ = json.loads(b["summary"]), json.loads(a["summary"])
+                added |= set(as_) - set(bs)
+                same = same and bs == {k: v for k, v in as_.items() if k in bs}
             report[name] = {"before_x": span_s / statistics.median(b_cpu), "after_x": span_s / statistics.median(a_cpu),
                             "speedup_median": statistics.median(ratios), "speedup_min": min(ratios),
-                            "speedup_max": max(ratios), "same_summary": same, "repeats": args.repeats}
+                            "speedup_max": max(ratios), "same_summary": same, "added_keys": sorted(added),
+                            "repeats": args.repeats}
             if not args.json:
                 r = report[name]
                 print(f"{name}: {r['before_x']:,.1f}x -> {r['after_x']:,.1f}x real time per CPU second; "
                       f"after / before {r['speedup_median']:.2f} (turns {r['speedup_min']:.2f}-{r['speedup_max']:.2f}); "
-                      f"summaries {'identical' if same else 'DIFFER'}", flush=True)
+                      f"summaries {'identical' if same else 'DIFFER'}"
+                      + (f" (after adds {', '.join(r['added_keys'])})" if r["added_keys"] else ""), flush=True)
         for p in (before, after):
             p.stdin.close()
             p.wait()
