@@ -197,5 +197,14 @@ def _sysmon_row(window: Mapping[str, Any]) -> tuple[Mapping[str, Any], float] | 
     total = (window.get("totals") or {}).get("sleeps")
     if len(rows) < 2 or not per_item or not total or any("sleeps" not in r for r in rows):
         return None
-    # (a thread with sleeps and no CPU worth measuring counts as having run 1 ms)
-    return max(rows, key=lambda r: r["sleeps"] / max(r["cpu_s"], 1e-3)), total / per_item
+    return sysmon_thread(rows), total / per_item
+
+
+def sysmon_thread(rows: list[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The row of a ``threads`` window that is sysmon: the thread that sleeps most for its CPU (a
+    thread with sleeps and no CPU worth measuring counts as having run 1 ms).
+
+    >>> sysmon_thread([{"tid": 1, "cpu_s": 2.0, "sleeps": 3000}, {"tid": 7, "cpu_s": 0.0, "sleeps": 900}])["tid"]
+    7
+    """
+    return max(rows, key=lambda r: r["sleeps"] / max(r["cpu_s"], 1e-3))

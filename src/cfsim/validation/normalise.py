@@ -27,6 +27,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from cfsim.lab.loadgen_cost import loadgen_cpu_us
+from cfsim.lab.threads import sysmon_thread
 from cfsim.scenario import Scenario
 from cfsim.validation.twin import (is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
                                    run_scenario, twin_spec)
@@ -326,7 +327,7 @@ def sysmon_measured(run: Path) -> dict[str, float] | None:
     rows = window.get("threads") or []
     if len(rows) < 2 or any("sleeps" not in r for r in rows) or not window.get("span_s"):
         return None
-    sysmon = max(rows, key=lambda r: r["sleeps"] / max(r["cpu_s"], 1e-3))
+    sysmon = sysmon_thread(rows)
     if sysmon["sleeps"] / window["span_s"] < SYSMON_POLLING_SLEEPS_PER_S or not sysmon.get("switch_ins"):
         return None
     return {"go.sysmon_poll_us": round(sysmon["cpu_s"] / sysmon["sleeps"] * 1e6, 3),
