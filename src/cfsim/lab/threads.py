@@ -161,50 +161,45 @@ def m_sleeps_per_item(window: Mapping[str, Any]) -> float | None:
     >>> m_sleeps_per_item({"threads": [{"cpu_s": 1.0, "switch_ins": 5}], "per_item": {"switch_ins": 1}}) is None
     True
     """
-    found = _sysmon_row(window)
-    if found is None:
-        return None
-    sysmon, items = found
-    return sum(r["sleeps"] for r in window["threads"] if r is not sysmon) / items
+    split = thread_split_per_item(window)
+    return None if split is None else split["m_sleeps"]
 
 
-def sysmon_per_item(window: Mapping[str, Any]) -> dict[str, float] | None:
-    """sysmon's own thread in a run's ``threads`` window (:func:`thread_window`; told apart as in
-    :func:`m_sleeps_per_item`): its sleeps (each poll's ``usleep`` and each deep sleep on
-    ``sched.sysmonnote``, ``src/runtime/proc.go: sysmon``) and its CPU [us] per item. A process that
-    goes idle between requests keeps sysmon polling every 20 us plus the timer slack through each
-    busy spell, so both grow with the spells, not with the work.
+def thread_split_per_item(window: Mapping[str, Any]) -> dict[str, float] | None:
+    """A run's ``threads`` window (:func:`thread_window`) split per item into the Ms' sleeps
+    (``m_sleeps``, every thread but sysmon: :func:`m_sleeps_per_item`) and sysmon's own sleeps
+    and CPU [us] (``sysmon_sleeps``, ``sysmon_cpu_us``: each poll's ``usleep`` and each deep sleep
+    on ``sched.sysmonnote``, ``src/runtime/proc.go: sysmon``). A process that goes idle between
+    requests keeps sysmon polling every 20 us plus the timer slack through each busy spell, so
+    sysmon's figures grow with the spells, not with the work. None without sleeps, with fewer
+    than two threads, or without the items the window completed.
 
     >>> w = {"threads": [{"cpu_s": 2.0, "sleeps": 3000}, {"cpu_s": 0.5, "sleeps": 40000},
     ...                  {"cpu_s": 1.0, "sleeps": 1000}], "totals": {"sleeps": 44000}, "per_item": {"sleeps": 44.0}}
-    >>> sysmon_per_item(w)
-    {'sleeps': 40.0, 'cpu_us': 500.0}
-    >>> sysmon_per_item({"threads": [{"cpu_s": 1.0, "switch_ins": 5}], "per_item": {"switch_ins": 1}}) is None
+    >>> thread_split_per_item(w)
+    {'m_sleeps': 4.0, 'sysmon_sleeps': 40.0, 'sysmon_cpu_us': 500.0}
+    >>> thread_split_per_item({"threads": [{"cpu_s": 1.0, "switch_ins": 5}], "per_item": {"switch_ins": 1}}) is None
     True
     """
-    found = _sysmon_row(window)
-    if found is None:
-        return None
-    sysmon, items = found
-    return {"sleeps": sysmon["sleeps"] / items, "cpu_us": sysmon["cpu_s"] / items * 1e6}
-
-
-def _sysmon_row(window: Mapping[str, Any]) -> tuple[Mapping[str, Any], float] | None:
-    """sysmon's row of a ``threads`` window and the items the window completed (None without
-    sleeps, or with fewer than two threads)."""
-    rows = window.get("threads") or []
+    sysmon = sysmon_thread(window)
     per_item = (window.get("per_item") or {}).get("sleeps")
     total = (window.get("totals") or {}).get("sleeps")
-    if len(rows) < 2 or not per_item or not total or any("sleeps" not in r for r in rows):
+    if sysmon is None or not per_item or not total:
         return None
-    return sysmon_thread(rows), total / per_item
+    items = total / per_item
+    return {"m_sleeps": sum(r["sleeps"] for r in window["threads"] if r is not sysmon) / items,
+            "sysmon_sleeps": sysmon["sleeps"] / items, "sysmon_cpu_us": sysmon["cpu_s"] / items * 1e6}
 
 
-def sysmon_thread(rows: list[Mapping[str, Any]]) -> Mapping[str, Any]:
+def sysmon_thread(window: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The row of a ``threads`` window that is sysmon: the thread that sleeps most for its CPU (a
-    thread with sleeps and no CPU worth measuring counts as having run 1 ms).
+    thread with sleeps and no CPU worth measuring counts as having run 1 ms); None unless the
+    window has two threads or more, each with its sleeps (runs since 2026-11-26).
 
-    >>> sysmon_thread([{"tid": 1, "cpu_s": 2.0, "sleeps": 3000}, {"tid": 7, "cpu_s": 0.0, "sleeps": 900}])["tid"]
+    >>> sysmon_thread({"threads": [{"tid": 1, "cpu_s": 2.0, "sleeps": 3000}, {"tid": 7, "cpu_s": 0.0, "sleeps": 900}]})["tid"]
     7
     """
+    rows = window.get("threads") or []
+    if len(rows) < 2 or any("sleeps" not in r for r in rows):
+        return None
     return max(rows, key=lambda r: r["sleeps"] / max(r["cpu_s"], 1e-3))

@@ -318,17 +318,15 @@ SYSMON_POLLING_SLEEPS_PER_S = 1000.0
 
 def sysmon_measured(run: Path) -> dict[str, float] | None:
     """sysmon's price and pace in ``run``, from its own thread (manifest ``threads``, runs since
-    2026-11-26; :func:`cfsim.lab.threads.sysmon_per_item` tells it apart): CPU per sleep as
+    2026-11-26; :func:`cfsim.lab.threads.sysmon_thread` tells it apart): CPU per sleep as
     ``go.sysmon_poll_us`` (its whole poll: the usleep round trip, retake, the timer's wake-up) and
     the run-queue wait per switch-in as ``go.sysmon_wait_us`` (how long a woken sysmon waits for
     a CPU: it lengthens every poll interval). None unless it polled at its short delay
     (:data:`SYSMON_POLLING_SLEEPS_PER_S`)."""
     window = run_manifest(run).get("threads") or {}
-    rows = window.get("threads") or []
-    if len(rows) < 2 or any("sleeps" not in r for r in rows) or not window.get("span_s"):
-        return None
-    sysmon = sysmon_thread(rows)
-    if sysmon["sleeps"] / window["span_s"] < SYSMON_POLLING_SLEEPS_PER_S or not sysmon.get("switch_ins"):
+    sysmon = sysmon_thread(window)
+    if sysmon is None or not window.get("span_s") or not sysmon.get("switch_ins") \
+            or sysmon["sleeps"] / window["span_s"] < SYSMON_POLLING_SLEEPS_PER_S:
         return None
     return {"go.sysmon_poll_us": round(sysmon["cpu_s"] / sysmon["sleeps"] * 1e6, 3),
             "go.sysmon_wait_us": round(sysmon["wait_s"] / sysmon["switch_ins"] * 1e6, 3)}

@@ -86,7 +86,7 @@ from cfsim.lab.buckets import recorded_layout
 from cfsim.lab.kinds import LAB_KINDS
 from cfsim.lab.loadgen_cost import loadgen_cpu_us
 from cfsim.lab.perf import PERF_SAMPLES_FILE, read_perf_samples
-from cfsim.lab.threads import m_sleeps_per_item, sysmon_per_item
+from cfsim.lab.threads import thread_split_per_item
 from cfsim.scenario import Scenario, ScenarioError, load_scenario
 from cfsim.scenario.schema import SCHEMA
 from cfsim.simulation import SimulationResult, simulate
@@ -215,8 +215,7 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     cycle count was scraped too (``prom/samples``), whether its busiest and throttled windows lie in
     the seconds a cycle ended in (:func:`_gc_interval_observed`); one whose manifest
     keeps its threads' voluntary switches (runs since 2026-11-26) its Ms' sleeps per item
-    (:func:`cfsim.lab.threads.m_sleeps_per_item`) and sysmon's sleeps and CPU per item
-    (:func:`cfsim.lab.threads.sysmon_per_item`); one with both the watcher's samples and the
+    and sysmon's sleeps and CPU per item (:func:`cfsim.lab.threads.thread_split_per_item`); one with both the watcher's samples and the
     trace, whether its busier and throttled windows are those a GC mark ran in
     (:func:`cfsim.kernel.cpu_windows.gc_window_keys`); one with both the trace and perf's samples
     (``lab.perf_s``, runs since 2026-12-01) the GC's real CPU a cycle (:func:`_gc_cpu_observed`)."""
@@ -228,13 +227,11 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
         on = limiter_turned_on_in_window(ends.get("start") or {}, ends.get("end") or {})
         if on is not None:
             out["gc_limiter_turned_on"] = int(on)
-    sleeps = m_sleeps_per_item(manifest.get("threads") or {})
-    if sleeps is not None:
-        out["os_thread_sleeps_per_item"] = sleeps
-    sysmon = sysmon_per_item(manifest.get("threads") or {})
-    if sysmon is not None:
-        out["sysmon_sleeps_per_item"] = sysmon["sleeps"]
-        out["sysmon_cpu_us_per_item"] = sysmon["cpu_us"]
+    split = thread_split_per_item(manifest.get("threads") or {})
+    if split is not None:
+        out["os_thread_sleeps_per_item"] = split["m_sleeps"]
+        out["sysmon_sleeps_per_item"] = split["sysmon_sleeps"]
+        out["sysmon_cpu_us_per_item"] = split["sysmon_cpu_us"]
     watch = run_dir / CPU_WATCH_FILE
     w = pd.read_csv(watch) if watch.is_file() else None
     if w is not None:
