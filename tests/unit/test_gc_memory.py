@@ -355,6 +355,45 @@ def test_gc_regime_from_the_scenario_alone():
                         "lab ok, model oom": 1, "lab ok, model near": 0, "lab ok, model ok": 3}
 
 
+def test_death_spiral_ratios_pair_each_near_live_setting_with_its_designs_gogc_100_runs():
+    """Issue 19's spiral goal, per grid and design: the lab's and the twins' throughput at a
+    GOMEMLIMIT near the live heap over the same design's at GOGC 100 (means over repeats), a pair
+    within 20 % of the lab's ratio or out; OOM-killed runs, other designs and other grids do not
+    enter another's pair, a setting without a reference makes none."""
+    from cfsim.validation.gcmemory import gc_by_regime, spiral_ratios
+
+    def run(grid, gmp, gogc, gml, lab, model, live=16.0, oom=0.0, mem_limit=4096.0):
+        sc = {"workload.kind": "stream", "cgroup.cpu_limit": 1.0, "go.gomaxprocs": gmp, "go.live_heap_mb": live,
+              "go.gogc": gogc, "go.gomemlimit_mb": gml, "cgroup.memory_limit_mb": mem_limit}
+        regime = "gogc" if gml is None else "gomemlimit-near-live"
+        return {"grid": grid, "role": "point", "held_out": True, "scenario": sc, "gc_regime": regime,
+                "observed": {"throughput_per_s": lab, "oom_killed": oom, "gc_cycles_per_s": 1.0},
+                "simulated": {"throughput_per_s": model, "oom_killed": 0.0}, "errors": {}}
+
+    runs = [run("a", 2, 100, None, 1000.0, 1000.0), run("a", 2, 100, None, 1200.0, 1000.0),   # reference: 1100 / 1000
+            run("a", 2, -1, 17.6, 440.0, 500.0), run("a", 2, -1, 17.6, 440.0, 520.0),         # 0.4 / 0.51: out
+            run("a", 2, -1, 17.6, 10.0, 10.0, oom=1.0),                                       # killed: left out
+            run("a", 2, 100, 24.0, 550.0, 600.0),                                             # 0.5 / 0.6: within
+            run("a", 8, -1, 17.6, 400.0, 400.0),                                              # no GOMAXPROCS-8 reference
+            run("b", 2, 100, None, 2000.0, 1000.0), run("b", 2, -1, 17.6, 800.0, 400.0)]      # its own grid: 0.4 / 0.4
+    out = spiral_ratios(runs)
+    got = {(p["grid"], p["gogc"], p["gomemlimit_over_live"]): p for p in out["pairs"]}
+    assert set(got) == {("a", -1, 1.1), ("a", 100, 1.5), ("b", -1, 1.1)}
+    a = got[("a", -1, 1.1)]
+    assert (a["runs"], a["reference_runs"]) == (2, 2)
+    assert a["lab_ratio"] == pytest.approx(0.4) and a["model_ratio"] == pytest.approx(0.51)
+    assert a["model_over_lab"] == pytest.approx(1.275) and not a["within"]
+    assert got[("a", 100, 1.5)]["within"] and got[("b", -1, 1.1)]["model_over_lab"] == pytest.approx(1.0)
+    assert out["summary"] == pytest.approx({"pairs": 3, "within": 2, "tolerance": 0.2,
+                                            "median_abs_model_over_lab": 0.2})
+    # the report's GC section carries it, over the held-out runs only
+    runs.append({**run("a", 2, -1, 17.6, 100.0, 900.0), "held_out": False, "role": "training"})
+    assert gc_by_regime(runs)["spiral"] == out
+    from cfsim.validation.report import _spiral_markdown
+    text = "\n".join(_spiral_markdown(out))
+    assert "within 20% of the lab's in 2 of 3 pairs" in text and "| 1.275 (out) |" in text
+
+
 def test_oom_outcomes_are_counted_per_point_over_its_repeats():
     """A point run three times whose lab runs disagree (killed once) is one row with a kill rate,
     beside its twins' outcomes; a point nobody came near killing, and a point run once, are not."""

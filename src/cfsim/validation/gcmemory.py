@@ -29,6 +29,10 @@ LIMIT_BINDS = 2.0
 #: the metrics reported per GC regime (the issue's goals: cycles 10 %, goal 5 %, throughput 5 %, memory 10 %)
 GC_REGIME_METRICS = ("gc_cycles_per_s", "gc_heap_goal_mean_bytes", "throughput_per_s", "memory_usage_mean_bytes",
                      "gc_heap_live_bytes", "memory_max_usage_bytes", "gc_cpu_share", "gc_pause_s_per_s")
+#: the scenario keys a report row keeps for the GC comparisons (the regime's inputs)
+GC_SCENARIO_KEYS = ("go.live_heap_mb", "go.gogc", "go.gomemlimit_mb", "go.gomemlimit_policy", "go.automemlimit_ratio")
+#: issue 19's goal for the death spiral: the model's throughput ratio within this fraction of the lab's
+SPIRAL_TOLERANCE = 0.20
 
 
 def gomemlimit_mb(scenario: Mapping[str, Any]) -> float | None:
@@ -169,9 +173,83 @@ def _summary(runs: list[Mapping[str, Any]], names: tuple[str, ...]) -> dict[str,
     return out
 
 
+def _spiral_design(run: Mapping[str, Any]) -> tuple | None:
+    """What a death-spiral pair shares: the grid (its host and calibration) and the design a
+    memory setting is varied on (workload, CPU limit, GOMAXPROCS, live heap)."""
+    sc = run.get("scenario") or {}
+    if sc.get("go.live_heap_mb") is None:
+        return None
+    return (run.get("grid"), sc.get("workload.kind"), sc.get("cgroup.cpu_limit"), sc.get("go.gomaxprocs"),
+            float(sc["go.live_heap_mb"]))
+
+
+def spiral_ratios(runs: list[Mapping[str, Any]], tolerance: float = SPIRAL_TOLERANCE) -> dict[str, Any]:
+    """The death spiral's cost in throughput, lab against model (issue 19: "the throughput drop
+    from GOGC 100 to a GOMEMLIMIT near the live heap within +-20 % of the real ratio"): per grid
+    and design (:func:`_spiral_design`), the mean throughput of its runs with a GOMEMLIMIT near the
+    live heap (the ``gomemlimit-near-live`` regime; each GOGC and GOMEMLIMIT setting apart) over
+    the mean of its runs at GOGC 100 with no GOMEMLIMIT and no memory limit that binds (regime
+    ``gogc``), on each side; a pair is *within* when the model's ratio is within ``tolerance`` of
+    the lab's (relative). Held-out runs that neither side OOM-killed, means over repeats (the
+    twins' ratio is taken the same way, from the same runs).
+
+    >>> def run(grid, gogc, gml, lab, model):
+    ...     sc = {"workload.kind": "stream", "cgroup.cpu_limit": 1.0, "go.gomaxprocs": 2, "go.live_heap_mb": 16.0,
+    ...           "go.gogc": gogc, "go.gomemlimit_mb": gml}
+    ...     return {"grid": grid, "role": "point", "held_out": True, "scenario": sc,
+    ...             "gc_regime": "gogc" if gml is None else "gomemlimit-near-live",
+    ...             "observed": {"throughput_per_s": lab}, "simulated": {"throughput_per_s": model}}
+    >>> out = spiral_ratios([run("g", 100, None, 1000.0, 1000.0), run("g", -1, 17.6, 410.0, 540.0)])
+    >>> p = out["pairs"][0]
+    >>> p["gomemlimit_over_live"], round(p["lab_ratio"], 3), round(p["model_ratio"], 3), p["within"]
+    (1.1, 0.41, 0.54, False)
+    >>> out["summary"]["within"], out["summary"]["pairs"]
+    (0, 1)
+    """
+    refs: dict[tuple, list[Mapping[str, Any]]] = {}
+    tight: dict[tuple, list[Mapping[str, Any]]] = {}
+    for r in runs:
+        design = _spiral_design(r)
+        obs, sim = r.get("observed") or {}, r.get("simulated") or {}
+        if design is None or obs.get("oom_killed") or sim.get("oom_killed") \
+                or obs.get("throughput_per_s") is None or sim.get("throughput_per_s") is None:
+            continue
+        sc = r["scenario"]
+        if r.get("gc_regime") == "gogc" and sc.get("go.gogc") == 100 and gomemlimit_mb(sc) is None:
+            refs.setdefault(design, []).append(r)
+        elif r.get("gc_regime") == "gomemlimit-near-live":
+            setting = (sc.get("go.gogc"), round(float(gomemlimit_mb(sc) or 0.0), 3), sc.get("cgroup.memory_limit_mb"))
+            tight.setdefault(design + setting, []).append(r)
+
+    def mean(rs: list[Mapping[str, Any]], side: str) -> float:
+        return statistics.fmean(float(r[side]["throughput_per_s"]) for r in rs)
+
+    pairs = []
+    for key, rs in sorted(tight.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        design, (gogc, gml, mem_limit) = key[:5], key[5:]
+        ref = refs.get(design)
+        if not ref or not mean(ref, "observed") or not mean(ref, "simulated"):
+            continue
+        lab = mean(rs, "observed") / mean(ref, "observed")
+        model = mean(rs, "simulated") / mean(ref, "simulated")
+        grid, kind, cpu_limit, gomaxprocs, live = design
+        pairs.append({"grid": grid, "kind": kind, "cpu_limit": cpu_limit, "gomaxprocs": gomaxprocs,
+                      "live_heap_mb": live, "gogc": gogc, "gomemlimit_mb": gml,
+                      "gomemlimit_over_live": round(gml / live, 3) if live else None,
+                      "memory_limit_mb": mem_limit, "runs": len(rs), "reference_runs": len(ref),
+                      "lab_ratio": lab, "model_ratio": model,
+                      "model_over_lab": model / lab if lab else None,
+                      "within": bool(lab) and abs(model / lab - 1.0) <= tolerance})
+    off = [abs(p["model_over_lab"] - 1.0) for p in pairs if p["model_over_lab"] is not None]
+    summary = {"pairs": len(pairs), "within": sum(1 for p in pairs if p["within"]), "tolerance": tolerance,
+               "median_abs_model_over_lab": float(statistics.median(off)) if off else None}
+    return {"pairs": pairs, "summary": summary}
+
+
 def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point", "repeat")) -> dict[str, Any]:
     """``{"regimes": {regime: {metric: {median_abs, median, n, goal}}}, "oom": confusion,
-    "oom_points": per repeated point, "limiter": the limiter's turn-ons (:func:`limiter_confusion`)}`` over the
+    "oom_points": per repeated point, "limiter": the limiter's turn-ons (:func:`limiter_confusion`),
+    "spiral": the death spiral's throughput ratios (:func:`spiral_ratios`)}`` over the
     held-out runs (no fit used them) that record GC metrics (runs without any are left out).
     OOM-killed runs count in the confusion table and, for the other metrics, nowhere (their
     errors are None: no comparable window)."""
@@ -187,4 +265,4 @@ def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point
     if sel:
         out["all"] = _summary(sel, GC_REGIME_METRICS) | {"runs": len(sel)}
     return {"regimes": out, "oom": oom_confusion(sel), "oom_naive": naive_oom_confusion(sel),
-            "oom_points": oom_by_point(sel), "limiter": limiter_confusion(sel)}
+            "oom_points": oom_by_point(sel), "limiter": limiter_confusion(sel), "spiral": spiral_ratios(sel)}

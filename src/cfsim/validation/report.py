@@ -32,7 +32,7 @@ from cfsim.validation.kernel_view import kernel_view
 from cfsim.validation.noise import noise_summary, repeat_spreads
 from cfsim.validation import metrics as vm
 from cfsim.validation.ensemble import ensemble_mean, grid_seed_spread, replica_seeds, seed_spread
-from cfsim.validation.gcmemory import GC_REGIME_METRICS, gc_by_regime, gc_regime
+from cfsim.validation.gcmemory import GC_REGIME_METRICS, GC_SCENARIO_KEYS, gc_by_regime, gc_regime
 from cfsim.validation.naive import NAIVE_DESCRIPTION, naive_comparison, naive_summary
 from cfsim.validation.normalise import (GridNorm, calibration_overrides, calibration_twin_summary,
                                        factored_overrides, grid_norm, grid_priors)
@@ -456,7 +456,8 @@ def _assemble(plan: _Plan, twins: Any, include_calibration: bool, progress: bool
                "host_state": host_state(tenants, steal),
                "scenario": {k: scenario.get(k) for k in SCENARIO_COLUMNS} | {
                    "cgroup.limit_schedule": scenario.get("cgroup.limit_schedule"),
-                   "cgroup.memory_limit_mb": scenario.get("cgroup.memory_limit_mb")},
+                   "cgroup.memory_limit_mb": scenario.get("cgroup.memory_limit_mb")}
+                   | {k: scenario.get(k) for k in GC_SCENARIO_KEYS},
                "twin": spec.as_dict(), "params": run_params,
                "observed": observed, "simulated": simulated, "errors": errors,
                "naive": naive, "naive_errors": naive_errors, "gc_regime": gc_regime(scenario)}
@@ -560,6 +561,25 @@ def _gc_markdown(report: ValidationReport) -> list[str]:
                   "| point | runs | lab killed | model oom / near / ok |", "|---|---|---|---|"]
         lines += [f"| {p['point']} | {p['runs']} | {p['lab_killed']} | "
                   f"{p['model']['oom']} / {p['model']['near']} / {p['model']['ok']} |" for p in points]
+    return lines + _spiral_markdown(report.gc.get("spiral") or {})
+
+
+def _spiral_markdown(spiral: Mapping[str, Any]) -> list[str]:
+    """The death spiral's throughput ratios, lab against model (:func:`cfsim.validation.gcmemory.spiral_ratios`)."""
+    pairs, summary = spiral.get("pairs") or [], spiral.get("summary") or {}
+    if not pairs:
+        return []
+    lines = ["", f"Death spiral (GOMEMLIMIT near the live heap; throughput over the same design's at GOGC 100 "
+             f"without a limit, means of held-out runs): the model's ratio within "
+             f"{summary['tolerance']:.0%} of the lab's in {summary['within']} of {summary['pairs']} pairs "
+             f"(median |model/lab - 1| {summary['median_abs_model_over_lab']:.3f})", "",
+             "| grid | workload | CPU limit | GOMAXPROCS | live heap [MiB] | GOGC | GOMEMLIMIT / live | runs (ref) "
+             "| lab | model | model / lab |", "|---" * 11 + "|"]
+    for p in pairs:
+        ratio = "" if p["model_over_lab"] is None else f"{p['model_over_lab']:.3f}" + ("" if p["within"] else " (out)")
+        lines.append(f"| {p['grid']} | {p['kind']} | {_fmt(p['cpu_limit'])} | {_fmt(p['gomaxprocs'])} | "
+                     f"{_fmt(p['live_heap_mb'])} | {_fmt(p['gogc'])} | {_fmt(p['gomemlimit_over_live'])} | "
+                     f"{p['runs']} ({p['reference_runs']}) | {p['lab_ratio']:.3f} | {p['model_ratio']:.3f} | {ratio} |")
     return lines
 
 
