@@ -190,8 +190,9 @@ def spiral_ratios(runs: list[Mapping[str, Any]], tolerance: float = SPIRAL_TOLER
     live heap (the ``gomemlimit-near-live`` regime; each GOGC and GOMEMLIMIT setting apart) over
     the mean of its runs at GOGC 100 with no GOMEMLIMIT and no memory limit that binds (regime
     ``gogc``), on each side; a pair is *within* when the model's ratio is within ``tolerance`` of
-    the lab's (relative). Held-out runs that neither side OOM-killed, means over repeats (the
-    twins' ratio is taken the same way, from the same runs).
+    the lab's (relative). Over the runs given (:func:`gc_by_regime` passes the held-out ones)
+    that neither side OOM-killed, means over repeats (the twins' ratio is taken the same way, from
+    the same runs).
 
     >>> def run(grid, gogc, gml, lab, model):
     ...     sc = {"workload.kind": "stream", "cgroup.cpu_limit": 1.0, "go.gomaxprocs": 2, "go.live_heap_mb": 16.0,
