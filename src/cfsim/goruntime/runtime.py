@@ -211,6 +211,12 @@ class WorkSource:
         runnable there (:meth:`cfsim.goruntime.runq.RunQueues.release_polled`); returns how many."""
         return 0
 
+    def has_local(self, p: int) -> bool:
+        """Whether a goroutine waits in P ``p``'s own ``runnext`` or local queue (``runqempty``),
+        which ``procresize`` asks when the world starts again. Sources whose goroutines wait only
+        where every P looks (a preempted one goes to the global queue: ``gopreempt_m``) have none."""
+        return False
+
 
 @dataclass(frozen=True)
 class GoParams:
@@ -231,6 +237,7 @@ class GoParams:
     stw_base_ns: float = 10_000.0
     stw_per_p_ns: float = 1_000.0
     preempt_ns: float = 2_000.0
+    stw_restart_chain: bool = False   # stopped Ms sleep and restart through the spinning chain
     cycle_base_ns: float = 20_000.0
     cycle_per_p_ns: float = 10_000.0
     costs: SchedCosts = SchedCosts()
@@ -266,7 +273,8 @@ class GoParams:
                    gc_parallel_cost=go["gc_parallel_cost"], gc_scan_miss_factor=go["gc_scan_miss_factor"],
                    llc_bytes=int(sc["host.llc_mb"] * MiB),
                    stw_base_ns=go["gc_stw_base_us"] * 1e3, stw_per_p_ns=go["gc_stw_per_p_us"] * 1e3,
-                   preempt_ns=go["gc_preempt_us"] * 1e3, cycle_base_ns=go["gc_cycle_base_us"] * 1e3,
+                   preempt_ns=go["gc_preempt_us"] * 1e3, stw_restart_chain=go["stw_restart_chain"],
+                   cycle_base_ns=go["gc_cycle_base_us"] * 1e3,
                    cycle_per_p_ns=go["gc_cycle_per_p_us"] * 1e3, costs=SchedCosts.from_go_section(go),
                    threads_per_core=sc["host.threads_per_core"], smt_slowdown=sc["host.smt_slowdown"],
                    background_cores=sc["host.background_cores"],
@@ -511,6 +519,7 @@ class GoRuntime(RuntimeReports):
         # STW state
         self.stw_wait = 0
         self.stw_coord_done = False
+        self.stw_coord_asleep = False      # the coordinator sleeps on sched.stopnote
         self.stw_t0 = 0
         self.stw_then: Any = None           # what runs once the world is stopped (_stw_begin)
         self.stw_coord: _M | None = None
@@ -990,13 +999,25 @@ class GoRuntime(RuntimeReports):
             self.idle_ms.append(m)
             return None
         if seg == ACK:
+            # at its safe point the M hands its P to the stop and sleeps (gcstopm -> stopm):
+            # the park's CPU is owed, paid when it is woken again
             m.stopped = True
             self.stw_wait -= 1
+            if self.params.stw_restart_chain:
+                self.m_parks += 1
+                m.debt += self.c_park + self._lock_ns()
             if self._stw_stopping:
                 self._pc_stop(_SEG_PC_L[ACK])
             return self._stw_check(m)
         if seg == STWK:
             self.stw_coord_done = True
+            if self.stw_wait > 0 and self.params.stw_restart_chain:
+                # Ps still running towards their safe points: the coordinator sleeps on
+                # sched.stopnote until the last of them wakes it (stopTheWorldWithSema)
+                self.stw_coord_asleep = True
+                self.m_parks += 1
+                m.debt += self.c_park + self._lock_ns()
+                return None
             return self._stw_check(m)
         raise AssertionError(seg)
 
@@ -1908,6 +1929,7 @@ class GoRuntime(RuntimeReports):
         self.stw_then = then
         self.stw_wait = 0
         self.stw_coord_done = False
+        self.stw_coord_asleep = False
         self.stw_preempted = False
         work = max(1, int(self.params.stw_base_ns + self.params.stw_per_p_ns * self.nprocs))
         if coord is None:
@@ -1958,6 +1980,12 @@ class GoRuntime(RuntimeReports):
             if not runnable:
                 eng.run(m.tid, preempt, self._on_done)
         self.stw_preempted = True
+        if self.stw_wait > 0 and self.stw_coord_done and not self.stw_coord_asleep and coord is not None \
+                and self.params.stw_restart_chain:
+            # its work was done before the requests went out: it sleeps on sched.stopnote too
+            self.stw_coord_asleep = True
+            self.m_parks += 1
+            coord.debt += self.c_park + self._lock_ns()
         if self.stw_wait == 0 and self.stw_coord_done:
             # nobody to wait for and the coordinator already blocked: restart from here
             w = self._stw_check(coord)
@@ -1995,6 +2023,21 @@ class GoRuntime(RuntimeReports):
     def _stw_check(self, cur: _M) -> int | None:
         if self.stw_wait > 0 or not self.stw_coord_done or not self.stw_preempted:
             return None  # cur stays stopped (blocked) holding its P
+        coord = self.stw_coord
+        if self.stw_coord_asleep and coord is not None and coord is not cur:
+            # the last P to stop wakes the coordinator (gcstopm: notewakeup(&sched.stopnote));
+            # the world is stopped once it has run its wake-up, and it starts the world again
+            self.stw_coord_asleep = False
+            self.stw_coord_done = False
+            self.m_wakes += 1
+            w = self._seg(coord, STWK, 0, self.c_wake + self._lock_ns() + coord.debt)
+            coord.debt = 0
+            if self.wake_latency_ns:
+                self.engine.call_later(self.wake_latency_ns, self._run_coord, coord, w, coord.t_seg)
+            else:
+                self.engine.run(coord.tid, w, self._on_done)
+            return None
+        self.stw_coord_asleep = False
         # the world is stopped: every P's time is the pause's until the world starts
         self._stw_stopping = False
         self._integ_stw(begin=True)
@@ -2004,6 +2047,11 @@ class GoRuntime(RuntimeReports):
             self._procresize(self.pending_procs)
             self.pending_procs = None
         return self._start_world(cur)
+
+    def _run_coord(self, m: _M, w: int, t_seg: int) -> None:
+        if self.dead or m.seg != STWK or m.t_seg != t_seg or self.engine.is_runnable(m.tid):
+            return
+        self.engine.run(m.tid, w, self._on_done)
 
     def _procresize(self, n: int) -> None:
         old = self.nprocs
@@ -2061,9 +2109,30 @@ class GoRuntime(RuntimeReports):
         trig = cur.trig if sweepterm else None
         cur.trig = None
         ret = None
+        src = self.source
+        chain = self.params.stw_restart_chain
         for m in sorted(self.holders, key=lambda m: m.p):
             m.stopped = False
             if m.seg not in (ACK, STWK):
+                continue
+            if chain and m is not cur and m is not coord:
+                # startTheWorldWithSema -> procresize: a P with nothing in its own queue goes
+                # idle and its M sleeps on (what the stop preempted waits in the global queue,
+                # gopreempt_m, for the spinning chain the wakep below starts); the M of a P with
+                # local work is woken for it (notewakeup(&mp.park))
+                if src is None or not src.has_local(m.p):
+                    self._release_p(m)
+                    m.seg = PARK
+                    self.idle_ms.append(m)
+                    continue
+                self.m_wakes += 1
+                extra = self.c_wake + self._lock_ns() + m.debt
+                m.debt = 0
+                w = self._schedule(m, extra)
+                if w:
+                    self.engine.run(m.tid, w, self._on_done)
+                else:
+                    self._burn_futile(m)
                 continue
             w = self._schedule(m, cont=m is cur and trig is not None and self._continues(m, trig))
             if m is cur:

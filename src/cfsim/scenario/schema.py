@@ -276,6 +276,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                  "mcache flush, worker start/stop)", _between(0, 100_000)),
         "gc_preempt_us": Key(2.0, "float", "CPU for a running M to reach a safe point [us] (async preemption)",
                              _between(0, 10_000)),
+        "stw_restart_chain": Key(False, "bool", "stop and start the world as stopTheWorldWithSema and "
+                                 "startTheWorldWithSema do: each stopped M sleeps (gcstopm), the coordinator "
+                                 "sleeps on stopnote until the last stopper wakes it, and at the start a P "
+                                 "with nothing in its own queue goes idle while the spinning chain wakes Ms "
+                                 "one at a time for what the stop preempted (the global queue). Off: every "
+                                 "stopped M goes on at once, unwoken (docs/model-notes.md, 'The world's "
+                                 "restart as the runtime does it')"),
         "sched_spin_base_us": Key(3.0, "float", "fixed CPU of one futile findRunnable search [us]",
                                   _between(0, 1000)),
         "sched_spin_per_p_us": Key(0.05, "float", "CPU per P of one futile search (4 steal passes + re-scans; idle Ps "

@@ -133,6 +133,9 @@ class WithSideWork(WorkSource):
     def release_polled(self, p: int) -> int:
         return self.main.release_polled(p)
 
+    def has_local(self, p: int) -> bool:
+        return self.main.has_local(p)
+
     def continues(self, claim) -> bool:
         """A side goroutine ends at its chunk's end (or waits for its next turn); the workload's
         own goroutines go on as ``main`` says, unless a side goroutine is waiting to run."""

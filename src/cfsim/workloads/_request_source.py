@@ -280,6 +280,9 @@ class RequestSource(WorkSource):
     def release_polled(self, p: int) -> int:
         return self.q.release_polled(p)
 
+    def has_local(self, p: int) -> bool:
+        return self.q.peek_own(p) is not None
+
     def _alloc(self, g: _G, work: int) -> int:
         if g.stage == CHILD:
             return int(work * self.alloc_per_ns * self.per_g / g.req.per_g)
