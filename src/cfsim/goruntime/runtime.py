@@ -839,17 +839,22 @@ class GoRuntime(RuntimeReports):
             # nothing the model resolves -- decide now (one engine event fewer per wake-up)
             if poll:
                 self._poller_runs(m)
-            extra = self.c_wake + self._lock_ns() + m.debt
-            m.debt = 0
-            w = self._schedule(m, extra)
-            if w:
-                self.engine.run(m.tid, w, self._on_done)
-            else:
-                self._burn_futile(m)
+            self._woken_decides(m)
             return
         if poll:
             self.poll_m = m
         self._run_wake(m, delay)
+
+    def _woken_decides(self, m: _M) -> None:
+        """A woken M that runs at once decides what to run, its wake-up's CPU (and any park
+        cost still owed) paid with that segment; one that finds nothing burns it and parks."""
+        extra = self.c_wake + self._lock_ns() + m.debt
+        m.debt = 0
+        w = self._schedule(m, extra)
+        if w:
+            self.engine.run(m.tid, w, self._on_done)
+        else:
+            self._burn_futile(m)
 
     def _run_wake(self, m: _M, delay: int) -> None:
         """A woken M runs its wake-up (the futex return and switch-in, plus any park cost still
@@ -2126,13 +2131,7 @@ class GoRuntime(RuntimeReports):
                     self.idle_ms.append(m)
                     continue
                 self.m_wakes += 1
-                extra = self.c_wake + self._lock_ns() + m.debt
-                m.debt = 0
-                w = self._schedule(m, extra)
-                if w:
-                    self.engine.run(m.tid, w, self._on_done)
-                else:
-                    self._burn_futile(m)
+                self._woken_decides(m)
                 continue
             w = self._schedule(m, cont=m is cur and trig is not None and self._continues(m, trig))
             if m is cur:
