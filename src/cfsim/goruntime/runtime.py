@@ -1009,8 +1009,7 @@ class GoRuntime(RuntimeReports):
             m.stopped = True
             self.stw_wait -= 1
             if self.params.stw_restart_chain:
-                self.m_parks += 1
-                m.debt += self.c_park + self._lock_ns()
+                self._stw_sleep(m)
             if self._stw_stopping:
                 self._pc_stop(_SEG_PC_L[ACK])
             return self._stw_check(m)
@@ -1020,8 +1019,7 @@ class GoRuntime(RuntimeReports):
                 # Ps still running towards their safe points: the coordinator sleeps on
                 # sched.stopnote until the last of them wakes it (stopTheWorldWithSema)
                 self.stw_coord_asleep = True
-                self.m_parks += 1
-                m.debt += self.c_park + self._lock_ns()
+                self._stw_sleep(m)
                 return None
             return self._stw_check(m)
         raise AssertionError(seg)
@@ -1989,8 +1987,7 @@ class GoRuntime(RuntimeReports):
                 and self.params.stw_restart_chain:
             # its work was done before the requests went out: it sleeps on sched.stopnote too
             self.stw_coord_asleep = True
-            self.m_parks += 1
-            coord.debt += self.c_park + self._lock_ns()
+            self._stw_sleep(coord)
         if self.stw_wait == 0 and self.stw_coord_done:
             # nobody to wait for and the coordinator already blocked: restart from here
             w = self._stw_check(coord)
@@ -2024,6 +2021,12 @@ class GoRuntime(RuntimeReports):
                 self.ded_running -= 1
             elif seg == IDLEW:
                 self.idlew_running -= 1
+
+    def _stw_sleep(self, m: _M) -> None:
+        """An M blocks during a stop (``stopm`` at its safe point; the coordinator on
+        ``sched.stopnote``): the park counts, and its CPU is owed until the M is woken."""
+        self.m_parks += 1
+        m.debt += self.c_park + self._lock_ns()
 
     def _stw_check(self, cur: _M) -> int | None:
         if self.stw_wait > 0 or not self.stw_coord_done or not self.stw_preempted:
