@@ -12,7 +12,7 @@
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, tenant-root 29,
 #   idle-cost 32, gc-limiter 10, gc-idle-workers 7, gc-memory-path 13,
 #   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53,
-#   profiles-low-load 15, sleeps-trace 5.
+#   profiles-low-load 15, sleeps-trace 5, wake-placement 8.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -177,3 +177,6 @@ if [ -z "$ARGS" ] || want sleeps-trace; then
   # the scheduler's events (which Ms wake at low load)
   grid $S/open-latency.toml --design $S/sleeps-trace.designs.toml --set lab.quiet_host_cores=0.3 \
     --out data/lab/sleeps-trace; fi
+if [ -z "$ARGS" ] || want wake-placement; then
+  grid $S/open-latency.toml --design $S/wake-placement.designs.toml --set lab.quiet_host_cores=0.3 \
+    --out data/lab/wake-placement; fi

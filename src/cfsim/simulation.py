@@ -121,10 +121,14 @@ def new_engine(scenario: Scenario, seed: int) -> CfsEngine:
               wakeup=WakeupCost.from_scenario(scenario))
     if scenario["host.cpu_sharing"] == "slices":
         thread_us = scenario["host.thread_switch_us"]
-        return SlicedCfsEngine(**kw, switch_ns=int(round(scenario["host.context_switch_us"] * 1000)),
-                               neighbours=scenario["workload.client_cpu_us_per_request"] > 0,
-                               thread_switch_ns=None if thread_us is None else int(round(thread_us * 1000)))
-    return CfsEngine(**kw)
+        engine: CfsEngine = SlicedCfsEngine(**kw, switch_ns=int(round(scenario["host.context_switch_us"] * 1000)),
+                                            neighbours=scenario["workload.client_cpu_us_per_request"] > 0,
+                                            thread_switch_ns=None if thread_us is None else int(round(thread_us * 1000)))
+    else:
+        engine = CfsEngine(**kw)
+    if scenario["host.wake_affine_share"] > 0 or scenario["host.wake_preempt_share"] > 0:
+        engine.set_wake_placement(scenario["host.wake_affine_share"], scenario["host.wake_preempt_share"])
+    return engine
 
 
 def _switches(engine: CfsEngine) -> tuple[int, int, int] | None:

@@ -264,3 +264,41 @@ def test_a_scenarios_thread_switch_price_reaches_the_engine_and_a_bad_one_names_
     assert cheap["burns"] > one_price["burns"] * 1.03
     with pytest.raises(ScenarioError, match="host.thread_switch_us"):
         load_scenario({**raw, "host": {**raw["host"], "thread_switch_us": -1.0}})
+
+
+def _woken_beside(affine: float, preempt: float):
+    """Thread a runs on CPU 0 (100 ms of work) while CPU 1 is idle; at 1 ms it wakes b (1 ms of
+    work). Returns when b finished and the engine."""
+    eng = SlicedCfsEngine(cpus=2, hz=1000, seed=0)
+    eng.set_wake_placement(affine, preempt)
+    a, b = eng.new_thread(), eng.new_thread()
+    seen = {}
+    eng.run(a, 100 * MS, lambda tid: None)
+    eng.call_at(1 * MS, lambda: eng.run(b, 1 * MS, lambda tid: seen.setdefault("b", eng.now) and None, waker=a))
+    eng.run_until(20 * MS)
+    return seen["b"], eng
+
+
+def test_a_wakee_goes_to_the_idle_cpu_unless_the_host_packs_it_beside_its_waker():
+    # mainline: the idle CPU, at once
+    done, eng = _woken_beside(0.0, 0.0)
+    assert done == 2 * MS and eng.wakes_affine == 0 and eng.switches_involuntary == 0
+    # packed beside its waker and preempting it: it runs at once there, the waker waits
+    done, eng = _woken_beside(1.0, 1.0)
+    assert done == 2 * MS and eng.wakes_affine == 1 and eng.wakes_preempting == 1
+    assert eng.switches_involuntary == 1 and eng.switches_voluntary == 1
+    # packed without preempting: it waits for the waker's turn (1.5 ms slice on 2 CPUs, noticed at
+    # the 2 ms tick), unless the idle CPU pulls it first (periodic balancing)
+    done, eng = _woken_beside(1.0, 0.0)
+    assert done > 2 * MS and eng.wakes_affine == 1 and eng.wakes_preempting == 0
+
+
+def test_wake_placement_draws_nothing_when_off_and_refuses_shares_outside_0_1():
+    eng = SlicedCfsEngine(cpus=2, hz=1000, seed=0)
+    state = eng._wake_rng.getstate()
+    _, off = _woken_beside(0.0, 0.0)
+    assert off._wake_rng.getstate() == state          # no draw: outputs as before
+    with pytest.raises(ValueError, match="wake placement shares"):
+        eng.set_wake_placement(1.2, 0.5)
+    with pytest.raises(ScenarioError, match="host.wake_affine_share"):
+        load_scenario("cpu-bound-threads", ["host.wake_affine_share=1.5"])

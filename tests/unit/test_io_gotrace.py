@@ -113,3 +113,42 @@ def test_sched_counts_tell_a_p_run_that_ran_nothing_from_one_that_ran_a_goroutin
     assert (s["goroutines_created"], s["goroutine_runs"], s["ms_starting_ps"]) == (1, 2, 3)
     assert s["waits"] == {"sync": 1}
     assert s["span_s"] == pytest.approx(0.003)
+
+
+def test_stw_phases_split_the_stop_from_a_restart_the_woken_ms_delay():
+    """Two sweep-termination pauses and a mark-termination one: in the first the coordinator (M 1)
+    records the end 8 us after procresize with nobody else running; in the second two Ms take Ps
+    before it does, and its end comes 300 us later: the coordinator had lost its CPU to them. A P
+    that stops before procresize counts for the stopping; one that goes idle after it does not."""
+    from cfsim.io.gotrace import StwPhases
+
+    def at(us):
+        return int(1_000 * MS + us * 1_000)
+
+    def stw(us, kind, reason, m=1):
+        return f'M={m} P=0 G=5 {kind} Time={at(us)} Name="stop-the-world ({reason})" Scope=Goroutine(5)'
+
+    def proc(us, m, pid, old, new):
+        return f'M={m} P=-1 G=-1 StateTransition Time={at(us)} ProcID={pid} {old}->{new} Reason=""'
+
+    def resize(us, m=1):
+        return f'M={m} P=0 G=5 Metric Time={at(us)} Name="/sched/gomaxprocs:threads" Value=Value{{Uint64(8)}}'
+
+    sweep = "GC sweep termination"
+    lines = [stw(0, "RangeBegin", sweep), proc(20, 2, 1, "Running", "Idle"), resize(40), stw(48, "RangeEnd", sweep),
+             stw(1_000, "RangeBegin", sweep), proc(1_010, 2, 1, "Running", "Idle"), proc(1_030, 3, 2, "Running", "Idle"),
+             resize(1_050), proc(1_060, 2, 1, "Idle", "Running"), proc(1_065, 3, 2, "Idle", "Running"),
+             proc(1_070, 1, 3, "Idle", "Running"),          # the coordinator's own M: not another M
+             proc(1_200, 2, 1, "Running", "Idle"),          # after procresize: not a stop
+             stw(1_350, "RangeEnd", sweep),
+             stw(2_000, "RangeBegin", "GC mark termination"), stw(2_010, "RangeEnd", "GC mark termination"),
+             proc(2_020, 4, 4, "Idle", "Running")]          # outside any pause
+    c = StwPhases()
+    assert list(c.feed(lines)) == lines
+    assert c.rows[0][1:] == (at(0), 48.0, 20.0, 8.0, 0)
+    assert c.rows[1][1:] == (at(1_000), 350.0, 30.0, 300.0, 2)
+    assert c.rows[2] == ("GC mark termination", at(2_000), 10.0, 0.0, None, 0)
+    s = c.summary()
+    assert s[sweep]["pauses"] == 2 and s[sweep]["ms_ran_first_share"] == 0.5
+    assert (s[sweep]["restart_us_p50_ms_ran_first"], s[sweep]["restart_us_p50_alone"]) == (300.0, 8.0)
+    assert "restart_us" not in s["GC mark termination"]

@@ -16,7 +16,11 @@
 // live heap (-live-mb) keeps the GC's cycles alike. Set GOMAXPROCS in the environment. One JSON
 // line:
 //
-//	GOMAXPROCS=8 stwbench [-workers 8] [-busy 1.0] [-dur 5s] [-live-mb 16]
+//	GOMAXPROCS=8 stwbench [-workers 8] [-busy 1.0] [-dur 5s] [-live-mb 16] [-trace FILE]
+//
+// -trace writes the run's execution trace (runtime/trace), whose stop-the-world ranges
+// cfsim.io.gotrace.StwPhases splits into stopping and restart and whose Ms that ran before the
+// coordinator recorded the end show a coordinator that lost its CPU inside the pause.
 //
 // GODEBUG=gctrace=1 prints each cycle's two pauses apart (the first and last "clock" figures).
 package main
@@ -28,6 +32,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,10 +104,22 @@ func main() {
 	busy := flag.Float64("busy", 1.0, "fraction of the time each goroutine runs (0 < busy <= 1)")
 	dur := flag.Duration("dur", 5*time.Second, "how long to run")
 	liveMB := flag.Int("live-mb", 16, "live heap kept for the whole run [MiB]")
+	traceFile := flag.String("trace", "", "write the run's execution trace to this file")
 	flag.Parse()
 	if *busy <= 0 || *busy > 1 || *workers < 1 || *dur <= 0 || *liveMB < 0 {
 		fmt.Fprintln(os.Stderr, "stwbench: need 0 < -busy <= 1, -workers >= 1, -dur > 0, -live-mb >= 0")
 		os.Exit(2)
+	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stwbench: -trace:", err)
+			os.Exit(1)
+		}
+		defer func() { trace.Stop(); f.Close() }()
 	}
 	live := make([][]byte, 0, *liveMB*256)
 	for i := 0; i < *liveMB*256; i++ {

@@ -58,6 +58,13 @@ def add_parser(sub) -> None:
                     "this host's CPU for a context switch between two threads of one process on one CPU, and "
                     "between two processes (lab/cmd/switchbench), written as host.thread_switch_us",
                     "rounds, each alone, two threads and two processes yielding on one CPU (3 s each)")
+    w = lab_sub.add_parser("wakeplace", help="where this host's kernel puts a thread that a running thread of its "
+                                             "process wakes, and whether it takes the waker's CPU, from lab runs "
+                                             "that recorded lab.sched_trace_s; written as host.wake_affine_share "
+                                             "and host.wake_preempt_share")
+    w.add_argument("runs", nargs="+", metavar="RUN", help="lab run folders with a wake_placement in their manifest")
+    w.add_argument("--out", metavar="FILE.toml", help="write a --params file (default: print it)")
+    w.set_defaults(func=run_wakeplace)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -217,6 +224,32 @@ def run_switch(args) -> int:
 
     return _host_params(args, "switch", "switchbench", ts.run_switchbench,
                         _rows_fit(ts.read_switchbench, ts.switch_params, ts.params_toml), ts.SwitchbenchError)
+
+
+def run_wakeplace(args) -> int:
+    """``cfsim lab wakeplace RUN...``: pool the runs' wake placement into a ``--params`` file.
+    Exit 2 for a run without one or too few wake-ups."""
+    from cfsim.commands._paths import check_out_file, write_out_file
+    from cfsim.lab import wakeplace as wp
+
+    check_out_file(args.out, "--out")
+    command = "python -m cfsim lab wakeplace " + " ".join(args.runs) + (f" --out {args.out}" if args.out else "")
+    try:
+        for run in args.runs:
+            if not Path(run).is_dir():
+                raise wp.WakeplaceError(f"{run}: no such run folder")
+        rows, _meta = wp.read_wakeplace(wp.rows_from_runs(Path(r) for r in args.runs), "the runs' manifests")
+        params = wp.wakeplace_params(rows)
+    except (wp.WakeplaceError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    toml = wp.params_toml(params, rows, command, [str(Path(r)).rstrip("/") for r in args.runs])
+    if args.out:
+        write_out_file(args.out, toml)
+        print(f"wrote {args.out}: " + ", ".join(f"{k} = {v}" for k, v in params.items()))
+    else:
+        print(toml, end="")
+    return 0
 
 
 def _overrides_text(overrides: list) -> str:

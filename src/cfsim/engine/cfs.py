@@ -23,6 +23,7 @@ else the least loaded one; a CPU that goes idle pulls a waiting thread (new-idle
 from __future__ import annotations
 
 import math
+import random
 from collections import deque
 from dataclasses import dataclass
 from heapq import heappop, heappush
@@ -146,7 +147,8 @@ class CfsEngine:
         "_free_events", "_idle_since", "_thr_from", "_gap_from", "_gap_to",
         # per thread
         "_t_cpu", "_t_last", "_t_start_v", "_t_end_v", "_t_gen", "_t_cb", "_t_base", "_t_name", "_t_wake",
-        "_wakeup", "wakeups_from_idle",
+        "_wakeup", "wakeups_from_idle", "_wake_affine", "_wake_preempt", "_wake_rng", "_preempt_by",
+        "wakes_affine", "wakes_preempting", "wakes_preempting_enabled",
         "_seq",
         # group bandwidth
         "_bandwidth", "_quota", "_period", "_burst", "_slice", "_slice_eff", "_legacy", "_phase_ns",
@@ -213,6 +215,15 @@ class CfsEngine:
         self._wakeup = wakeup if wakeup is not None and wakeup.enabled else None
         self._idle_since = [0] * cpus     # when the group's last thread left each CPU
         self.wakeups_from_idle = 0
+        # where a thread woken by a running thread of the group goes (set_wake_placement): off
+        # unless set, so every draw below is skipped and no other random stream moves
+        self._wake_affine = 0.0
+        self._wake_preempt = 0.0
+        self._wake_rng = random.Random(seed)
+        self._preempt_by = -1             # the waker a wake-up being placed now preempts (slices)
+        self.wakes_affine = 0             # wake-ups placed on the waker's CPU
+        self.wakes_preempting = 0         # ...that took it from the waker at once
+        self.wakes_preempting_enabled = False
         # per-thread state
         self._t_cpu: list[int] = []       # -1 when blocked
         self._t_last: list[int] = []
@@ -263,10 +274,13 @@ class CfsEngine:
         self._t_wake.append(wakeup_cost)
         return tid
 
-    def run(self, tid: int, work_ns: int, on_done: OnDone) -> None:
+    def run(self, tid: int, work_ns: int, on_done: OnDone, waker: int = -1) -> None:
         """Wake a blocked thread with ``work_ns`` of CPU to do; ``on_done(tid)`` when done.
 
         ``on_done`` returns more work to keep running without blocking, or None/0 to block.
+        ``waker``: the running thread of the group that wakes it (a Go M's ``futexwakeup`` of
+        another), which the host's wake-up placement may put it beside
+        (:meth:`set_wake_placement`); -1 for a wake-up from outside (a timer, the network).
         """
         if self._t_cpu[tid] >= 0:
             raise RuntimeError(f"thread {self._t_name[tid]} is already runnable")
@@ -274,11 +288,50 @@ class CfsEngine:
             raise ValueError(f"work_ns must be > 0 (got {work_ns})")
         self._t_cb[tid] = on_done
         c = self._select_cpu(tid)
+        if waker >= 0 and self._wake_affine > 0.0:
+            c = self._beside_waker(waker, c)
         if self._wakeup is not None and self._queued[c] == 0 and self._t_wake[tid]:
             # the kernel's side of the sleep that ends here: the CPU was idle (for the group)
             work_ns += self._wakeup.cycle_ns(self.now - self._idle_since[c])
             self.wakeups_from_idle += 1
         self._enqueue(c, tid, float(work_ns))
+        self._preempt_by = -1
+
+    def when_running(self, tid: int, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once ``tid`` runs: here at once (a runnable thread always progresses on
+        its fluid share); the sliced engine waits for a thread that waits its turn to be switched
+        in, and calls it at once for one that is blocked or running."""
+        fn()
+
+    def set_wake_placement(self, affine_share: float, preempt_share: float) -> None:
+        """How this host's kernel places a thread that a running thread of the group wakes: on
+        the waker's CPU with ``affine_share`` (else where :meth:`_select_cpu` puts it, an idle
+        CPU first), and there it takes the CPU from the waker at once with ``preempt_share``
+        (EEVDF's wake-up preemption, ``check_preempt_wakeup_fair`` in ``kernel/sched/fair.c``: a
+        wakee placed with positive lag makes the running task ineligible, so ``RUN_TO_PARITY`` no
+        longer protects it), else it waits for the waker's turn to end. Mainline Linux puts a
+        wakee on an idle CPU that shares the cache (``select_idle_sibling``); the lab's virtual
+        machine puts about half of them beside their waker even so (``host.wake_affine_share``,
+        measured by ``cfsim lab wakeplace``). Only the sliced engine has turns to take; here the
+        placement alone applies."""
+        if not (0.0 <= affine_share <= 1.0 and 0.0 <= preempt_share <= 1.0):
+            raise ValueError(f"wake placement shares must be in [0, 1] (got {affine_share}, {preempt_share})")
+        self._wake_affine = float(affine_share)
+        self._wake_preempt = float(preempt_share)
+        # only an engine with turns (the sliced one) has a waker to preempt
+
+    def _beside_waker(self, waker: int, c: int) -> int:
+        wc = self._t_cpu[waker]
+        if wc < 0 or self._throttled[wc]:
+            return c
+        rng = self._wake_rng
+        if wc != c:
+            if rng.random() >= self._wake_affine:
+                return c
+            self.wakes_affine += 1
+        if rng.random() < self._wake_preempt:
+            self._preempt_by = waker
+        return wc
 
     def stop(self, tid: int) -> int:
         """Block a runnable thread now; return its unfinished work [ns]."""

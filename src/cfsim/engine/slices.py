@@ -42,6 +42,7 @@ Bandwidth, placement and balancing are the base engine's: only the sharing of a 
 from __future__ import annotations
 
 from collections import deque
+from typing import Callable
 
 import simpy
 
@@ -65,7 +66,8 @@ class SlicedCfsEngine(CfsEngine):
     """
 
     __slots__ = ("_rq", "_t_left", "_slice_left", "_base_slice", "_switch_ns", "_nb_until", "_nb_next",
-                 "_nb_owed", "_nb_cap", "_last_ran", "_thread_switch_ns", "_idle_switch_ns", "switches_voluntary",
+                 "_nb_owed", "_nb_cap", "_last_ran", "_thread_switch_ns", "_idle_switch_ns", "_on_switch_in",
+                 "switches_voluntary",
                  "switches_involuntary", "neighbour_preemptions")
 
     def __init__(self, cpus: int, hz: int = 1000, bandwidth: Bandwidth | None = None, seed: int = 0,
@@ -85,6 +87,7 @@ class SlicedCfsEngine(CfsEngine):
         self._nb_owed = [0] * cpus          # its backlog behind that turn
         self._nb_next = 0                   # where the search for a CPU to preempt starts
         self._last_ran = [-1] * cpus        # the thread that ran last on each CPU
+        self._on_switch_in: dict[int, Callable[[], None]] = {}   # when_running's waiters, by thread
         self._base_slice = eevdf.base_slice_ns(cpus) if slice_ns is None else int(slice_ns)
         self._switch_ns = int(switch_ns)
         if thread_switch_ns is not None and thread_switch_ns < 0:
@@ -96,6 +99,22 @@ class SlicedCfsEngine(CfsEngine):
         self.switches_voluntary = 0
         self.switches_involuntary = 0
         self.neighbour_preemptions = 0
+
+    def set_wake_placement(self, affine_share: float, preempt_share: float) -> None:
+        super().set_wake_placement(affine_share, preempt_share)
+        self.wakes_preempting_enabled = preempt_share > 0.0
+
+    def when_running(self, tid: int, fn: Callable[[], None]) -> None:
+        c = self._t_cpu[tid]
+        if c < 0 or self._rq[c][0] == tid:
+            fn()
+        else:
+            self._on_switch_in[tid] = fn
+
+    def _switched_in(self, tid: int) -> None:
+        fn = self._on_switch_in.pop(tid, None)
+        if fn is not None:
+            fn()
 
     def new_thread(self, name: str = "", wakeup_cost: bool = True) -> int:
         tid = super().new_thread(name, wakeup_cost)
@@ -238,6 +257,8 @@ class SlicedCfsEngine(CfsEngine):
             if self._last_ran[c] >= 0:
                 self._t_left[head] += self._idle_switch_ns if after_idle else self._thread_switch_ns
             self._last_ran[c] = head
+        if self._on_switch_in:
+            self._switched_in(head)
 
     def _place(self, c: int, tid: int, work: float) -> None:
         self._t_left[tid] = work
@@ -247,6 +268,14 @@ class SlicedCfsEngine(CfsEngine):
             self._switch_in(c, True)
             if not self._throttled[c]:
                 self._nb_share(c, self.now)
+        elif self._preempt_by >= 0 and rq[0] == self._preempt_by:
+            # wake-up preemption (set_wake_placement): the woken thread runs now, its waker
+            # waits for its turn next in line and pays the switch back in
+            rq.pop()
+            rq.appendleft(tid)
+            self.switches_involuntary += 1
+            self.wakes_preempting += 1
+            self._switch_in(c)
 
     def _rework(self, c: int, tid: int, work: float) -> None:
         """The thread keeps its place in the queue (running or waiting for its turn)."""
@@ -255,6 +284,8 @@ class SlicedCfsEngine(CfsEngine):
     def _dequeue(self, c: int, tid: int, now: int) -> None:
         rq = self._rq[c]
         was_head = rq[0] == tid
+        if self._on_switch_in and not was_head:
+            self._switched_in(tid)   # it blocks or moves without running here: what waited on it runs now
         if was_head:
             rq.popleft()
         else:
@@ -330,6 +361,8 @@ class SlicedCfsEngine(CfsEngine):
                 self._last_ran[c] = head
                 self.switches_involuntary += 1
                 self.neighbour_preemptions += 1
+                if self._on_switch_in:
+                    self._switched_in(head)
                 return True
             if len(rq) > 1:
                 # the tick notices the slice is consumed: the next thread's turn

@@ -78,6 +78,7 @@ https://github.com/golang/go/tree/master/src/runtime; pure rules in :mod:`.gomax
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -471,6 +472,7 @@ class GoRuntime(RuntimeReports):
         self.limiter = gcpacer.GcCpuLimiter(self.nprocs)
         self._lim_t = 0
         self._lim_acc = [0.0] * 6
+        self._lim_held = False     # the limiter waits for a coordinator to end its transition
         self.limiter_enabled_ns = 0
         self.goal = 0
         self.trigger_bytes = 0
@@ -852,9 +854,16 @@ class GoRuntime(RuntimeReports):
         m.debt = 0
         w = self._schedule(m, extra)
         if w:
-            self.engine.run(m.tid, w, self._on_done)
+            self.engine.run(m.tid, w, self._on_done, self._waker(m))
         else:
             self._burn_futile(m)
+
+    def _waker(self, m: _M) -> int:
+        """The thread whose ``futexwakeup`` wakes ``m``: the M whose segment just ended (its
+        callback runs now), for the host's wake-up placement beside it (``host.wake_affine_share``);
+        -1 for a wake-up from a timer or the network."""
+        cur = self._cur
+        return cur.tid if cur is not None and cur is not m else -1
 
     def _run_wake(self, m: _M, delay: int) -> None:
         """A woken M runs its wake-up (the futex return and switch-in, plus any park cost still
@@ -865,7 +874,7 @@ class GoRuntime(RuntimeReports):
         if delay:
             self.engine.call_later(delay, self._run_woken, m, w, m.t_seg)
         else:
-            self.engine.run(m.tid, w, self._on_done)
+            self.engine.run(m.tid, w, self._on_done, self._waker(m))
 
     def _wake_poller(self) -> None:
         """The network wakes the M blocked in ``netpoll`` while every P is busy: it needs a CPU
@@ -933,7 +942,7 @@ class GoRuntime(RuntimeReports):
 
     def _burn_futile(self, m: _M) -> None:
         if m.p < 0 and m.debt > 0 and m is not self._cur:
-            self.engine.run(m.tid, self._futile_seg(m), self._on_done)
+            self.engine.run(m.tid, self._futile_seg(m), self._on_done, self._waker(m))
 
     def _run_woken(self, m: _M, w: int, t_seg: int) -> None:
         if (m.p < 0 and m is not self.poll_m) or m.seg != WAKE or m.t_seg != t_seg \
@@ -1582,8 +1591,8 @@ class GoRuntime(RuntimeReports):
         """Feed the limiter the P-time since its last update (at most every 10 ms, and at each
         GC phase change so that a window never straddles one)."""
         now = self.engine.now
-        if not force and now - self._lim_t < gcpacer.LIMITER_UPDATE_PERIOD_NS:
-            return
+        if self._lim_held or (not force and now - self._lim_t < gcpacer.LIMITER_UPDATE_PERIOD_NS):
+            return   # held: the transition the coordinator has not finished owns the limiter
         acc = self._acc()
         d = [acc[i] - self._lim_acc[i] for i in range(6)]
         was = self.limiter.enabled
@@ -1596,6 +1605,18 @@ class GoRuntime(RuntimeReports):
             self.engine.call_later(0, self._cut_assists)
         self._lim_t = now
         self._lim_acc = list(acc)
+
+    def _sweepterm_end(self, t_stw0: int) -> None:
+        """The coordinator runs again after the Ms it woke: the sweep-termination pause ends
+        (``work.pauseNS``) and so does the limiter's transition (``finishGCTransition``: the
+        whole span counts as GC time on every P)."""
+        now = self.engine.now
+        pause = now - t_stw0
+        self.pauses_ns.append(pause)
+        self.pause_end_ns.append(now)
+        self._sweepterm_pause = pause
+        self._lim_held = False
+        self._limiter_transition_end()
 
     def _limiter_transition_end(self) -> None:
         """``finishGCTransition``: the stop-the-world counts as GC time on every P, in its own
@@ -2089,13 +2110,20 @@ class GoRuntime(RuntimeReports):
     def _start_world(self, cur: _M) -> int | None:
         now = self.engine.now
         pause = now - self.stw_t0
-        self.pauses_ns.append(pause)
-        self.pause_end_ns.append(now)
         # go_gc_duration_seconds: one sample per GC cycle, the sum of its two STW pauses
         sweepterm = self.stw_then == self._gc_mark_begin
+        # startTheWorldWithSema takes the pause's end (and gcStart's finishGCTransition its time)
+        # only after it has woken the Ms of the Ps with work: a woken M that takes the
+        # coordinator's CPU (host.wake_preempt_share) holds the sweep-termination pause open until
+        # the coordinator runs again (the mark-termination pause ends before the world starts)
+        defer = sweepterm and self.engine.wakes_preempting_enabled
+        if not defer:
+            self.pauses_ns.append(pause)
+            self.pause_end_ns.append(now)
         if sweepterm:
             self._sweepterm_pause = pause
-            self._limiter_transition_end()
+            if not defer:
+                self._limiter_transition_end()
         elif self.stw_then == self._gc_mark_end:
             self.cycle_pause_ns.append((now, self._sweepterm_pause + pause))
             self.pclass_published.append((now, tuple(self._acc())))
@@ -2140,10 +2168,14 @@ class GoRuntime(RuntimeReports):
             if m is cur:
                 ret = w
             elif w:
-                self.engine.run(m.tid, w, self._on_done)
+                # startTheWorldWithSema's notewakeup of the M of a P with work, by the coordinator
+                self.engine.run(m.tid, w, self._on_done, cur.tid if self.engine.is_runnable(cur.tid) else -1)
         if cur.p < 0 and ret is None and cur not in self.idle_ms:
             cur.seg = PARK
             self.idle_ms.append(cur)
+        if defer:
+            self._lim_held = True
+            self.engine.when_running(cur.tid, functools.partial(self._sweepterm_end, self.stw_t0))
         # the chain of wakeps fills idle Ps with dedicated/idle mark workers or goroutine work
         self.wakep()
         if self.phase == MARK:

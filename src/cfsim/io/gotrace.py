@@ -249,6 +249,108 @@ class SchedCounts:
                 "ms_starting_ps": len(self.ms)}
 
 
+_LINE_ANY = re.compile(r"^M=(-?\d+) P=-?\d+ G=-?\d+ (RangeBegin|RangeEnd|Metric|StateTransition) Time=(\d+)(.*)$")
+_STW = re.compile(r'Name="stop-the-world \(([^)]*)\)"')
+GOMAXPROCS_METRIC = "/sched/gomaxprocs:threads"
+
+
+class StwPhases:
+    """Each stop-the-world pause in a trace, split where the runtime's own steps show in it
+    (``stopTheWorldWithSema`` and ``startTheWorldWithSema`` in ``src/runtime/proc.go``): the
+    *stopping*, from the pause's start to the last P another M stopped at its safe point
+    (``Running->Idle`` of a P by an M other than the coordinator); and the *restart*, from
+    ``procresize`` (which emits the ``/sched/gomaxprocs`` metric on the coordinator's M) to the end
+    the trace records (``STWDone``, taken with the pause's end time after the woken Ms were handed
+    their Ps). Ms that start running a P inside that span ran before the coordinator could record
+    the end: the coordinator had lost its CPU to them (on a host with fewer CPUs than runnable
+    threads, the Ms it woke), and the pause the runtime reports (``work.pauseNS``,
+    ``/sched/pauses/total/gc``) includes that wait. Only the sweep-termination pause starts the
+    world inside its range; the mark-termination pause ends first.
+
+    >>> c = StwPhases()
+    >>> lines = ['M=1 P=0 G=5 RangeBegin Time=1000 Name="stop-the-world (GC sweep termination)" Scope=Goroutine(5)',
+    ...          'M=2 P=1 G=-1 StateTransition Time=21000 ProcID=1 Running->Idle Reason=""',
+    ...          'M=1 P=0 G=5 Metric Time=40000 Name="/sched/gomaxprocs:threads" Value=Value{Uint64(2)}',
+    ...          'M=2 P=-1 G=-1 StateTransition Time=45000 ProcID=1 Idle->Running Reason=""',
+    ...          'M=1 P=0 G=5 RangeEnd Time=340000 Name="stop-the-world (GC sweep termination)" Scope=Goroutine(5)']
+    >>> _ = list(c.feed(lines))
+    >>> c.rows
+    [('GC sweep termination', 1000, 339.0, 20.0, 300.0, 1)]
+    >>> c.summary()["GC sweep termination"]["restart_us_p50_ms_ran_first"]
+    300.0
+    """
+
+    def __init__(self) -> None:
+        # (reason, start [ns], total, stopping, restart [us; None without a procresize], Ms that ran first)
+        self.rows: list[tuple[str, int, float, float, float | None, int]] = []
+        self._open: tuple[str, str, int] | None = None   # reason, coordinator's M, start
+        self._last_stop = 0
+        self._resize: int | None = None
+        self._ran: set[str] = set()
+
+    def feed(self, lines: Iterable[str]) -> Iterable[str]:
+        """Count each line and pass it on (one decoding serves the other readers too)."""
+        for line in lines:
+            m = _LINE_ANY.match(line)
+            if m is not None:
+                self._event(m[1], m[2], int(m[3]), m[4])
+            yield line
+
+    def _event(self, mid: str, kind: str, t: int, rest: str) -> None:
+        if kind == "RangeBegin":
+            stw = _STW.search(rest)
+            if stw is not None:
+                self._open, self._last_stop, self._resize = (stw[1], mid, t), t, None
+                self._ran = set()
+            return
+        if self._open is None:
+            return
+        reason, coord, t0 = self._open
+        if kind == "RangeEnd":
+            if _STW.search(rest) is not None:
+                restart = None if self._resize is None else (t - self._resize) / 1e3
+                self.rows.append((reason, t0, (t - t0) / 1e3, (self._last_stop - t0) / 1e3, restart, len(self._ran)))
+                self._open = None
+            return
+        if mid == coord:
+            if kind == "Metric" and GOMAXPROCS_METRIC in rest:
+                self._resize = t
+            return
+        proc = _PROC.search(rest) if kind == "StateTransition" else None
+        if proc is None:
+            return
+        if self._resize is None and proc[2] == "Running" and proc[3] == "Idle":
+            self._last_stop = t
+        elif self._resize is not None and proc[2] == "Idle" and proc[3] == "Running":
+            self._ran.add(mid)
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """Per kind of pause: how many, the whole pause, the stopping and the restart [us; median,
+        90th percentile, mean], the share of restarts in which another M ran first, and the
+        restart's median with and without that."""
+        out: dict[str, dict[str, Any]] = {}
+        for reason in sorted({r[0] for r in self.rows}):
+            rows = [r for r in self.rows if r[0] == reason]
+            total = pd.Series([r[2] for r in rows])
+            stop = pd.Series([r[3] for r in rows])
+            restarts = [r for r in rows if r[4] is not None]
+            d: dict[str, Any] = {"pauses": len(rows),
+                                 "total_us": _quantiles(total), "stopping_us": _quantiles(stop)}
+            if restarts:
+                first = [r[4] for r in restarts if r[5] > 0]
+                alone = [r[4] for r in restarts if r[5] == 0]
+                d["restart_us"] = _quantiles(pd.Series([r[4] for r in restarts]))
+                d["ms_ran_first_share"] = round(len(first) / len(restarts), 4)
+                d["restart_us_p50_ms_ran_first"] = round(float(pd.Series(first).median()), 1) if first else None
+                d["restart_us_p50_alone"] = round(float(pd.Series(alone).median()), 1) if alone else None
+            out[reason] = d
+        return out
+
+
+def _quantiles(s: pd.Series) -> dict[str, float]:
+    return {"p50": round(float(s.median()), 1), "p90": round(float(s.quantile(0.9)), 1), "mean": round(float(s.mean()), 1)}
+
+
 def read_go_trace(path: str | Path, go: str | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``(marks, meta)`` from an execution trace file (``.gz`` read through gzip): the
     `mark_table` of ``go tool trace -d=parsed`` (and in ``meta["sched"]`` its :class:`SchedCounts`), run with the ``go`` command ``go`` (default: the
@@ -270,8 +372,8 @@ def read_go_trace(path: str | Path, go: str | None = None) -> tuple[pd.DataFrame
         with tempfile.TemporaryFile("w+") as err, subprocess.Popen(
                 [go, "tool", "trace", "-d=parsed", str(raw)], stdout=subprocess.PIPE, stderr=err, text=True) as proc:
             assert proc.stdout is not None
-            counts = SchedCounts()
-            marks = mark_table(counts.feed(proc.stdout), source=str(path))
+            counts, stw = SchedCounts(), StwPhases()
+            marks = mark_table(stw.feed(counts.feed(proc.stdout)), source=str(path))
             if proc.wait() != 0:
                 err.seek(0)
                 raise CfsimParseError(str(path), f"go tool trace could not decode it: {err.read().strip()[:300]}")
@@ -281,5 +383,5 @@ def read_go_trace(path: str | Path, go: str | None = None) -> tuple[pd.DataFrame
     meta = {"source": str(path), "marks": len(marks),
             "decoder": "go tool trace -d=parsed (src/cmd/trace, internal/trace)",
             "note": "one row per GC mark phase inside the trace; cfsim.io.gotrace.mark_table",
-            "sched": counts.summary()}
+            "sched": counts.summary(), "stw": stw.summary()}
     return marks, meta

@@ -61,6 +61,7 @@ from cfsim.io.gctrace import GODEBUG_GCTRACE, read_gctrace
 from cfsim.io.manifest import write_manifest
 from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, preflight, prometheus, queries, quiet, summary
 from cfsim.lab import threads as lab_threads
+from cfsim.lab import wakeplace
 from cfsim.lab.c2c import measure_c2c
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
 from cfsim.lab.lock import machine_lock
@@ -232,7 +233,7 @@ def check_scenario(sc: Scenario) -> None:
     if sc["go.gomemlimit_policy"] == "automemlimit" and sc["go.gomemlimit_mb"] is not None:
         raise ScenarioError("go.gomemlimit_mb", "set together with go.gomemlimit_policy = 'automemlimit' "
                                                 "(the library leaves an explicit GOMEMLIMIT alone): drop one")
-    for key in ("lab.profile_s", "lab.perf_s", "lab.trace_s"):
+    for key in ("lab.profile_s", "lab.perf_s", "lab.trace_s", "lab.sched_trace_s"):
         secs = sc[key]
         if secs and secs > sc["run.duration_s"] - sc["run.warmup_s"]:
             raise ScenarioError(key, f"{secs:g} s does not fit in the measured window "
@@ -477,6 +478,7 @@ class Window:
     profile: dict[str, Any] | None = None
     perf: dict[str, Any] | None = None
     exectrace: dict[str, Any] | None = None
+    wake_placement: dict[str, Any] | None = None
 
 
 def start_workload(sc: Scenario, binary: Path, cgs: RunCgroups, procs: Processes, logs: Path) -> Workload:
@@ -563,6 +565,8 @@ class Profiler(threading.Thread):
 
 
 TRACE_FILE = "trace.out"
+#: the workload's threads' name in the kernel (its binary's, lab/cmd/workload)
+WORKLOAD_COMM = "workload"
 GC_MARKS_FILE = "gc_marks.csv.gz"
 
 
@@ -581,7 +585,7 @@ def write_gc_marks(out_dir: Path) -> dict[str, Any]:
         return info | {"marks_file": None, "trace_error": str(exc), "raw_kept": True}
     marks.to_csv(out_dir / GC_MARKS_FILE, index=False, compression={"method": "gzip", "mtime": 0})
     raw.unlink()
-    return info | {"marks_file": GC_MARKS_FILE, "marks": len(marks), "decoder": meta["decoder"], "sched": meta["sched"],
+    return info | {"marks_file": GC_MARKS_FILE, "marks": len(marks), "decoder": meta["decoder"], "sched": meta["sched"], "stw": meta["stw"],
                    "note": "one row per GC mark inside the trace, t_s from the trace's first event; "
                            "read with pandas.read_csv; columns: cfsim.io.gotrace.COLUMNS"}
 
@@ -618,8 +622,9 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
     prof_s = sc["lab.profile_s"] or 0.0
     perf_s = sc["lab.perf_s"] or 0.0
     trace_s = sc["lab.trace_s"] or 0.0
+    sched_s = sc["lab.sched_trace_s"] or 0.0
     # each probe centred in the measured window
-    for probe_s, what in ((prof_s, "profile"), (perf_s, "perf"), (trace_s, "trace")):
+    for probe_s, what in ((prof_s, "profile"), (perf_s, "perf"), (trace_s, "trace"), (sched_s, "sched")):
         if probe_s > 0:
             marks.append((warmup + (duration - warmup - probe_s) / 2, what, None))
     quota_changes: list[dict[str, Any]] = []
@@ -636,6 +641,7 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
     profiler: Profiler | None = None
     tracer: Profiler | None = None
     probe: perf.PerfProbe | None = None
+    sched_probe: wakeplace.SchedTraceProbe | None = None
     died = lambda: watch.died  # noqa: E731
     # a quota change at the same instant as the warm-up end comes after the snapshot
     for t, what, lim in sorted(marks, key=lambda m: (m[0], m[1] != "snapshot")):
@@ -655,6 +661,10 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
         if what == "trace":
             tracer = Profiler(workload.url, trace_s, out_dir / TRACE_FILE, endpoint="trace")
             tracer.start()
+            continue
+        if what == "sched":
+            sched_probe = wakeplace.SchedTraceProbe(sched_s, WORKLOAD_COMM, os.cpu_count() or 1)
+            sched_probe.start()
             continue
         if what == "perf":
             probe = perf.PerfProbe(pid, perf_s, profsplit=profsplit,
@@ -710,8 +720,17 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
         probe.join(timeout=perf_s + 180)
         perf_block = {"seconds": perf_s, "start_t_s": round(probe.t0 - t_start, 3),
                       "end_t_s": round(probe.t1 - t_start, 3), "error": probe.error, **(probe.result or {})}
+    placement = None
+    if sched_probe is not None:
+        sched_probe.join(timeout=sched_s + 120)
+        placement = {"seconds": sched_s, "start_t_s": round(sched_probe.t0 - t_start, 3),
+                     "end_t_s": round(sched_probe.t1 - t_start, 3), "error": sched_probe.error,
+                     "note": "the kernel's placement of wake-ups the workload's running threads make of its "
+                             "other threads (tracefs sched_waking/sched_switch on every CPU): "
+                             "cfsim.lab.wakeplace", **(sched_probe.result or {})}
     return Window(t_start, t_end, snap0, snap1, cpu0, cpu1, quota_changes,
-                  {"start": load0, "end": os.getloadavg()}, peak_since_start, oom, prof, perf_block, exectrace)
+                  {"start": load0, "end": os.getloadavg()}, peak_since_start, oom, prof, perf_block, exectrace,
+                  placement)
 
 
 def _after_death(sc: Scenario, cgs: RunCgroups, watch: Watch, prom: prometheus.Prometheus, t_start: float,
@@ -1046,6 +1065,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
             "profile": profile,
             "perf": window.perf,
             "exectrace": window.exectrace,
+            "wake_placement": window.wake_placement,
             "window_samples": {"note": "the /metrics samples the summary reads, at the window's start and end",
                                "workload": summary.window_samples(s0.workload, s1.workload),
                                "loadgen": summary.window_samples(s0.loadgen, s1.loadgen)},

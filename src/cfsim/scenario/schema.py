@@ -162,6 +162,17 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                             "(cfsim.kernel.resume; the lab's idle-cost grid measures it)",
                               _between(0, 100_000)),
         "resume_cold_ms": Key(1.0, "float", "idle time over which a process turns cold [ms]", _between(0.001, 10_000)),
+        "wake_affine_share": Key(0.0, "float", "share of the wake-ups one of the process's running threads makes "
+                                               "(a Go M waking another: futexwakeup) that the host's kernel puts on "
+                                               "the waker's own CPU although another CPU would do (cpu_sharing = "
+                                               "'slices'); 0 as mainline Linux places a wakee on an idle CPU that "
+                                               "shares the cache (select_idle_sibling); the lab's VM packs about "
+                                               "half of them (`cfsim lab wakeplace`)", _between(0, 1)),
+        "wake_preempt_share": Key(0.0, "float", "share of those wake-ups on the waker's CPU that take the CPU from "
+                                                "the waker at once (EEVDF wake-up preemption of a task no longer "
+                                                "eligible, check_preempt_wakeup_fair in kernel/sched/fair.c) "
+                                                "instead of waiting for its turn to end (`cfsim lab wakeplace`)",
+                                  _between(0, 1)),
         "wakeup_latency_us": Key(0.0, "float", "time from a thread's wake-up (futex_wake, a network event) to the "
                                                "woken thread running on an idle CPU [us] (the inter-processor "
                                                "interrupt and the CPU's exit from idle; a few us on bare metal, "
@@ -446,6 +457,12 @@ register_section("lab", {
                                   "and by the scheduler's counts (P starts, those that ran nothing, goroutines "
                                   "created and run, waits by reason) in the manifest's trace.sched "
                                   "(cfsim.io.gotrace; the raw trace is not kept); 0 = none", _ge(0)),
+    "sched_trace_s": Key(0.0, "float", "the kernel's scheduler trace (tracefs sched_waking and sched_switch on every "
+                                        "CPU; root) of this many seconds in the measured window, counted into the "
+                                        "manifest's wake_placement: where the kernel put the wake-ups the "
+                                        "workload's running threads made of its other threads, and how often they "
+                                        "took the waker's CPU at once (cfsim.lab.wakeplace, `cfsim lab "
+                                        "wakeplace`); 0 = none", _ge(0)),
     "memory_probe_rounds": Key(0, "int", "rounds of lab/cmd/faultbench (256 MiB faulted, released in 64 KiB "
                                           "runs, alone and with the other CPU busy) run just before the workload "
                                           "starts, in the manifest's host_memory_path: what a page fault, a "
