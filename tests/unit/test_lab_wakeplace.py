@@ -71,6 +71,26 @@ def test_rows_come_from_the_runs_manifests_and_a_run_without_them_is_named(tmp_p
     assert '"host.wake_affine_share" = 0.5' in toml and f'"{good}",' in toml
 
 
+def test_the_cli_writes_a_params_file_whose_runs_validate_counts_as_training(tmp_path, capsys):
+    from cfsim.cli import main
+    from cfsim.validation.calibrate import read_train_runs
+
+    runs = []
+    for i in range(2):
+        d = tmp_path / f"p00{i}"
+        d.mkdir()
+        with gzip.open(d / "manifest.json.gz", "wt") as f:
+            json.dump({"gomaxprocs": {"at_ready": 2 + 6 * i},
+                       "wake_placement": {k: v for k, v in _row().items() if k.startswith("wakes")}}, f)
+        runs.append(str(d))
+    out = tmp_path / "wp.toml"
+    assert main(["lab", "wakeplace", *runs, "--out", str(out)]) == 0
+    assert "host.wake_affine_share = 0.5" in capsys.readouterr().out
+    assert read_train_runs(out) == runs
+    assert main(["lab", "wakeplace", str(tmp_path / "missing")]) == 2
+    assert "no such run folder" in capsys.readouterr().err
+
+
 def test_the_trace_window_leaves_the_kernels_trace_off_and_empty(tmp_path, monkeypatch):
     fs = tmp_path / "tracing"
     (fs / "options").mkdir(parents=True)

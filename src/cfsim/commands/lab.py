@@ -158,11 +158,23 @@ def run(args) -> int:
         return 130
 
 
+def _emit_params(out: str | None, params: dict, toml: str) -> int:
+    """Write a ``--params`` file to ``out`` (saying what it holds) or print it."""
+    from cfsim.commands._paths import write_out_file
+
+    if out:
+        write_out_file(out, toml)
+        print(f"wrote {out}: " + ", ".join(f"{k} = {v}" for k, v in params.items()))
+    else:
+        print(toml, end="")
+    return 0
+
+
 def _host_params(args, name: str, binary: str, run_bench, fit, error: type[Exception]) -> int:
     """``cfsim lab wakeup``, ``cfsim lab tlb`` and ``cfsim lab switch``: run a host benchmark (or
     read its saved output, ``--from``), fit ``fit(text, source, command) -> (params, toml)`` and
     print or write the ``--params`` file. Exit 2 for bad input, 3 where the lab cannot run."""
-    from cfsim.commands._paths import check_out_file, write_out_file
+    from cfsim.commands._paths import check_out_file
     from cfsim.lab import build
 
     check_out_file(args.out, "--out")   # before the benchmark runs, not after
@@ -185,12 +197,7 @@ def _host_params(args, name: str, binary: str, run_bench, fit, error: type[Excep
     except error as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.out:
-        write_out_file(args.out, toml)
-        print(f"wrote {args.out}: " + ", ".join(f"{k} = {v}" for k, v in params.items()))
-    else:
-        print(toml, end="")
-    return 0
+    return _emit_params(args.out, params, toml)
 
 
 def run_wakeup(args) -> int:
@@ -229,7 +236,7 @@ def run_switch(args) -> int:
 def run_wakeplace(args) -> int:
     """``cfsim lab wakeplace RUN...``: pool the runs' wake placement into a ``--params`` file.
     Exit 2 for a run without one or too few wake-ups."""
-    from cfsim.commands._paths import check_out_file, write_out_file
+    from cfsim.commands._paths import check_out_file
     from cfsim.lab import wakeplace as wp
 
     check_out_file(args.out, "--out")
@@ -244,12 +251,7 @@ def run_wakeplace(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     toml = wp.params_toml(params, rows, command, [str(Path(r)).rstrip("/") for r in args.runs])
-    if args.out:
-        write_out_file(args.out, toml)
-        print(f"wrote {args.out}: " + ", ".join(f"{k} = {v}" for k, v in params.items()))
-    else:
-        print(toml, end="")
-    return 0
+    return _emit_params(args.out, params, toml)
 
 
 def _overrides_text(overrides: list) -> str:
