@@ -94,8 +94,9 @@ def test_the_cli_writes_a_params_file_whose_runs_validate_counts_as_training(tmp
 def test_the_trace_window_leaves_the_kernels_trace_off_and_empty(tmp_path, monkeypatch):
     fs = tmp_path / "tracing"
     (fs / "options").mkdir(parents=True)
-    for name in ("tracing_on", "set_event", "set_event_pid", "buffer_size_kb", "trace"):
+    for name in ("tracing_on", "set_event", "set_event_pid", "trace"):
         (fs / name).write_text("")
+    (fs / "buffer_size_kb").write_text("1408\n")
     line = WK.format(task="workload", pid=11, cpu=0, t=1.0, comm="workload", wakee=12, target=0)
 
     def sleep(_s):
@@ -105,6 +106,6 @@ def test_the_trace_window_leaves_the_kernels_trace_off_and_empty(tmp_path, monke
         (fs / "trace").write_text(line + "\n")
     monkeypatch.setattr(wp.time, "sleep", sleep)
     assert wp.trace_window(0.1, tracefs=fs) == line + "\n"
-    assert [(fs / n).read_text() for n in ("tracing_on", "set_event", "trace")] == ["0", "", ""]
+    assert [(fs / n).read_text() for n in ("tracing_on", "set_event", "trace", "buffer_size_kb")] == ["0", "", "", "1408"]
     with pytest.raises(wp.WakeplaceError, match="not writable"):
         wp.trace_window(0.1, tracefs=tmp_path / "none")

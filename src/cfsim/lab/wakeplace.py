@@ -181,14 +181,17 @@ def _write(path: Path, text: str, append: bool = False) -> None:
 def trace_window(seconds: float, tracefs: Path = TRACEFS, buffer_kb: int = 65536) -> str:
     """The kernel's ``sched_waking`` and ``sched_switch`` events on every CPU for ``seconds``
     (every task: whether another CPU was idle needs the others' switches too), as trace text.
-    Leaves tracing off and the event selection empty. Needs root and tracefs."""
+    Leaves tracing off, the event selection empty and the buffers at their size before. Needs
+    root and tracefs."""
     if not os.access(tracefs / "set_event", os.W_OK):
         raise WakeplaceError(f"the kernel's scheduler trace is not writable at {tracefs} (root and tracefs needed)")
     on = tracefs / "tracing_on"
+    size = tracefs / "buffer_size_kb"
+    kept = size.read_text().split()[0] if size.read_text().strip() else ""
     try:
         _write(on, "0")
         _write(tracefs / "set_event_pid", "")
-        _write(tracefs / "buffer_size_kb", str(buffer_kb))
+        _write(size, str(buffer_kb))
         _write(tracefs / "set_event", "")
         for event in ("sched:sched_waking", "sched:sched_switch"):
             _write(tracefs / "set_event", event + "\n", append=True)
@@ -201,6 +204,8 @@ def trace_window(seconds: float, tracefs: Path = TRACEFS, buffer_kb: int = 65536
         _write(on, "0")
         _write(tracefs / "set_event", "")
         _write(tracefs / "trace", "")
+        if kept.isdigit():
+            _write(size, kept)   # the kernel's buffers back to the size they had
 
 
 def shares(counts: dict[str, int]) -> dict[str, float | None]:
