@@ -455,8 +455,9 @@ register_section("lab", {
     "trace_s": Key(0.0, "float", "Go execution trace (runtime/trace, net/http/pprof) of this many seconds in the "
                                   "measured window, summarised one row per GC mark in gc_marks.csv.gz "
                                   "and by the scheduler's counts (P starts, those that ran nothing, goroutines "
-                                  "created and run, waits by reason) in the manifest's trace.sched "
-                                  "(cfsim.io.gotrace; the raw trace is not kept); 0 = none", _ge(0)),
+                                  "created and run, waits by reason) in the manifest's trace.sched, "
+                                  "and each stop-the-world split into its stopping and its restart in "
+                                  "trace.stw (cfsim.io.gotrace; the raw trace is not kept); 0 = none", _ge(0)),
     "sched_trace_s": Key(0.0, "float", "the kernel's scheduler trace (tracefs sched_waking and sched_switch on every "
                                         "CPU; root) of this many seconds in the measured window, counted into the "
                                         "manifest's wake_placement: where the kernel put the wake-ups the "
