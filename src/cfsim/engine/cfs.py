@@ -312,13 +312,12 @@ class CfsEngine:
         longer protects it), else it waits for the waker's turn to end. Mainline Linux puts a
         wakee on an idle CPU that shares the cache (``select_idle_sibling``); the lab's virtual
         machine puts about half of them beside their waker even so (``host.wake_affine_share``,
-        measured by ``cfsim lab wakeplace``). Only the sliced engine has turns to take; here the
-        placement alone applies."""
+        measured by ``cfsim lab wakeplace``). Only the sliced engine has turns to take (it sets
+        ``wakes_preempting_enabled``); here the placement alone applies."""
         if not (0.0 <= affine_share <= 1.0 and 0.0 <= preempt_share <= 1.0):
             raise ValueError(f"wake placement shares must be in [0, 1] (got {affine_share}, {preempt_share})")
         self._wake_affine = float(affine_share)
         self._wake_preempt = float(preempt_share)
-        # only an engine with turns (the sliced one) has a waker to preempt
 
     def _beside_waker(self, waker: int, c: int) -> int:
         wc = self._t_cpu[waker]

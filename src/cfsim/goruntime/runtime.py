@@ -1607,9 +1607,9 @@ class GoRuntime(RuntimeReports):
         self._lim_acc = list(acc)
 
     def _sweepterm_end(self, t_stw0: int) -> None:
-        """The coordinator runs again after the Ms it woke: the sweep-termination pause ends
-        (``work.pauseNS``) and so does the limiter's transition (``finishGCTransition``: the
-        whole span counts as GC time on every P)."""
+        """The coordinator has started the world (or runs again after the Ms it woke there took
+        its CPU): the sweep-termination pause ends (``work.pauseNS``) and so does the limiter's
+        transition (``finishGCTransition``: the whole span counts as GC time on every P)."""
         now = self.engine.now
         pause = now - t_stw0
         self.pauses_ns.append(pause)
@@ -2117,17 +2117,16 @@ class GoRuntime(RuntimeReports):
         # coordinator's CPU (host.wake_preempt_share) holds the sweep-termination pause open until
         # the coordinator runs again (the mark-termination pause ends before the world starts)
         defer = sweepterm and self.engine.wakes_preempting_enabled
-        if not defer:
+        if sweepterm:
+            if not defer:
+                self._sweepterm_end(self.stw_t0)
+        else:
             self.pauses_ns.append(pause)
             self.pause_end_ns.append(now)
-        if sweepterm:
-            self._sweepterm_pause = pause
-            if not defer:
+            if self.stw_then == self._gc_mark_end:
+                self.cycle_pause_ns.append((now, self._sweepterm_pause + pause))
+                self.pclass_published.append((now, tuple(self._acc())))
                 self._limiter_transition_end()
-        elif self.stw_then == self._gc_mark_end:
-            self.cycle_pause_ns.append((now, self._sweepterm_pause + pause))
-            self.pclass_published.append((now, tuple(self._acc())))
-            self._limiter_transition_end()
         self.stw = False
         self._stw_stopping = False
         self._integ_stw(begin=False)
@@ -2169,7 +2168,7 @@ class GoRuntime(RuntimeReports):
                 ret = w
             elif w:
                 # startTheWorldWithSema's notewakeup of the M of a P with work, by the coordinator
-                self.engine.run(m.tid, w, self._on_done, cur.tid if self.engine.is_runnable(cur.tid) else -1)
+                self.engine.run(m.tid, w, self._on_done, self._waker(m))
         if cur.p < 0 and ret is None and cur not in self.idle_ms:
             cur.seg = PARK
             self.idle_ms.append(cur)

@@ -142,10 +142,11 @@ def read_wakeplace(text: str, source: str = "wakeplace output") -> tuple[list[di
     return rows, {"source": source, "rounds": len({r["round"] for r in rows})}
 
 
-def _share(rows: Iterable[dict[str, Any]], part: str, whole: str) -> float | None:
+def _share(rows: Iterable[dict[str, Any]], part: str, whole: str, digits: int = 3) -> float | None:
+    """``part`` over ``whole`` summed over the rows (None without a ``whole``)."""
     rows = list(rows)
-    n = sum(r[whole] for r in rows)
-    return round(sum(r[part] for r in rows) / n, 3) if n else None
+    n = sum(r.get(whole, 0) for r in rows)
+    return round(sum(r[part] for r in rows) / n, digits) if n else None
 
 
 def wakeplace_params(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
@@ -215,10 +216,8 @@ def shares(counts: dict[str, int]) -> dict[str, float | None]:
     ...         "wakes_to_waker_preempting": 0})
     {'wake_affine_share': 0.25, 'wake_preempt_share': None}
     """
-    def share(part: str, whole: str) -> float | None:
-        return round(counts[part] / counts[whole], 4) if counts.get(whole) else None
-    return {"wake_affine_share": share("wakes_other_idle_to_waker", "wakes_other_idle"),
-            "wake_preempt_share": share("wakes_to_waker_preempting", "wakes_to_waker")}
+    return {"wake_affine_share": _share([counts], "wakes_other_idle_to_waker", "wakes_other_idle", 4),
+            "wake_preempt_share": _share([counts], "wakes_to_waker_preempting", "wakes_to_waker", 4)}
 
 
 class SchedTraceProbe(threading.Thread):
