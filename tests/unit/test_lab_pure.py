@@ -62,6 +62,9 @@ def test_commands_carry_the_knobs(tmp_path):
                         "go": {"gomaxprocs": "automaxprocs", "round": "ceil"}})
     w = launch.workload_command(tmp_path / "workload", sc, "127.0.0.1:1")
     assert w[w.index("-fanout") + 1] == "8" and "-automaxprocs" in w and w[w.index("-round") + 1] == "ceil"
+    assert w[w.index("-read-header-timeout-s") + 1] == "30"     # the server's ReadHeaderTimeout, as always
+    w0 = launch.workload_command(tmp_path / "workload", load_scenario({"lab": {"read_header_timeout_s": 0}}), "a")
+    assert w0[w0.index("-read-header-timeout-s") + 1] == "0"
     lg = launch.loadgen_command(tmp_path / "loadgen", sc, "http://x/work", "127.0.0.1:2")
     assert lg[lg.index("-clients") + 1] == "3" and lg[lg.index("-mode") + 1] == "closed"
     assert lg[lg.index("-max-conns") + 1] == "1024"   # the connection cap the twin assumes

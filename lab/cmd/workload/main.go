@@ -30,28 +30,29 @@ import (
 )
 
 type config struct {
-	listen            string
-	kind              string
-	automaxprocs      bool
-	round             string
-	automemlimit      bool
-	automemlimitRatio float64
-	threads           int
-	burnMs            float64
-	sleepMs           float64
-	jitterMs          float64
-	rate              string
-	workers           int
-	cpuMsPerItem      float64
-	allocKBPerItem    float64
-	initialBacklog    int64
-	fanout            int
-	cpuMsPerRequest   float64
-	allocKBPerRequest float64
-	liveHeapMB        float64
-	warmupS           float64
-	gcLimiterLog      string
-	seed              uint64
+	listen             string
+	kind               string
+	automaxprocs       bool
+	round              string
+	automemlimit       bool
+	automemlimitRatio  float64
+	threads            int
+	burnMs             float64
+	sleepMs            float64
+	jitterMs           float64
+	rate               string
+	workers            int
+	cpuMsPerItem       float64
+	allocKBPerItem     float64
+	initialBacklog     int64
+	fanout             int
+	cpuMsPerRequest    float64
+	allocKBPerRequest  float64
+	liveHeapMB         float64
+	warmupS            float64
+	gcLimiterLog       string
+	seed               uint64
+	readHeaderTimeoutS float64
 }
 
 func parseFlags() *config {
@@ -79,6 +80,8 @@ func parseFlags() *config {
 	flag.StringVar(&c.gcLimiterLog, "gc-limiter-log", "", "file for the GC CPU limiter's last-enabled cycle, read after each GC cycle")
 	flag.Float64Var(&c.warmupS, "warmup-s", 0, "burns starting before this are left out of cfsim_burn_max_seconds")
 	flag.Uint64Var(&c.seed, "seed", 0, "random seed")
+	flag.Float64Var(&c.readHeaderTimeoutS, "read-header-timeout-s", 30,
+		"http.Server ReadHeaderTimeout [s]; with one, net/http sets a read deadline before each request's header (a runtime timer); 0 = none")
 	flag.Parse()
 	switch c.kind {
 	case "threads", "stream", "single-thread", "closed", "open":
@@ -189,6 +192,7 @@ func main() {
 		"gomemlimit_bytes": debug.SetMemoryLimit(-1), "pid": os.Getpid(),
 	})
 	fmt.Fprintln(os.Stdout, string(info))
-	srv := &http.Server{Addr: cfg.listen, Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	srv := &http.Server{Addr: cfg.listen, Handler: mux,
+		ReadHeaderTimeout: time.Duration(cfg.readHeaderTimeoutS * float64(time.Second))}
 	log.Fatal(srv.ListenAndServe())
 }

@@ -51,7 +51,8 @@ def workload_command(binary: Path, sc: Scenario, listen: str, gc_limiter_log: Pa
             "-cpu-ms-per-request", f"{w['cpu_ms_per_request']:g}",
             "-alloc-kb-per-request", f"{w['alloc_kb_per_request']:g}",
             "-live-heap-mb", f"{g['live_heap_mb']:g}", "-warmup-s", f"{sc['run.warmup_s']:g}",
-            "-seed", str(sc["run.seed"]), "-round", g["round"]]
+            "-seed", str(sc["run.seed"]), "-round", g["round"],
+            "-read-header-timeout-s", f"{sc['lab.read_header_timeout_s']:g}"]
     if g["gomemlimit_policy"] == "automemlimit":
         argv += ["-automemlimit", "-automemlimit-ratio", f"{g['automemlimit_ratio']:g}"]
     if gc_limiter_log is not None:

@@ -257,6 +257,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                               "it is what the background scavenger measures and paces at 1 % of "
                                               "GOMAXPROCS",
                                _between(0, 10_000)),
+        "scavenge_page_us": Key(0.0, "float", "the runtime's own CPU for each 4 KiB page it gives back beyond the "
+                                              "madvise (page_release_us): finding free runs and updating the page "
+                                              "allocator's bitmaps under the heap lock (mgcscavenge.go, "
+                                              "pageAlloc.scavengeOne); lab host, lab/cmd/scavbench (cfsim lab scav) [us]",
+                                _between(0, 10_000)),
         # Runtime cost parameters (priors, their public anchors and calibration paths:
         # docs/model-notes.md, "Go runtime cost priors"). Priors, not fitted to any story.
         "roots_mb": Key(0.5, "float", "stacks + globals scanned each GC [MiB] (/gc/scan/stack + /gc/scan/globals)",
@@ -503,6 +508,13 @@ register_section("lab", {
     "load_fraction": Key(None, "float", "open kinds: sets workload.rate_per_s = load_fraction x cgroup.cpu_limit / "
                                         "cpu_ms_per_request (the grid resolves it before the run)",
                          _gt(0), optional=True),
+    "read_header_timeout_s": Key(30.0, "float", "the lab server's http.Server ReadHeaderTimeout (kind=closed, open): "
+                                                "with one, net/http sets the connection's read deadline before "
+                                                "each request (server.go, (*conn).serve), a runtime timer whose "
+                                                "addition may wake the netpoller or an M (time.go, wakeNetPoller): "
+                                                "measured 0.10 more Ms' sleeps a request at GOMAXPROCS 2 and 0.21 at "
+                                                "8 (750/s, 1 core); the model has no such timer; 0 = none [s]",
+                                 _between(0, 86400)),
     "godebug": Key("", "str", "extra GODEBUG settings for the workload (name=value[,...], e.g. "
                               "'asyncpreemptoff=1'), after the GOMAXPROCS policy's and the GC trace's",
                    _godebug),
