@@ -7,6 +7,7 @@
     python -m cfsim lab wakeup --out docs/params/lab-host-wakeup.toml [--rounds 3]
     python -m cfsim lab tlb --out docs/params/lab-host-memory.toml [--rounds 3]
     python -m cfsim lab switch --out docs/params/lab-host-thread-switch.toml [--rounds 3]
+    python -m cfsim lab scav --out docs/params/lab-host-scavenge.toml [--rounds 3]
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
 def add_parser(sub) -> None:
     p = sub.add_parser("lab", help="real runs under real CFS quotas, scraped by Prometheus (root)")
-    lab_sub = p.add_subparsers(dest="lab_command", metavar="{run,grid,wakeup,tlb,switch}")
+    lab_sub = p.add_subparsers(dest="lab_command", metavar="{run,grid,wakeup,tlb,switch,scav,wakeplace}")
     r = lab_sub.add_parser("run", help="one real run of a scenario")
     r.add_argument("scenario", help="a scenario TOML file or a built-in name")
     r.add_argument("--out", required=True, metavar="DIR", help="run folder, e.g. data/lab/<run-id>")
@@ -58,6 +59,11 @@ def add_parser(sub) -> None:
                     "this host's CPU for a context switch between two threads of one process on one CPU, and "
                     "between two processes (lab/cmd/switchbench), written as host.thread_switch_us",
                     "rounds, each alone, two threads and two processes yielding on one CPU (3 s each)")
+    _add_host_bench(lab_sub, "scav", "scavbench", run_scav,
+                    "this host's CPU for the Go runtime's give-back-and-fault-again cycle near a memory limit "
+                    "(lab/cmd/scavbench, with lab/cmd/faultbench for the bare madvise), written as "
+                    "go.page_fault_us and go.scavenge_page_us",
+                    "rounds, each at GOGC 100 and near GOMEMLIMIT (about 10 s each)")
     w = lab_sub.add_parser("wakeplace", help="where this host's kernel puts a thread that a running thread of its "
                                              "process wakes, and whether it takes the waker's CPU, from lab runs "
                                              "that recorded lab.sched_trace_s; written as host.wake_affine_share "
@@ -231,6 +237,16 @@ def run_switch(args) -> int:
 
     return _host_params(args, "switch", "switchbench", ts.run_switchbench,
                         _rows_fit(ts.read_switchbench, ts.switch_params, ts.params_toml), ts.SwitchbenchError)
+
+
+def run_scav(args) -> int:
+    from cfsim.lab import scav
+
+    def fit(text: str, source: str, command: str):
+        rows, meta = scav.read_scavbench(text, source)
+        params = scav.scav_params(rows, meta["bare_release_us"])
+        return params, scav.params_toml(params, rows, meta["bare_release_us"], command)
+    return _host_params(args, "scav", "scavbench", scav.run_scavbench, fit, scav.ScavbenchError)
 
 
 def run_wakeplace(args) -> int:

@@ -250,7 +250,8 @@ class GoParams:
     alloc_ns_per_byte: float = 165.0 / 1024   # mallocgc per allocated byte (see schema go.alloc_ns_per_kb)
     page_fault_ns: float = 1_000.0            # a page fault on grown or released heap memory
     sweep_ns_per_page: float = 0.0            # sweeping one 8 KiB page of the heap in use, once a cycle
-    page_release_ns: float = 140.0            # returning a page to the OS
+    page_release_ns: float = 140.0            # returning a page to the OS (the madvise)
+    scavenge_page_ns: float = 0.0             # the runtime's own work for each page it returns
     tlb_shootdown_ns: float = 0.0             # flushing another CPU's TLB after a release (host.tlb_shootdown_us)
     wakeup: WakeupCost = WakeupCost()         # the host's CPU per sleep and wake-up of a thread
     resume: ResumeCost = ResumeCost()         # the process's CPU to resume after idling (cold caches)
@@ -281,7 +282,8 @@ class GoParams:
                    background_cores=sc["host.background_cores"],
                    alloc_ns_per_byte=go["alloc_ns_per_kb"] / 1024, page_fault_ns=go["page_fault_us"] * 1e3,
                    sweep_ns_per_page=go["sweep_ns_per_page"],
-                   page_release_ns=go["page_release_us"] * 1e3, tlb_shootdown_ns=sc["host.tlb_shootdown_us"] * 1e3,
+                   page_release_ns=go["page_release_us"] * 1e3, scavenge_page_ns=go["scavenge_page_us"] * 1e3,
+                   tlb_shootdown_ns=sc["host.tlb_shootdown_us"] * 1e3,
                    wakeup=WakeupCost.from_scenario(sc), resume=ResumeCost.from_scenario(sc))
 
 
@@ -1232,9 +1234,10 @@ class GoRuntime(RuntimeReports):
 
     def _release_ns_per_page(self, others: int) -> float:
         """CPU of releasing a 4 KiB page with ``others`` other CPUs running the process: the
-        ``madvise`` itself and one TLB flush of each per 64 KiB released."""
+        runtime's own work (``go.scavenge_page_us``), the ``madvise`` itself and one TLB flush of
+        each per 64 KiB released."""
         p = self.params
-        return p.page_release_ns + others * p.tlb_shootdown_ns * gmem.PAGE / gmem.SCAVENGE_QUANTUM
+        return p.scavenge_page_ns + p.page_release_ns + others * p.tlb_shootdown_ns * gmem.PAGE / gmem.SCAVENGE_QUANTUM
 
     def _count_alloc(self, alloc: int, work: int) -> None:
         """Heap accounting of a chunk's allocation (``heapLive``, ``/gc/heap/allocs``, the spans

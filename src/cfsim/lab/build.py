@@ -6,7 +6,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-BINARIES = ("workload", "loadgen", "profsplit", "wakebench", "faultbench", "c2cbench", "switchbench", "stwbench")
+BINARIES = ("workload", "loadgen", "profsplit", "wakebench", "faultbench", "c2cbench", "switchbench", "stwbench",
+            "scavbench")
 
 
 class BuildError(RuntimeError):
