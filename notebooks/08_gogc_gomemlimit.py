@@ -110,6 +110,12 @@ if PARAMS is None:
     sharing = tomllib.loads((repo_root() / "docs" / "params" / "gc-parallel.toml").read_text())["params"]
     PARAMS.update({k: float(v) for k, v in sharing.items()})
     print(f"lab host, two CPUs marking: {sharing}")
+    # the lab host's price of the runtime's give-back-and-fault-again cycle near a memory limit
+    # (docs/params/lab-host-scavenge.toml, `cfsim lab scav`): a fault on a page the runtime gave back,
+    # and the runtime's own work a page it gives back (measured, not fitted)
+    scav = tomllib.loads((repo_root() / "docs" / "params" / "lab-host-scavenge.toml").read_text())["params"]
+    PARAMS.update({k: float(v) for k, v in scav.items()})
+    print(f"lab host, giving pages back and faulting them in again: {scav}")
 base = load_scenario(base_raw)
 if PARAMS:
     base = base.with_overrides(list(PARAMS.items()))
@@ -180,8 +186,10 @@ fig.tight_layout()
 # too cheap) and the lab host's measured costs the fit held fixed, among them a TLB flush when memory
 # is returned while another CPU runs the process (`docs/params/lab-host-memory.toml`, `cfsim lab tlb`: at
 # GOMAXPROCS >= 2 a heap held at its GOMEMLIMIT releases and refaults nearly every page it
-# allocates, and every release interrupts the other CPU), and the extra mark CPU of two CPUs marking at
-# once (`docs/params/gc-parallel.toml`, fitted on the `gc-memory-profile` grid). Errors per metric as `cfsim validate` computes them: GC cycles per second, the heap
+# allocates, and every release interrupts the other CPU), the extra mark CPU of two CPUs marking at
+# once (`docs/params/gc-parallel.toml`, fitted on the `gc-memory-profile` grid), and what a page the
+# runtime gives back and faults in again costs there (`docs/params/lab-host-scavenge.toml`, `cfsim lab
+# scav`: the fault 1.65 us, the runtime's own work 0.12 us a page, measured by `lab/cmd/scavbench`). Errors per metric as `cfsim validate` computes them: GC cycles per second, the heap
 # goal averaged over the window, throughput, the memory cgroup's usage averaged over the window (its
 # end value is one point of the heap's saw-tooth), and the OOM kill (exact). A run the kernel
 # OOM-killed (in the lab or in the model) is compared only on the kill.
@@ -201,8 +209,9 @@ TWIN_WINDOW = (TWIN_RUN_S / 4, TWIN_RUN_S) if TWIN_RUN_S is not None else None
 
 def validate_twins(grid: Path, prefixes: tuple | None):
     """`cfsim validate GRID --params docs/params/gc-memory.toml --params docs/params/lab-host-switches.toml
-    --params docs/params/lab-host-memory.toml --params docs/params/gc-parallel.toml` on the grid's point runs (those whose folder names start with ``prefixes``; None: all), twins
-    shortened to TWIN_WINDOW."""
+    --params docs/params/lab-host-memory.toml --params docs/params/gc-parallel.toml
+    --params docs/params/lab-host-scavenge.toml` on the grid's point runs (those whose folder names start with
+    ``prefixes``; None: all), twins shortened to TWIN_WINDOW."""
     runs = [r for r in find_runs(grid) if not is_calibration_run(r)]
     if prefixes is not None:
         runs = [r for r in runs if r.name.startswith(prefixes)]
@@ -282,7 +291,8 @@ if not lab.empty:
 # The throughput at GOGC off with GOMEMLIMIT 1.1 x the live heap, over the throughput at GOGC 100, in
 # the lab and in the model (the issue's goal: the model's ratio within +-20 % of the lab's), at
 # GOMAXPROCS 2; then every design and near-live setting of the grid as `cfsim validate` reports them
-# (`gc.spiral` in its report.json; over the whole lab 43 of 54 pairs within 20 % on 2026-12-05).
+# (`gc.spiral` in its report.json; over the whole lab with the README's seven files 41 of 54 pairs within
+# 20 % on 2026-12-05, 43 with the five before).
 
 # %%
 def spiral_share(tight: pd.DataFrame, ref: pd.DataFrame) -> dict:
