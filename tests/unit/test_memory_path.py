@@ -140,3 +140,27 @@ def test_recommend_on_a_lab_run_takes_its_grids_memory_path(tmp_path):
     nominal = dict(unc.nominal)
     assert nominal["go.page_release_us"] == 0.28 and nominal["host.tlb_shootdown_us"] == 38.0
     assert "memory path" in unc.description
+
+
+def test_the_runtimes_own_cycle_joins_the_probe_and_the_grids_medians(tmp_path):
+    from cfsim.lab.scav import measure_page_cycle
+
+    def mode(r, m, faults, stime, scav):
+        return json.dumps({"round": r, "mode": m, "records": 500, "faults_per_record": faults,
+                           "stime_us_per_record": stime, "scavenge_us_per_record": scav, "user_us_per_record": 14,
+                           "gc_us_per_record": 11, "gc_cycles_per_1000_records": 2})
+    lines = "\n".join(mode(r, m, f, st, sv) for r in range(3)
+                      for m, f, st, sv in (("reference", 1.5, 3.0, 0.5), ("limit", 16.5, 29.0 + r, 4.7)))
+    bench = tmp_path / "scavbench"
+    bench.write_text(f"#!/bin/sh\ncat <<'EOF'\n{lines}\nEOF\n")
+    bench.chmod(bench.stat().st_mode | stat.S_IEXEC)
+    cycle = measure_page_cycle(bench, bare_release_us=0.2)
+    assert cycle["go.page_fault_us"] == pytest.approx(27 / 15 - 0.2, abs=1e-3)     # the median round's
+    assert cycle["go.scavenge_page_us"] == pytest.approx(4.2 / 15 - 0.2, abs=1e-3) and len(cycle["page_cycle_rows"]) == 6
+    broken = measure_page_cycle(_fake_binary(tmp_path, "exit 2\n"), 0.2)
+    assert set(broken) == {"page_cycle_error"} and "exit 2" in broken["page_cycle_error"]
+    runs = [_run(tmp_path / "calib-start", "calib-start", {"go.page_release_us": 0.2, **{k: v for k, v in cycle.items()
+                                                                                         if k.startswith("go.")}}),
+            _run(tmp_path / "calib-end", "calib-end", {"go.page_release_us": 0.4, "page_cycle_error": "x"})]
+    path = grid_memory_path(runs)
+    assert path["go.page_fault_us"] == pytest.approx(cycle["go.page_fault_us"]) and path["go.page_release_us"] == 0.3

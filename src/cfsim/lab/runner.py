@@ -66,6 +66,7 @@ from cfsim.lab.c2c import measure_c2c
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
 from cfsim.lab.lock import machine_lock
 from cfsim.lab.tlb import measure_memory_path
+from cfsim.lab.scav import measure_page_cycle
 from cfsim.scenario import Scenario, ScenarioError
 
 READY_POLL_S = 0.05
@@ -887,6 +888,11 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         # (calibration runs: cfsim.lab.grid.CALIBRATION_MEMORY_PROBE_ROUNDS)
         memory_path = (measure_memory_path(bins["faultbench"], sc["lab.memory_probe_rounds"])
                        if sc["lab.memory_probe_rounds"] else None)
+        if memory_path is not None and not memory_path.get("error"):
+            # and the runtime's own give-back-and-fault-again cycle near a memory limit: the fault
+            # and the runtime's work a page (cfsim.lab.scav, about 12 s)
+            memory_path.update(measure_page_cycle(bins["scavbench"], memory_path["release_us_per_page"],
+                                                  sc["lab.memory_probe_rounds"]))
         name = cgroup.run_name(run_id)
         cg = cgroup.create(name, tools.mounts, version)
         cleanup.callback(cg.remove)

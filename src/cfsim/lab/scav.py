@@ -154,6 +154,29 @@ def run_scavbench(binary: Path, rounds: int = 3, timeout_s: float = 900.0) -> st
     return fb + res.stdout
 
 
+#: seconds a mode in a calibration run's probe (after a quarter of that to warm up): three rounds
+#: take about 12 s
+PROBE_SECONDS = 1.5
+
+
+def measure_page_cycle(binary: Path, bare_release_us: float, rounds: int = 3,
+                       timeout_s: float = 120.0) -> dict[str, Any]:
+    """Run ``scavbench`` just before a lab run (after faultbench, whose bare release per page it
+    takes out) and return ``go.page_fault_us``, ``go.scavenge_page_us`` and each round's row;
+    ``{"page_cycle_error": ...}`` instead when it cannot run, so a probe never fails the run it
+    precedes."""
+    try:
+        res = subprocess.run([str(binary), "-rounds", str(rounds), "-seconds", str(PROBE_SECONDS)],
+                             capture_output=True, text=True, timeout=timeout_s)
+        if res.returncode != 0:
+            raise ScavbenchError(f"exit {res.returncode}: {res.stderr.strip()[-500:]}")
+        rows, _ = read_scavbench(res.stdout, Path(binary).name)
+        params = scav_params(rows, bare_release_us)
+    except (OSError, subprocess.TimeoutExpired, ScavbenchError) as exc:
+        return {"page_cycle_error": f"{Path(binary).name}: {exc}"}
+    return {**params, "page_cycle_rows": [{k: r[k] for k in _FIELDS} for r in rows]}
+
+
 def params_toml(params: dict[str, float], rows: list[dict[str, Any]], bare_release_us: float, command: str) -> str:
     """A ``--params`` file with the measurement it came from as comments."""
     lines = [

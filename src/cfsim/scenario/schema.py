@@ -473,7 +473,9 @@ register_section("lab", {
                                           "runs, alone and with the other CPU busy) run just before the workload "
                                           "starts, in the manifest's host_memory_path: what a page fault, a "
                                           "release and a TLB shootdown cost on the host at that moment "
-                                          "(cfsim.lab.tlb.measure_memory_path; a grid's calibration runs take 3); "
+                                          "(cfsim.lab.tlb.measure_memory_path; a grid's calibration runs take 3), "
+                                          "then as many rounds of lab/cmd/scavbench: the runtime's own "
+                                          "give-back-and-fault-again cycle (cfsim.lab.scav.measure_page_cycle); "
                                           "0 = none", _between(0, 20)),
     "perf_s": Key(0.0, "float", "perf stat counters (context switches, migrations, page faults, signals) and a "
                                 "perf record split by DSO (kernel share) and by stack (user / scheduler / GC, "

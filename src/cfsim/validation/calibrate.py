@@ -208,18 +208,26 @@ def memory_path_overrides(memory_path: Mapping[str, float] | None) -> dict[str, 
     price stays as given: faultbench's refault (0.52-0.58 us against 0.35) is not the fault in
     place, and near the limit at GOMAXPROCS 1, where no shootdown is sent, the lab paid about 1.06
     us a fault beyond its GOGC-100 user CPU that night, the prior's 1.0 (scaling it with the
-    release, 1.92, made that twin 11 % slow). Empty without a probe.
+    release, 1.92, made that twin 11 % slow): faultbench's refault is never taken for it. Calibration
+    runs since 2026-12-05 also run the runtime's own cycle (``lab/cmd/scavbench``,
+    :func:`cfsim.lab.scav.measure_page_cycle`): where they did, its fault and the runtime's work a
+    page given back (``go.page_fault_us``, ``go.scavenge_page_us``) are taken as measured too.
+    Empty without a probe.
 
     >>> memory_path_overrides({"go.page_release_us": 0.3, "host.tlb_shootdown_us": 40.0})
     {'go.page_release_us': 0.3, 'host.tlb_shootdown_us': 40.0}
+    >>> memory_path_overrides({"go.page_release_us": 0.3, "host.tlb_shootdown_us": 40.0, "go.page_fault_us": 1.7,
+    ...                        "go.scavenge_page_us": 0.1})
+    {'go.page_release_us': 0.3, 'host.tlb_shootdown_us': 40.0, 'go.page_fault_us': 1.7, 'go.scavenge_page_us': 0.1}
     >>> memory_path_overrides({"go.page_release_us": 0.3, "host.tlb_shootdown_us": None}), memory_path_overrides(None)
     ({'go.page_release_us': 0.3}, {})
     """
     if not memory_path or not memory_path.get("go.page_release_us"):
         return {}
     out = {"go.page_release_us": float(memory_path["go.page_release_us"])}
-    if memory_path.get("host.tlb_shootdown_us") is not None:
-        out["host.tlb_shootdown_us"] = float(memory_path["host.tlb_shootdown_us"])
+    for key in ("host.tlb_shootdown_us", "go.page_fault_us", "go.scavenge_page_us"):
+        if memory_path.get(key) is not None:
+            out[key] = float(memory_path[key])
     return out
 
 

@@ -529,7 +529,7 @@ def grid_memory_path(calibration_runs: list[Path]) -> dict[str, float] | None:
     probes = [p for run in calibration_runs
               if isinstance(p := run_manifest(run).get("host_memory_path"), dict) and not p.get("error")]
     out: dict[str, float] = {}
-    for key in ("go.page_release_us", "host.tlb_shootdown_us"):
+    for key in ("go.page_release_us", "host.tlb_shootdown_us", "go.page_fault_us", "go.scavenge_page_us"):
         values = [float(p[key]) for p in probes if p.get(key) is not None]
         if values:
             out[key] = round(statistics.median(values), 4)
