@@ -12,7 +12,7 @@
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, tenant-root 29,
 #   idle-cost 32, gc-limiter 10, gc-idle-workers 7, gc-memory-path 13,
 #   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53,
-#   profiles-low-load 15, sleeps-trace 5, wake-placement 8.
+#   profiles-low-load 15, sleeps-trace 5, wake-placement 8, gc-page-cycle 14.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -180,3 +180,8 @@ if [ -z "$ARGS" ] || want sleeps-trace; then
 if [ -z "$ARGS" ] || want wake-placement; then
   grid $S/open-latency.toml --design $S/wake-placement.designs.toml --set lab.quiet_host_cores=0.3 \
     --out data/lab/wake-placement; fi
+if [ -z "$ARGS" ] || want gc-page-cycle; then
+  # the death spiral's points, each twin with the runtime's give-back-and-fault-again cycle measured
+  # by the calibration run just before it (lab/cmd/scavbench in the memory probe)
+  grid $S/gc-memory.toml --design $S/gc-page-cycle.designs.toml --set lab.quiet_host_cores=0.3 \
+    --calibrate-every 4 --out data/lab/gc-page-cycle; fi

@@ -65,8 +65,8 @@ from cfsim.lab import wakeplace
 from cfsim.lab.c2c import measure_c2c
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
 from cfsim.lab.lock import machine_lock
-from cfsim.lab.tlb import measure_memory_path
 from cfsim.lab.scav import measure_page_cycle
+from cfsim.lab.tlb import measure_memory_path
 from cfsim.scenario import Scenario, ScenarioError
 
 READY_POLL_S = 0.05
