@@ -3,6 +3,8 @@ one reader, so every malformed line is named the same way, by its source and lin
 from __future__ import annotations
 
 import json
+import platform
+from datetime import datetime, timezone
 from typing import Any, Iterable, Iterator
 
 
@@ -31,3 +33,19 @@ def require(obj: dict[str, Any], fields: Iterable[str], source: str, line: int, 
     missing = [k for k in fields if k not in obj]
     if missing:
         raise error(f"{source} line {line}: missing {', '.join(missing)}")
+
+
+def params_toml_text(about: Iterable[str], command: str, legend: Iterable[str], rows: Iterable[str],
+                     params: dict[str, Any]) -> str:
+    """A host benchmark's ``--params`` file: what it measured (``about``, comment lines), the host
+    and the command that reproduces it, each round's figures (``legend`` then ``rows``) and the
+    ``[params]`` table.
+
+    >>> print(params_toml_text(["# a bench"], "cfsim lab x", ["# round: a"], ["#   0: 1.0"], {"go.k": 1.5}).split("\\n")[3:])
+    ['# round: a', '#   0: 1.0', '[params]', '"go.k" = 1.5', '']
+    """
+    lines = [*about,
+             f"# Host: {platform.node()}, kernel {platform.release()}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+             f"# Reproduce: {command}", *legend, *rows, "[params]"]
+    lines += [f'"{k}" = {v}' for k, v in params.items()]
+    return "\n".join(lines) + "\n"

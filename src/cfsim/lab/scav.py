@@ -26,14 +26,12 @@ pvlib style) and names the line of anything malformed.
 from __future__ import annotations
 
 import json
-import platform
 import statistics
 import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cfsim.lab.benchout import json_lines, require
+from cfsim.lab.benchout import json_lines, params_toml_text, require
 from cfsim.lab.tlb import FaultbenchError, read_faultbench, run_faultbench
 
 _FIELDS = ("round", "mode", "records", "faults_per_record", "stime_us_per_record", "scavenge_us_per_record",
@@ -179,7 +177,7 @@ def measure_page_cycle(binary: Path, bare_release_us: float, rounds: int = 3,
 
 def params_toml(params: dict[str, float], rows: list[dict[str, Any]], bare_release_us: float, command: str) -> str:
     """A ``--params`` file with the measurement it came from as comments."""
-    lines = [
+    about = [
         "# This host's CPU for the Go runtime's give-back-and-fault-again cycle near a memory limit, measured",
         "# by lab/cmd/scavbench at GOMAXPROCS 1 (no TLB shootdowns): 64 KiB records of 1 KiB buffers beside a",
         "# 16 MiB live heap, each round at GOGC 100 without a limit (reference) and at GOGC off with GOMEMLIMIT",
@@ -190,17 +188,12 @@ def params_toml(params: dict[str, float], rows: list[dict[str, Any]], bare_relea
         "# (/cpu/classes/scavenge/total) per page less the same madvise (lab/cmd/faultbench alone, the",
         f"# same minutes: {bare_release_us:.3f} us a page). faultbench's own refault (a page hot in the CPU's",
         "# page lists and cache) is cheaper than this fault; cfsim.lab.scav says why.",
-        f"# Host: {platform.node()}, kernel {platform.release()}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
-        f"# Reproduce: {command}",
-        "# round: extra faults a record, fault [us], scavenger per page [us]; per mode: faults, stime, scavenge,",
-        "#   user P-time, GC [us a record], GC cycles a 1000 records",
     ]
-    for p in round_prices(rows, bare_release_us):
-        lines.append(f"#   {int(p['round'])}: {p['extra_faults']:.2f}, {p['fault_us']:.3f}, {p['scavenger_us_per_page']:.3f}")
-    for r in rows:
-        lines.append(f"#     {int(r['round'])} {r['mode']:9s}: {r['faults_per_record']:.2f}, {r['stime_us_per_record']:.2f}, "
-                     f"{r['scavenge_us_per_record']:.2f}, {r['user_us_per_record']:.2f}, {r['gc_us_per_record']:.2f}, "
-                     f"{r['gc_cycles_per_1000_records']:.2f}")
-    lines.append("[params]")
-    lines += [f'"{k}" = {v}' for k, v in params.items()]
-    return "\n".join(lines) + "\n"
+    legend = ["# round: extra faults a record, fault [us], scavenger per page [us]; per mode: faults, stime, scavenge,",
+              "#   user P-time, GC [us a record], GC cycles a 1000 records"]
+    lines = [f"#   {int(p['round'])}: {p['extra_faults']:.2f}, {p['fault_us']:.3f}, {p['scavenger_us_per_page']:.3f}"
+             for p in round_prices(rows, bare_release_us)]
+    lines += [f"#     {int(r['round'])} {r['mode']:9s}: {r['faults_per_record']:.2f}, {r['stime_us_per_record']:.2f}, "
+              f"{r['scavenge_us_per_record']:.2f}, {r['user_us_per_record']:.2f}, {r['gc_us_per_record']:.2f}, "
+              f"{r['gc_cycles_per_1000_records']:.2f}" for r in rows]
+    return params_toml_text(about, command, legend, lines, params)

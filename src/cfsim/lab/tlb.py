@@ -11,14 +11,12 @@ the line of anything malformed; ``tlb_params`` takes medians over the rounds.
 """
 from __future__ import annotations
 
-import platform
 import statistics
 import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cfsim.lab.benchout import json_lines, require
+from cfsim.lab.benchout import json_lines, params_toml_text, require
 
 _FIELDS = ("round", "busy", "fault_us_per_page", "refault_us_per_page", "release_us_per_page", "release_us",
            "flushes_per_release", "other_lost_us_per_release")
@@ -134,21 +132,16 @@ def measure_memory_path(binary: Path, rounds: int = 3, timeout_s: float = 120.0)
 
 def params_toml(params: dict[str, float], rows: list[dict[str, Any]], command: str) -> str:
     """A ``--params`` file with the measurement it came from as comments."""
-    lines = [
+    about = [
         "# This host's CPU for returning memory to the OS, measured by lab/cmd/faultbench: 256 MiB",
         "# released in 64 KiB runs (madvise MADV_DONTNEED, as Go's scavenger does), alone and with a",
         "# second thread of the process spinning on the other CPU, whose TLB each release must then flush",
         "# (flushes counted in the 'TLB' row of /proc/interrupts; the spinner's progress gives what the",
         "# interrupt costs the CPU it hits). host.tlb_shootdown_us = the releasing thread's wait per flush",
         "# + the interrupted thread's loss per flush; on bare metal a few us, so the default is 0.",
-        f"# Host: {platform.node()}, kernel {platform.release()}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
-        f"# Reproduce: {command}",
-        "# round, mode: release [us] (per page), flushes per release, other thread's loss per release [us]",
     ]
-    for r in rows:
-        lines.append(f"#   {int(r['round'])} {'busy ' if r['busy'] else 'alone'}: {r['release_us']:.2f} "
-                     f"({r['release_us_per_page']:.3f}), {r['flushes_per_release']:.2f}, "
-                     f"{r['other_lost_us_per_release']:.2f}")
-    lines.append("[params]")
-    lines += [f'"{k}" = {v}' for k, v in params.items()]
-    return "\n".join(lines) + "\n"
+    legend = ["# round, mode: release [us] (per page), flushes per release, other thread's loss per release [us]"]
+    lines = [f"#   {int(r['round'])} {'busy ' if r['busy'] else 'alone'}: {r['release_us']:.2f} "
+             f"({r['release_us_per_page']:.3f}), {r['flushes_per_release']:.2f}, "
+             f"{r['other_lost_us_per_release']:.2f}" for r in rows]
+    return params_toml_text(about, command, legend, lines, params)
