@@ -49,3 +49,26 @@ def params_toml_text(about: Iterable[str], command: str, legend: Iterable[str], 
              f"# Reproduce: {command}", *legend, *rows, "[params]"]
     lines += [f'"{k}" = {v}' for k, v in params.items()]
     return "\n".join(lines) + "\n"
+
+
+def number_row(obj: dict[str, Any], fields: Iterable[str], source: str, line: int, error: type[ValueError],
+               label: str | None = None) -> dict[str, Any]:
+    """``obj``'s ``fields`` as floats (``label``, a word such as a mode, kept as it is) after
+    :func:`require`; ``error`` naming the source and line for a field that is not a number.
+
+    >>> number_row({"round": 0, "mode": "alone", "us": "2.5"}, ("round", "mode", "us"), "x", 1, ValueError, "mode")
+    {'round': 0.0, 'us': 2.5, 'mode': 'alone'}
+    >>> number_row({"round": 0, "us": "slow"}, ("round", "us"), "x.jsonl", 3, ValueError)
+    Traceback (most recent call last):
+    ...
+    ValueError: x.jsonl line 3: a field that is not a number
+    """
+    fields = tuple(fields)
+    require(obj, fields, source, line, error)
+    try:
+        row: dict[str, Any] = {k: float(obj[k]) for k in fields if k != label}
+    except (TypeError, ValueError):
+        raise error(f"{source} line {line}: a field that is not a number") from None
+    if label is not None:
+        row[label] = obj[label]
+    return row

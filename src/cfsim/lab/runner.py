@@ -705,33 +705,33 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
         snap1, cpu1, oom, t_end = _after_death(sc, cgs, watch, prom, t_start, snap_t0.t_s, log, run_id)
         # the warm-up capture died with the workload: the window starts at t=0
         snap0, cpu0 = snap_t0, cpu_t0
-    prof = None
+    prof: dict[str, Any] | None = None
+    exectrace: dict[str, Any] | None = None
+    perf_block: dict[str, Any] | None = None
+    placement: dict[str, Any] | None = None
     if profiler is not None:
-        profiler.join(timeout=prof_s + 90)
-        prof = {"seconds": prof_s, "file": "profile.pb.gz", "start_t_s": round(profiler.t0 - t_start, 3),
-                "end_t_s": round(profiler.t1 - t_start, 3), "error": profiler.error}
-    exectrace = None
+        prof = {**_probe_block(profiler, prof_s, t_start, 90), "file": "profile.pb.gz"}
     if tracer is not None:
-        tracer.join(timeout=trace_s + 90)
-        exectrace = {"seconds": trace_s, "start_t_s": round(tracer.t0 - t_start, 3),
-                     "end_t_s": round(tracer.t1 - t_start, 3), "error": tracer.error,
-                     **write_gc_marks(out_dir)}
-    perf_block = None
+        exectrace = {**_probe_block(tracer, trace_s, t_start, 90), **write_gc_marks(out_dir)}
     if probe is not None:
-        probe.join(timeout=perf_s + 180)
-        perf_block = {"seconds": perf_s, "start_t_s": round(probe.t0 - t_start, 3),
-                      "end_t_s": round(probe.t1 - t_start, 3), "error": probe.error, **(probe.result or {})}
-    placement = None
+        perf_block = {**_probe_block(probe, perf_s, t_start, 180), **(probe.result or {})}
     if sched_probe is not None:
-        sched_probe.join(timeout=sched_s + 120)
-        placement = {"seconds": sched_s, "start_t_s": round(sched_probe.t0 - t_start, 3),
-                     "end_t_s": round(sched_probe.t1 - t_start, 3), "error": sched_probe.error,
+        placement = {**_probe_block(sched_probe, sched_s, t_start, 120),
                      "note": "the kernel's placement of wake-ups the workload's running threads make of its "
                              "other threads (tracefs sched_waking/sched_switch on every CPU): "
                              "cfsim.lab.wakeplace", **(sched_probe.result or {})}
     return Window(t_start, t_end, snap0, snap1, cpu0, cpu1, quota_changes,
                   {"start": load0, "end": os.getloadavg()}, peak_since_start, oom, prof, perf_block, exectrace,
                   placement)
+
+
+def _probe_block(probe: Any, seconds: float, t_start: float, grace_s: float) -> dict[str, Any]:
+    """Wait for a probe of the window (a profile, an execution trace, perf, the kernel's scheduler
+    trace; up to ``grace_s`` beyond its ``seconds``) and say when it ran, on the run's clock, and
+    whether it failed: the manifest block every probe starts with."""
+    probe.join(timeout=seconds + grace_s)
+    return {"seconds": seconds, "start_t_s": round(probe.t0 - t_start, 3), "end_t_s": round(probe.t1 - t_start, 3),
+            "error": probe.error}
 
 
 def _after_death(sc: Scenario, cgs: RunCgroups, watch: Watch, prom: prometheus.Prometheus, t_start: float,

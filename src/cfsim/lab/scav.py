@@ -31,7 +31,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from cfsim.lab.benchout import json_lines, params_toml_text, require
+from cfsim.lab.benchout import json_lines, number_row, params_toml_text
 from cfsim.lab.tlb import FaultbenchError, read_faultbench, run_faultbench
 
 _FIELDS = ("round", "mode", "records", "faults_per_record", "stime_us_per_record", "scavenge_us_per_record",
@@ -65,11 +65,9 @@ def read_scavbench(text: str, source: str = "scavbench output") -> tuple[list[di
         if "busy" in d:      # a faultbench line
             fb_lines.append(json.dumps(d))
             continue
-        require(d, _FIELDS, source, i, ScavbenchError)
-        if d["mode"] not in MODES:
+        row = number_row(d, _FIELDS, source, i, ScavbenchError, "mode")
+        if row["mode"] not in MODES:
             raise ScavbenchError(f"{source} line {i}: mode must be one of {', '.join(MODES)} (got {d['mode']!r})")
-        row: dict[str, Any] = {k: float(d[k]) for k in _FIELDS if k != "mode"}
-        row["mode"] = d["mode"]
         rows.append(row)
     if not rows:
         raise ScavbenchError(f"{source}: no scavbench measurements")

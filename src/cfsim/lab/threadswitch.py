@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from cfsim.lab.benchout import json_lines, require
+from cfsim.lab.benchout import json_lines, number_row
 
 _FIELDS = ("round", "mode", "yields", "cpu_ns", "switches_voluntary", "switches_involuntary", "us_per_yield")
 MODES = ("alone", "threads", "processes")
@@ -64,17 +64,12 @@ def read_switchbench(text: str, source: str = "switchbench output") -> tuple[lis
     rows: list[dict[str, Any]] = []
     cpus = set()
     for i, d in json_lines(text, source, SwitchbenchError):
-        require(d, _FIELDS, source, i, SwitchbenchError)
-        if d["mode"] not in MODES:
+        row = number_row(d, _FIELDS, source, i, SwitchbenchError, "mode")
+        if row["mode"] not in MODES:
             raise SwitchbenchError(f"{source} line {i}: mode must be one of {', '.join(MODES)} (got {d['mode']!r})")
-        try:
-            row: dict[str, Any] = {k: float(d[k]) for k in _FIELDS if k != "mode"}
-        except (TypeError, ValueError):
-            raise SwitchbenchError(f"{source} line {i}: a field that is not a number") from None
         if row["yields"] <= 0:
             raise SwitchbenchError(f"{source} line {i}: no yields")
         row["round"] = int(row["round"])
-        row["mode"] = d["mode"]
         row["switches_per_yield"] = round((row["switches_voluntary"] + row["switches_involuntary"]) / row["yields"],
                                           6)
         if "cpu" in d:

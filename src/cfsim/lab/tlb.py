@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from cfsim.lab.benchout import json_lines, params_toml_text, require
+from cfsim.lab.benchout import json_lines, number_row, params_toml_text
 
 _FIELDS = ("round", "busy", "fault_us_per_page", "refault_us_per_page", "release_us_per_page", "release_us",
            "flushes_per_release", "other_lost_us_per_release")
@@ -43,11 +43,9 @@ def read_faultbench(text: str, source: str = "faultbench output") -> tuple[list[
     """
     rows = []
     for i, d in json_lines(text, source, FaultbenchError):
-        require(d, _FIELDS, source, i, FaultbenchError)
-        if not isinstance(d["busy"], bool):
+        row = number_row(d, _FIELDS, source, i, FaultbenchError, "busy")
+        if not isinstance(row["busy"], bool):
             raise FaultbenchError(f"{source} line {i}: busy must be true or false (got {d['busy']!r})")
-        row: dict[str, Any] = {k: float(d[k]) for k in _FIELDS if k != "busy"}
-        row["busy"] = d["busy"]
         rows.append(row)
     if not rows:
         raise FaultbenchError(f"{source}: no measurements")
