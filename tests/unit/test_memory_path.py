@@ -111,7 +111,7 @@ def test_twins_near_the_memory_limit_recover_the_hosts_memory_path_from_the_prob
     calib = ["cgroup.cpu_limit=null", "go.gogc=100", "go.gomemlimit_mb=null"]
     _write_lab_run(root, "calib-start", calib, probe)
     _write_lab_run(root, "calib-end", calib, probe)
-    for g in (2, 4):
+    for g in (4, 8):
         _write_lab_run(root, f"p_gmp{g}", [f"go.gomaxprocs={g}"], None)
     rep = validate(root, params=PARAMS, workers=1)
     errors = [abs(r["errors"]["throughput_per_s"]) for r in rep.runs]
@@ -120,8 +120,9 @@ def test_twins_near_the_memory_limit_recover_the_hosts_memory_path_from_the_prob
         assert all(r["params"]["host.tlb_shootdown_us"] == 38.0 for r in rep.runs)
     else:
         # the cost factor of GOGC-100 calibration runs sees the kernel's price only through
-        # their background scavenger's few releases
-        assert min(errors) > 0.045, errors
+        # their background scavenger's few releases (least at GOMAXPROCS 8, where the GC CPU
+        # limiter holds most of the excess and it goes back in a few long releases)
+        assert max(errors) > 0.1 and min(errors) > 0.035, errors
 
 
 def test_recommend_on_a_lab_run_takes_its_grids_memory_path(tmp_path):

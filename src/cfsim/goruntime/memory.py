@@ -20,6 +20,9 @@ Sources (Go 1.26, ``src/runtime``):
 * ``mheap.go`` ``(*mheap).allocSpan``: an allocation that would take ``mappedReady`` over the
   limit scavenges the excess at once (a scavenge assist), unless the GC CPU limiter is on; a
   heap growth beyond the retained goal scavenges the growth;
+* ``mgcscavenge.go`` ``(*pageAlloc).scavengeOne``: each release is one ``sysUnused``
+  (``madvise``) of one contiguous free run inside one 4 MiB chunk, at most the bytes asked for
+  (the background scavenger asks a ``scavengeQuantum``, an assist the whole excess);
 * ``mgc.go`` ``gcMarkTermination``: ``lastHeapInUse`` is ``heapInUse`` at mark termination,
   before sweeping frees the garbage spans.
 
@@ -179,7 +182,8 @@ class HeapMemory:
     """
 
     __slots__ = ("params", "inuse", "free", "released", "alloc", "peak_mapped", "last_inuse", "dense",
-                 "scavenged_bytes", "faulted_bytes", "grown_bytes", "mapped_ready", "_frag1", "stacks")
+                 "scavenged_bytes", "release_calls", "held_excess", "faulted_bytes", "grown_bytes", "mapped_ready", "_frag1",
+                 "stacks")
 
     def __init__(self, params: MemoryParams, heap_alloc: int):
         self.params = params
@@ -195,6 +199,8 @@ class HeapMemory:
         self._update()
         self.peak_mapped = self.mapped_ready
         self.scavenged_bytes = 0
+        self.release_calls = 0     # madvise calls of those releases (each flushes other CPUs' TLBs once)
+        self.held_excess = 0       # mappedReady over the limit that built up while the GC CPU limiter was on
         self.faulted_bytes = 0     # released memory the heap took back (page faults)
         self.grown_bytes = 0       # new heap memory (first-touch page faults)
 
@@ -257,10 +263,25 @@ class HeapMemory:
         self.inuse = spans
         self._update()
         scav = 0
-        if limit is not None and not limiter_on:
+        if limit is not None:
             over = self.mapped_ready - limit
-            if over > 0:
-                scav = self.scavenge(over)
+            if limiter_on:
+                self.held_excess = max(over, 0)
+            else:
+                if over > 0:
+                    # the whole excess in one pass (pageAlloc.scavenge), one release (madvise)
+                    # per contiguous free run of a chunk. What the allocation adds goes back as
+                    # its spans are allocated (the runtime sweeps as it allocates, so the free
+                    # pages are there): a span's worth a call, the scavenger's 64 KiB standing in
+                    # for a span. What built up while the limiter was on goes back with the first
+                    # span after it, in runs of up to a chunk (transient objects that come and go
+                    # in address order leave whole chunks free).
+                    held = min(self.held_excess, over)
+                    if held > 0:
+                        scav = self.scavenge(held, CHUNK)
+                    if over > scav:
+                        scav += self.scavenge(over - scav)
+                self.held_excess = 0
         mr = self.mapped_ready
         if mr > self.peak_mapped:
             self.peak_mapped = mr
@@ -278,14 +299,17 @@ class HeapMemory:
         self.inuse = max(spans, 0)
         self._update()
 
-    def scavenge(self, nbytes: float) -> int:
-        """Return up to ``nbytes`` of free memory to the OS (whole pages)."""
+    def scavenge(self, nbytes: float, run_bytes: int = SCAVENGE_QUANTUM) -> int:
+        """Return up to ``nbytes`` of free memory to the OS (whole pages), in ``madvise`` calls of
+        at most ``run_bytes`` (``scavengeOne`` releases one contiguous free run of one chunk a
+        call, at most the ``max`` it is asked for: the background scavenger's ``scavengeQuantum``)."""
         n = min(int(nbytes) // PAGE * PAGE, self.free // PAGE * PAGE)
         if n <= 0:
             return 0
         self.free -= n
         self.released += n
         self.scavenged_bytes += n
+        self.release_calls += -(-n // run_bytes)
         self._update()
         return n
 

@@ -494,7 +494,7 @@ class GoRuntime(RuntimeReports):
         self.mem_hwm = self.mem.mapped_ready  # high-water mark of the cgroup usage since the last sample
         # CPU of page faults and page releases not yet burnt by a goroutine (see _user_infl)
         self.mm_debt_ns = 0.0
-        self._mm_seen = (0, 0)
+        self._mm_seen = (0, 0, 0)
         # the background scavenger's releases wait to be priced until an M of the process next
         # allocates (see _sample); the other CPUs that instant found running the process
         self._scav_pending = False
@@ -1203,19 +1203,24 @@ class GoRuntime(RuntimeReports):
         """Page faults (heap growth, released memory taken back) and page releases (scavenging)
         since the last call, as CPU owed by the allocating goroutines. A release while other CPUs
         run threads of the process also flushes their TLBs: one inter-processor interrupt per
-        other CPU and per run the scavenger releases (``scavengeQuantum``, 64 KiB;
-        ``madvise(MADV_DONTNEED)`` -> ``zap_page_range`` -> ``flush_tlb_mm_range``), paid by the
-        releasing thread's wait and the interrupted thread (``host.tlb_shootdown_us``)."""
+        other CPU and per ``madvise(MADV_DONTNEED)`` call (``zap_page_range`` gathers the pages of
+        a call and flushes once in ``tlb_finish_mmu``, mm/mmu_gather.c, for runs below its batch
+        limit of ~10,000 pages), paid by the releasing thread's wait and the interrupted thread
+        (``host.tlb_shootdown_us``). The background scavenger calls it a ``scavengeQuantum``
+        (64 KiB), the allocator's scavenging for the memory limit a free run of a chunk
+        (:meth:`cfsim.goruntime.memory.HeapMemory.scavenge`)."""
         mem = self.mem
         faulted = mem.paged_in_bytes
         released = mem.scavenged_bytes
-        f0, r0 = self._mm_seen
+        calls = mem.release_calls
+        f0, r0, c0 = self._mm_seen
         if faulted != f0 or released != r0:
-            self._mm_seen = (faulted, released)
-            others = self._other_cpus_running() if released != r0 else 0
-            self.tlb_flushes += (released - r0) / gmem.SCAVENGE_QUANTUM * others
-            release = (released - r0) * self._release_ns_per_page(others) if released != r0 else 0
-            self.mm_debt_ns += ((faulted - f0) * self.params.page_fault_ns + release) / gmem.PAGE
+            self._mm_seen = (faulted, released, calls)
+            p = self.params
+            flushes = (calls - c0) * self._other_cpus_running() if released != r0 else 0
+            self.tlb_flushes += flushes
+            release = (released - r0) * (p.scavenge_page_ns + p.page_release_ns)
+            self.mm_debt_ns += ((faulted - f0) * p.page_fault_ns + release) / gmem.PAGE + flushes * p.tlb_shootdown_ns
 
     def _charge_background_releases(self) -> None:
         """Price the background scavenger's releases at an instant the process runs: it is a
