@@ -182,8 +182,8 @@ class HeapMemory:
     """
 
     __slots__ = ("params", "inuse", "free", "released", "alloc", "peak_mapped", "last_inuse", "dense",
-                 "scavenged_bytes", "release_calls", "held_excess", "faulted_bytes", "grown_bytes", "mapped_ready", "_frag1",
-                 "stacks")
+                 "scavenged_bytes", "release_calls", "held_excess", "faulted_bytes", "grown_bytes",
+                 "mapped_ready", "_frag1", "stacks")
 
     def __init__(self, params: MemoryParams, heap_alloc: int):
         self.params = params
@@ -274,8 +274,9 @@ class HeapMemory:
                     # its spans are allocated (the runtime sweeps as it allocates, so the free
                     # pages are there): a span's worth a call, the scavenger's 64 KiB standing in
                     # for a span. What built up while the limiter was on goes back with the first
-                    # span after it, in runs of up to a chunk (transient objects that come and go
-                    # in address order leave whole chunks free).
+                    # span after it, in runs of up to a chunk (a bound: the heap here has no
+                    # addresses, and the lab's runs near a 256 MiB limit are shorter; docs/
+                    # model-notes.md, "The excess the GC CPU limiter held").
                     held = min(self.held_excess, over)
                     if held > 0:
                         scav = self.scavenge(held, CHUNK)
