@@ -86,19 +86,20 @@ def test_releases_count_madvise_calls_as_the_runtime_makes_them():
     """Each release is one ``madvise`` of one free run inside a 4 MiB chunk, at most what was
     asked for (``scavengeOne``): the background scavenger asks 64 KiB at a time, the allocator's
     scavenging for the memory limit the whole excess. An excess that built up while the GC CPU
-    limiter was on goes back in a few chunk-sized calls, not one call per 64 KiB (each call
-    flushes the TLBs of the other CPUs running the process once)."""
+    limiter was on goes back in runs of a P's page-cache block (512 KiB: the Ps' caches placed the
+    spans that cut them), not one call per 64 KiB (each call flushes the TLBs of the other CPUs
+    running the process once)."""
     prm = gmem.MemoryParams(base_bytes=0, metadata_fraction=0.0, frag_fraction=0.0, file_bytes=0)
     m = gmem.HeapMemory(prm, 10 * MiB)
     m.allocate(40 * MiB, None, False)
     m.sweep(10 * MiB)                              # 40 MiB free, mappedReady 50 MiB
     assert m.allocate(64 << 10, 50 * MiB - (64 << 10), False) == 64 << 10 and m.release_calls == 1
     assert m.allocate(9 * MiB, 40 * MiB, True) == 0 and m.release_calls == 1   # the limiter is on
-    # the limiter turns off: the 10 MiB excess goes back in one pass, in three chunk-sized calls
-    assert m.allocate(64 << 10, 40 * MiB, False) == 10 * MiB - (64 << 10) and m.release_calls == 1 + 3
+    # the limiter turns off: the 10 MiB excess goes back in one pass, in twenty 512 KiB runs
+    assert m.allocate(64 << 10, 40 * MiB, False) == 10 * MiB - (64 << 10) and m.release_calls == 1 + 20
     # the background scavenger's 1 MiB goes back 64 KiB at a time
-    assert m.scavenge(MiB) == MiB and m.release_calls == 4 + 16
-    assert m.scavenge(100 << 10) == 100 << 10 and m.release_calls == 20 + 2
+    assert m.scavenge(MiB) == MiB and m.release_calls == 21 + 16
+    assert m.scavenge(100 << 10) == 100 << 10 and m.release_calls == 37 + 2
 
 
 def test_cgroup_oom_rule():
@@ -460,8 +461,8 @@ def test_releases_flush_the_tlbs_of_other_cpus_running_the_process():
 def test_an_excess_the_limiter_held_goes_back_in_a_few_releases():
     """While the GC CPU limiter is on, the allocator does not scavenge (``allocSpan``) and the
     memory over GOMEMLIMIT builds up; the first allocation after it turns off gives it all back in
-    one pass, a ``madvise`` per free run of a chunk, so one TLB flush of the other CPU per run, not
-    per 64 KiB. The lab's 256 MiB stream at GOMEMLIMIT 1.1 x live under one core, limiter on in
+    one pass, a ``madvise`` per free run (cut at the Ps' 512 KiB page-cache blocks), so one TLB
+    flush of the other CPU per run, not per 64 KiB. The lab's 256 MiB stream at GOMEMLIMIT 1.1 x live under one core, limiter on in
     most cycles at GOMAXPROCS 8: 0.27-0.37 TLB shootdowns a 64 KiB record (gc-memory-quiet,
     gc-near-limit-256-gmp8); a flush per 64 KiB released, as the model counted before, made it
     one a record."""

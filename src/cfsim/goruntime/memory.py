@@ -22,7 +22,8 @@ Sources (Go 1.26, ``src/runtime``):
   heap growth beyond the retained goal scavenges the growth;
 * ``mgcscavenge.go`` ``(*pageAlloc).scavengeOne``: each release is one ``sysUnused``
   (``madvise``) of one contiguous free run inside one 4 MiB chunk, at most the bytes asked for
-  (the background scavenger asks a ``scavengeQuantum``, an assist the whole excess);
+  (the background scavenger asks a ``scavengeQuantum``, an assist the whole excess); the runs are
+  cut where the Ps' page caches (``mpagecache.go``, 64 pages of 8 KiB, aligned) placed live spans;
 * ``mgc.go`` ``gcMarkTermination``: ``lastHeapInUse`` is ``heapInUse`` at mark termination,
   before sweeping frees the garbage spans.
 
@@ -51,6 +52,7 @@ RETAIN_EXTRA_PERCENT: Final = 10          # retainExtraPercent
 REDUCE_EXTRA_PERCENT: Final = 5           # reduceExtraPercent
 SCAVENGE_QUANTUM: Final = 64 << 10       # scavengeQuantum: the scavenger releases at most this much at a time
 CHUNK: Final = 4 << 20                    # pallocChunkBytes: the page allocator's (and scavenger's) chunk
+PAGE_CACHE_BLOCK: Final = 64 * 8192       # pageCachePages x pageSize: the aligned block a P's page cache takes
 DENSE_FRACTION: Final = 0.96875           # scavChunkHiOccFrac: a chunk this full is "dense"
 
 GOMEMLIMIT_POLICIES = ("explicit", "automemlimit")
@@ -274,12 +276,14 @@ class HeapMemory:
                     # its spans are allocated (the runtime sweeps as it allocates, so the free
                     # pages are there): a span's worth a call, the scavenger's 64 KiB standing in
                     # for a span. What built up while the limiter was on goes back with the first
-                    # span after it, in runs of up to a chunk (a bound: the heap here has no
-                    # addresses, and the lab's runs near a 256 MiB limit are shorter; docs/
+                    # span after it, a free run a call: spans under 16 pages come from a P's page
+                    # cache, which takes the free pages of one aligned 512 KiB block at a time
+                    # (mheap.allocSpan, pageAlloc.allocToCache), so with the Ps allocating side by
+                    # side the runs their dead spans leave are cut at those blocks (docs/
                     # model-notes.md, "The excess the GC CPU limiter held").
                     held = min(self.held_excess, over)
                     if held > 0:
-                        scav = self.scavenge(held, CHUNK)
+                        scav = self.scavenge(held, PAGE_CACHE_BLOCK)
                     if over > scav:
                         scav += self.scavenge(over - scav)
                 self.held_excess = 0
