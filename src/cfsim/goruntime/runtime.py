@@ -1206,9 +1206,8 @@ class GoRuntime(RuntimeReports):
         other CPU and per ``madvise(MADV_DONTNEED)`` call (``zap_page_range`` gathers the pages of
         a call and flushes once in ``tlb_finish_mmu``, mm/mmu_gather.c, for runs below its batch
         limit of ~10,000 pages), paid by the releasing thread's wait and the interrupted thread
-        (``host.tlb_shootdown_us``). The background scavenger calls it a ``scavengeQuantum``
-        (64 KiB), the allocator's scavenging for the memory limit a free run of a chunk
-        (:meth:`cfsim.goruntime.memory.HeapMemory.scavenge`)."""
+        (``host.tlb_shootdown_us``). The calls are counted where the releases are made
+        (:meth:`cfsim.goruntime.memory.HeapMemory.allocate` and ``scavenge``)."""
         mem = self.mem
         faulted = mem.paged_in_bytes
         released = mem.scavenged_bytes
@@ -1219,7 +1218,7 @@ class GoRuntime(RuntimeReports):
             p = self.params
             flushes = (calls - c0) * self._other_cpus_running() if released != r0 else 0
             self.tlb_flushes += flushes
-            release = (released - r0) * (p.scavenge_page_ns + p.page_release_ns)
+            release = (released - r0) * self._release_ns_per_page(0)
             self.mm_debt_ns += ((faulted - f0) * p.page_fault_ns + release) / gmem.PAGE + flushes * p.tlb_shootdown_ns
 
     def _charge_background_releases(self) -> None:
@@ -1239,8 +1238,9 @@ class GoRuntime(RuntimeReports):
 
     def _release_ns_per_page(self, others: int) -> float:
         """CPU of releasing a 4 KiB page with ``others`` other CPUs running the process: the
-        runtime's own work (``go.scavenge_page_us``), the ``madvise`` itself and one TLB flush of
-        each per 64 KiB released."""
+        runtime's own work (``go.scavenge_page_us``), the ``madvise`` itself and, at the background
+        scavenger's 64 KiB a call, its share of one TLB flush of each (the price its pace is set
+        by; :meth:`_mm_charge` charges the flushes a call as the releases were made)."""
         p = self.params
         return p.scavenge_page_ns + p.page_release_ns + others * p.tlb_shootdown_ns * gmem.PAGE / gmem.SCAVENGE_QUANTUM
 
