@@ -291,8 +291,9 @@ if not lab.empty:
 # The throughput at GOGC off with GOMEMLIMIT 1.1 x the live heap, over the throughput at GOGC 100, in
 # the lab and in the model (the issue's goal: the model's ratio within +-20 % of the lab's), at
 # GOMAXPROCS 2; then every design and near-live setting of the grid as `cfsim validate` reports them
-# (`gc.spiral` in its report.json; over the whole lab with the README's seven files 45 of 59 pairs within
-# 20 % on 2026-12-05, `gc-page-cycle`'s five included; 41 of 54 before that grid, 43 with the five files).
+# (`gc.spiral` in its report.json; over the whole lab with the README's seven files 47 of 59 pairs within
+# 20 % on 2026-12-05 once the scavenger's time became a class of its own, 45 before, `gc-page-cycle`'s five
+# included; 41 of 54 before that grid, 43 with the five files).
 
 # %%
 def spiral_share(tight: pd.DataFrame, ref: pd.DataFrame) -> dict:

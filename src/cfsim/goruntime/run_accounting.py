@@ -7,7 +7,8 @@ The runtime keeps the counters and appends one *sample row* every ``sample_ns``
 
 * ``row[0]``: time [ns], ``row[1]``: GOMAXPROCS;
 * ``row[C_PTIME]``: cumulative P-time [ns] per ``/cpu/classes`` class (idle, user, dedicated
-  marking, idle marking, assists, pause: ``PC_*`` order in :mod:`.runtime`);
+  marking, idle marking, assists, pause: ``PC_*`` order in :mod:`.runtime`; then scavenge
+  assists and the background scavenger, taken out of user);
 * ``row[C_CPU]``: cumulative real CPU [ns] per class (:data:`CPU_CLASSES` order);
 * ``row[C_CYCLES:]``: GC cycles, live heap, heap goal, cgroup usage and its high-water mark
   since the previous sample, RSS, bytes allocated, marked heap, OS-thread wake-ups and parks,
@@ -29,10 +30,12 @@ from cfsim.kernel import memory as kmem
 # real-CPU classes (the runtime charges every segment's CPU to one of them)
 CPU_CLASSES = ("user", "sched", "gc_assist", "gc_dedicated", "gc_idle", "gc_pause")
 # sample row columns (see the module docstring and GoRuntime._row)
-C_PTIME = slice(2, 8)
-C_CPU = slice(8, 8 + len(CPU_CLASSES))
+PTIME_CLASSES = ("idle", "user", "gc_mark_dedicated", "gc_mark_idle", "gc_mark_assist", "gc_pause",
+                 "scavenge_assist", "scavenge_background")
+C_PTIME = slice(2, 2 + len(PTIME_CLASSES))
+C_CPU = slice(C_PTIME.stop, C_PTIME.stop + len(CPU_CLASSES))
 (C_CYCLES, C_HEAP, C_GOAL, C_USAGE, C_USAGE_HWM, C_RSS, C_ALLOC, C_MARKED, C_MWAKES, C_MPARKS, C_TLB, C_FAULTS,
- C_SMSLEEPS, C_SMCPU) = range(14, 28)
+ C_SMSLEEPS, C_SMCPU) = range(C_CPU.stop, C_CPU.stop + 14)
 
 
 class RuntimeReports:
@@ -40,7 +43,7 @@ class RuntimeReports:
 
     def pclass_totals(self) -> dict[str, float]:
         """Cumulative ``/cpu/classes`` [cpu-seconds] in the runtime's P-time accounting."""
-        return _pclasses(self._acc())
+        return _pclasses(self._acc_published())
 
     def _published_ptime(self, t0_ns: int, t1_ns: int) -> tuple[list[int], float]:
         """The change of ``/cpu/classes`` P-time [ns] that readers at ``t0`` and at ``t1`` see, and
@@ -201,8 +204,7 @@ class RuntimeReports:
         t = arr[:, 0]
         dt = np.diff(t, prepend=np.nan) / 1e9
         cols = {"t_s": t / 1e9, "go_sched_gomaxprocs_threads": arr[:, 1].astype(int)}
-        names = ["idle", "user", "gc_mark_dedicated", "gc_mark_idle", "gc_mark_assist", "gc_pause"]
-        for i, n in enumerate(names):
+        for i, n in enumerate(PTIME_CLASSES):
             cols[f"go_cpu_classes_{n}_cores"] = np.diff(arr[:, C_PTIME.start + i], prepend=np.nan) / 1e9 / dt
         for i, n in enumerate(CPU_CLASSES):
             cols[f"cpu_real_{n}_cores"] = np.diff(arr[:, C_CPU.start + i], prepend=np.nan) / 1e9 / dt
@@ -228,8 +230,10 @@ def _gc_duration_quantiles(cycles: list[tuple[int, int]], t0_ns: int, t1_ns: int
 
 
 def _pclasses(acc) -> dict[str, float]:
-    idle, user, ded, idlemark, assist, pause = (x / 1e9 for x in acc)
+    idle, user, ded, idlemark, assist, pause, scav_assist, scav_bg = (x / 1e9 for x in acc)
     gc = ded + idlemark + assist + pause
-    total = idle + user + gc
+    scav = scav_assist + scav_bg
+    total = idle + user + gc + scav
     return {"user": user, "gc/mark/assist": assist, "gc/mark/dedicated": ded, "gc/mark/idle": idlemark,
-            "gc/pause": pause, "gc/total": gc, "idle": idle, "scavenge/total": 0.0, "total": total}
+            "gc/pause": pause, "gc/total": gc, "idle": idle, "scavenge/assist": scav_assist,
+            "scavenge/background": scav_bg, "scavenge/total": scav, "total": total}

@@ -38,6 +38,17 @@ def _gc_share(summary: Mapping[str, Any]) -> float | None:
     return gc / (total - idle)
 
 
+def _scavenge_share(summary: Mapping[str, Any]) -> float | None:
+    """The scavenger's share of busy P-time (``/cpu/classes/scavenge/total``: allocSpan's scavenge
+    assists and the background scavenger, each timed by the runtime)."""
+    scav = summary.get("go_cpu_classes_scavenge_total_cpu_seconds_total")
+    total = summary.get("go_cpu_classes_total_cpu_seconds_total")
+    idle = summary.get("go_cpu_classes_idle_cpu_seconds_total")
+    if scav is None or total is None or idle is None or total - idle <= 0:
+        return None
+    return scav / (total - idle)
+
+
 def _throttled_per_s(summary: Mapping[str, Any]) -> float | None:
     t, d = summary.get("throttled_time_s"), summary.get("duration_s")
     if t is None:
@@ -82,6 +93,9 @@ GC_MEMORY_METRICS: tuple[Metric, ...] = (
     Metric("memory_max_usage_bytes", "relative", _key("memory_max_usage_bytes"), None,
            "memory cgroup high-water mark over the window"),
     Metric("oom_killed", "exact", _oom, 0.0, "1 if the kernel OOM-killed the process, else 0"),
+    Metric("scavenge_cpu_share", "absolute", _scavenge_share, None,
+           "the scavenger's share of busy P-time (/cpu/classes/scavenge/total: returning memory to the "
+           "OS to stay under GOMEMLIMIT or near the heap goal)"),
     Metric("tlb_flushes_per_s", "relative", _key("tlb_flushes_per_s"), None,
            "TLB flushes of other CPUs when memory is returned (lab: the host's /proc/interrupts 'TLB', every "
            "process)"),
