@@ -28,25 +28,23 @@ def _key(name: str) -> Callable[[Mapping[str, Any]], float | None]:
     return get
 
 
-def _gc_share(summary: Mapping[str, Any]) -> float | None:
-    """GC share of busy P-time from the ``/cpu/classes`` counters (what a dashboard shows)."""
-    gc = summary.get("go_cpu_classes_gc_total_cpu_seconds_total")
-    total = summary.get("go_cpu_classes_total_cpu_seconds_total")
-    idle = summary.get("go_cpu_classes_idle_cpu_seconds_total")
-    if gc is None or total is None or idle is None or total - idle <= 0:
-        return None
-    return gc / (total - idle)
+def _busy_share(cls: str) -> Callable[[Mapping[str, Any]], float | None]:
+    """A ``/cpu/classes`` class's share of busy P-time (``total - idle``; what a dashboard shows)."""
+    def get(summary: Mapping[str, Any]) -> float | None:
+        part = summary.get(f"go_cpu_classes_{cls}_cpu_seconds_total")
+        total = summary.get("go_cpu_classes_total_cpu_seconds_total")
+        idle = summary.get("go_cpu_classes_idle_cpu_seconds_total")
+        if part is None or total is None or idle is None or total - idle <= 0:
+            return None
+        return part / (total - idle)
+    return get
 
 
-def _scavenge_share(summary: Mapping[str, Any]) -> float | None:
-    """The scavenger's share of busy P-time (``/cpu/classes/scavenge/total``: allocSpan's scavenge
-    assists and the background scavenger, each timed by the runtime)."""
-    scav = summary.get("go_cpu_classes_scavenge_total_cpu_seconds_total")
-    total = summary.get("go_cpu_classes_total_cpu_seconds_total")
-    idle = summary.get("go_cpu_classes_idle_cpu_seconds_total")
-    if scav is None or total is None or idle is None or total - idle <= 0:
-        return None
-    return scav / (total - idle)
+#: the GC's share of busy P-time
+_gc_share = _busy_share("gc_total")
+#: the scavenger's (allocSpan's scavenge assists and the background scavenger, each timed by the
+#: runtime: ``/cpu/classes/scavenge/total``)
+_scavenge_share = _busy_share("scavenge_total")
 
 
 def _throttled_per_s(summary: Mapping[str, Any]) -> float | None:
