@@ -45,7 +45,7 @@ params = dict(
 @settings(max_examples=20, deadline=None)
 @given(**params)
 def test_cpu_time_is_conserved(kind, cpus, limit, P, cost_ms, workers, alloc_kb, backlog, rate):
-    """P-time: user + GC + idle = GOMAXPROCS x the wall time its published counters cover (the
+    """P-time: user + GC + scavenger + idle = GOMAXPROCS x the wall time its published counters cover (the
     runtime's accounting, throttled time counted as running); real CPU: user + scheduler + GC = the cgroup's usage, up to the park
     and wake costs Ms still owe (charged at their next run)."""
     r = simulate(_scenario(kind, cpus, limit, P, cost_ms, workers, alloc_kb, backlog, rate))
@@ -55,9 +55,10 @@ def test_cpu_time_is_conserved(kind, cpus, limit, P, cost_ms, workers, alloc_kb,
     assert 0.0 <= s["go_cpu_classes_span_s"] <= 1.0 + 1e-9
     assert total == pytest.approx(P * s["go_cpu_classes_span_s"], rel=1e-9, abs=1e-9)
     parts = (s["go_cpu_classes_user_cpu_seconds_total"] + s["go_cpu_classes_gc_total_cpu_seconds_total"]
-             + s["go_cpu_classes_idle_cpu_seconds_total"])
+             + s["go_cpu_classes_scavenge_total_cpu_seconds_total"] + s["go_cpu_classes_idle_cpu_seconds_total"])
     assert parts == pytest.approx(total, rel=1e-9)
-    for k in ("user", "gc_total", "idle", "gc_mark_assist", "gc_mark_dedicated", "gc_mark_idle", "gc_pause"):
+    for k in ("user", "gc_total", "idle", "gc_mark_assist", "gc_mark_dedicated", "gc_mark_idle", "gc_pause",
+              "scavenge_assist", "scavenge_background"):
         assert s[f"go_cpu_classes_{k}_cpu_seconds_total"] >= -1e-9
     real = sum(s[f"cpu_real_{k}_s"] for k in CLASSES)
     usage = s["cpu_usage_cores"] * s["duration_s"]
