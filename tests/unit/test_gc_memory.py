@@ -440,7 +440,7 @@ def test_releases_flush_the_tlbs_of_other_cpus_running_the_process():
     released before (the scavenger and allocSpan release it to stay under the limit). A model
     that charges CPU by the work alone, or by GOMAXPROCS alone, cannot tell the two apart. The
     releasing thread waits in ``madvise`` for the flushes (``tlb_finish_mmu``), so their time is
-    the scavenge assists' (``/cpu/classes/scavenge/assist``)."""
+    the scavenge assists' (``/cpu/classes/scavenge/assist``), timed by the clock."""
     def run(P, tlb_us):
         raw = {"host": {"cpus": 2, "hz": 250, "tlb_shootdown_us": tlb_us}, "cgroup": {"cpu_limit": 1.0},
                "go": {"gomaxprocs": P, "gogc": -1, "gomemlimit_mb": 17.6, "live_heap_mb": 16},
@@ -458,7 +458,10 @@ def test_releases_flush_the_tlbs_of_other_cpus_running_the_process():
     assert dear["throughput_per_s"] < 0.93 * two["throughput_per_s"]
     flush_cores = dear["tlb_flushes_per_s"] * 20e-6
     assert flush_cores > 0.03
-    assert scavenge_cores(dear) - scavenge_cores(two) == pytest.approx(flush_cores, rel=0.15)
+    # their time is the scavenge assists', on the runtime's clock: more than their CPU (a 1-core
+    # quota's throttles and the waits for a CPU that fall inside a release count), at most
+    # GOMAXPROCS times it
+    assert 1.2 * flush_cores < scavenge_cores(dear) - scavenge_cores(two) < 2.0 * flush_cores
     # the flushes are the kernel's whatever they cost: at GOMAXPROCS 2 one per 64 KiB item released
     # and faulted back while the other CPU runs the process, fewer where the limiter held the
     # excess and it went back in chunk-sized runs (the lab: 0.57-0.66 an item, gc-faults and

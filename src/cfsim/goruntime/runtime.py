@@ -497,11 +497,15 @@ class GoRuntime(RuntimeReports):
         self.mem_hwm = self.mem.mapped_ready  # high-water mark of the cgroup usage since the last sample
         # CPU of page faults and page releases not yet burnt by a goroutine (see _user_infl), and
         # the releases' part of it, by who made them: allocSpan's scavenge assists and the
-        # background scavenger; what the goroutines burnt of each, the /cpu/classes/scavenge
-        # P-time (the runtime times its releases with nanotime and takes them out of user time)
+        # background scavenger; the CPU the goroutines burnt of each, and the same on the clock the
+        # runtime times its releases by (nanotime, so a throttle or a wait for a CPU inside a
+        # release counts): /cpu/classes/scavenge, taken out of user time (_stretch_scavenge)
         self.mm_debt_ns = 0.0
         self.scav_debt_ns = [0.0, 0.0]
         self.scav_ns = [0.0, 0.0]
+        self.scav_pt = [0.0, 0.0]
+        self._stretch = 1.0                  # user P-time over the CPU it ran on, last interval
+        self._stretch_seen = (0.0, 0.0, 0.0, 0.0)   # user P-time, its CPU, scav_ns, at the last sample
         self._mm_seen = (0, 0, 0)
         # the background scavenger's releases wait to be priced until an M of the process next
         # allocates (see _sample); the other CPUs that instant found running the process
@@ -633,9 +637,32 @@ class GoRuntime(RuntimeReports):
         """:meth:`_acc` as ``/cpu/classes`` reports it: the scavenger's time (assists, background)
         taken out of user time into two classes of its own (``PC_*`` order, then those two)."""
         acc = self._acc()
+        _, _, a0, b0 = self._stretch_seen
+        st = self._stretch
+        assist = self.scav_pt[SCAV_ASSIST] + (self.scav_ns[SCAV_ASSIST] - a0) * st
+        background = self.scav_pt[SCAV_BACKGROUND] + (self.scav_ns[SCAV_BACKGROUND] - b0) * st
+        user = acc[PC_USER]
+        if assist + background > user:      # the stretch is the interval's mean, the releases' own may be less
+            f = max(user, 0) / (assist + background)
+            assist, background = assist * f, background * f
+        acc[PC_USER] = user - int(assist) - int(background)
+        return [*acc, int(assist), int(background)]
+
+    def _stretch_scavenge(self) -> None:
+        """The scavenger's P-time since the last sample: its CPU times the user class's P-time over
+        that class's CPU (user and scheduler work) in the interval. The runtime times a release by
+        the clock, so a quota's throttle or a wait for a CPU that falls inside one counts as it
+        does inside any user code; the chunks that burn releases are user chunks."""
+        acc = self._acc()
+        cpu = self._cpu_now()
+        up, uc, a0, b0 = self._stretch_seen
+        user_pt, user_cpu = float(acc[PC_USER]), cpu["user"] + cpu["sched"]
+        if user_cpu - uc > 0:
+            self._stretch = max(1.0, (user_pt - up) / (user_cpu - uc))
         scav = self.scav_ns
-        acc[PC_USER] -= int(scav[SCAV_ASSIST] + scav[SCAV_BACKGROUND])
-        return [*acc, int(scav[SCAV_ASSIST]), int(scav[SCAV_BACKGROUND])]
+        self.scav_pt[SCAV_ASSIST] += (scav[SCAV_ASSIST] - a0) * self._stretch
+        self.scav_pt[SCAV_BACKGROUND] += (scav[SCAV_BACKGROUND] - b0) * self._stretch
+        self._stretch_seen = (user_pt, user_cpu, scav[SCAV_ASSIST], scav[SCAV_BACKGROUND])
 
     def _pc_move(self, old: int, new: int) -> None:
         if old != new:
@@ -2302,6 +2329,7 @@ class GoRuntime(RuntimeReports):
                                          self.params.gomemlimit_bytes, self.goal, self.last_goal,
                                          self._release_ns_per_page(self._scav_others))
             self._scav_pending = self.mem.scavenged_bytes != released
+        self._stretch_scavenge()
         row = self._row()
         self.samples.append(row)
         self.mem_hwm = row[C_USAGE]
