@@ -637,10 +637,7 @@ class GoRuntime(RuntimeReports):
         """:meth:`_acc` as ``/cpu/classes`` reports it: the scavenger's time (assists, background)
         taken out of user time into two classes of its own (``PC_*`` order, then those two)."""
         acc = self._acc()
-        _, _, a0, b0 = self._stretch_seen
-        st = self._stretch
-        assist = self.scav_pt[SCAV_ASSIST] + (self.scav_ns[SCAV_ASSIST] - a0) * st
-        background = self.scav_pt[SCAV_BACKGROUND] + (self.scav_ns[SCAV_BACKGROUND] - b0) * st
+        assist, background = self._scav_ptime()
         user = acc[PC_USER]
         if assist + background > user:      # the stretch is the interval's mean, the releases' own may be less
             f = max(user, 0) / (assist + background)
@@ -655,14 +652,21 @@ class GoRuntime(RuntimeReports):
         does inside any user code; the chunks that burn releases are user chunks."""
         acc = self._acc()
         cpu = self._cpu_now()
-        up, uc, a0, b0 = self._stretch_seen
+        up, uc, _, _ = self._stretch_seen
         user_pt, user_cpu = float(acc[PC_USER]), cpu["user"] + cpu["sched"]
         if user_cpu - uc > 0:
             self._stretch = max(1.0, (user_pt - up) / (user_cpu - uc))
-        scav = self.scav_ns
-        self.scav_pt[SCAV_ASSIST] += (scav[SCAV_ASSIST] - a0) * self._stretch
-        self.scav_pt[SCAV_BACKGROUND] += (scav[SCAV_BACKGROUND] - b0) * self._stretch
-        self._stretch_seen = (user_pt, user_cpu, scav[SCAV_ASSIST], scav[SCAV_BACKGROUND])
+        assist, background = self._scav_ptime()
+        self.scav_pt = [assist, background]
+        self._stretch_seen = (user_pt, user_cpu, self.scav_ns[SCAV_ASSIST], self.scav_ns[SCAV_BACKGROUND])
+
+    def _scav_ptime(self) -> tuple[float, float]:
+        """The scavenger's P-time (assists, background) now: what the samples have stretched, and
+        the release CPU burnt since the last one at the last interval's stretch."""
+        _, _, a0, b0 = self._stretch_seen
+        st = self._stretch
+        return (self.scav_pt[SCAV_ASSIST] + (self.scav_ns[SCAV_ASSIST] - a0) * st,
+                self.scav_pt[SCAV_BACKGROUND] + (self.scav_ns[SCAV_BACKGROUND] - b0) * st)
 
     def _pc_move(self, old: int, new: int) -> None:
         if old != new:
@@ -1270,6 +1274,8 @@ class GoRuntime(RuntimeReports):
             flushes = (calls - c0) * self._other_cpus_running() if released != r0 else 0
             self.tlb_flushes += flushes
             release = (released - r0) * self._release_ns_per_page(0)
+            # the releases' part again on its own (the sum above keeps its order of operations, so
+            # the twins' arithmetic is bit for bit what it was before the scavenger had a class)
             self.mm_debt_ns += ((faulted - f0) * p.page_fault_ns + release) / gmem.PAGE + flushes * p.tlb_shootdown_ns
             self.scav_debt_ns[SCAV_BACKGROUND if background else SCAV_ASSIST] += \
                 release / gmem.PAGE + flushes * p.tlb_shootdown_ns
