@@ -523,6 +523,33 @@ def test_mark_cpu_per_cycle_grows_with_the_cpus_marking_at_once():
     assert per_cycle(2, 1.0) / per_cycle(2, 0.0) == pytest.approx(1.5, rel=0.15)
 
 
+@pytest.mark.from_source   # patches a method of a compiled class (tests/conftest.py)
+def test_the_ragged_barrier_wait_is_user_p_time(monkeypatch):
+    """``gcMarkDone`` runs after the work that finished the mark has been timed (``gcBgMarkWorker``
+    stops its clock before calling it, ``gcAssistAlloc`` calls it once ``gcAssistAlloc1`` has
+    added its duration; src/runtime/mgc.go, mgcmark.go), so the P that waits in its ``forEachP``
+    for a P the quota froze counts that wait as user time in /cpu/classes, and the GC CPU
+    limiter sees no assist in it. At each barrier, only the Ps that still run a mark segment
+    hold GC P-time classes; a coordinator left in its worker's or assist's class would count a
+    throttle's length of GC time that no GC counter of the runtime holds."""
+    from cfsim.goruntime import runtime as rt
+
+    seen = []
+    begin = rt.GoRuntime._barrier_done
+
+    def check(self, m):
+        marking = sum(1 for h in self.holders if h.seg in rt._MARK_SEGS)
+        gc_classes = self.n_pc[rt.PC_DED] + self.n_pc[rt.PC_ASSIST] + self.n_pc[rt.PC_IDLEMARK]
+        seen.append((gc_classes, marking, m.seg))
+        return begin(self, m)
+    monkeypatch.setattr(rt.GoRuntime, "_barrier_done", check)
+    run(kind="stream", cpus=2, P=2, limit=1.0, rate_per_s=40_000, workers=8, cpu_ms_per_item=0.05,
+        alloc_kb_per_item=64, dur=3.0, version="1.26", go={"live_heap_mb": 16, "gogc": -1, "gomemlimit_mb": 17.6})
+    assert len(seen) >= 10    # barriers that waited (a P frozen by the quota, or a CPU's turn)
+    assert all(gc == marking for gc, marking, _ in seen)
+    assert all(seg == rt.PARK for _, _, seg in seen)
+
+
 @pytest.mark.xfail(strict=True, reason="known defect (docs/model-notes.md, 'Assists that scan what a worker holds'): "
                    "an assist draws on the scan work a running mark worker has claimed, and both scan it")
 @pytest.mark.from_source   # patches a method of a compiled class (tests/conftest.py)

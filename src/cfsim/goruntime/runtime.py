@@ -1940,7 +1940,13 @@ class GoRuntime(RuntimeReports):
             self._work_done_ns = self.engine.now
             barrier = self._ragged_barrier_ns(m)
             if barrier > 0 or self._holder_throttled(m):
-                # gcMarkDone's forEachP: m sleeps holding its P until every P has flushed
+                # gcMarkDone's forEachP: m sleeps holding its P until every P has flushed. The
+                # runtime calls gcMarkDone once a worker's drain is timed (gcBgMarkWorker:
+                # markWorkerStop, src/runtime/mgc.go) or an assist's (gcAssistAlloc1's duration,
+                # mgcmark.go), so the wait is its P's user time in /cpu/classes (cpuStats.
+                # accumulate: what no GC counter holds) and no assist for the GC CPU limiter
+                self._pc_move(_SEG_PC_L[m.seg], PC_USER)
+                m.seg = PARK
                 self.mark_draining = True
                 self.engine.call_later(barrier, self._barrier_done, m)
                 return None
