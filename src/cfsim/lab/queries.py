@@ -23,7 +23,8 @@ GO_RUNTIME = ("go_sched_gomaxprocs_threads", "go_gc_cycles_total_gc_cycles_total
               "go_memory_classes_heap_objects_bytes", "go_memory_classes_heap_released_bytes",
               "go_memory_classes_heap_free_bytes", "go_gc_heap_objects_objects",
               "process_resident_memory_bytes", "go_sched_pauses_total_gc_seconds_count",
-              "go_sched_pauses_total_gc_seconds_sum", "go_sched_goroutines_runnable_goroutines", "cfsim_go_sched_latencies_seconds_count")
+              "go_sched_pauses_total_gc_seconds_sum", "go_sched_goroutines_runnable_goroutines", "cfsim_go_sched_latencies_seconds_count",
+              "go_sync_mutex_wait_total_seconds_total")
 
 CPU_CLASSES = tuple(f"go_cpu_classes_{c}_cpu_seconds_total" for c in (
     "gc_mark_assist", "gc_mark_dedicated", "gc_mark_idle", "gc_pause", "gc_total", "idle",
