@@ -10,7 +10,7 @@
 #   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
 #   gc-near-limit-256 7, gc-near-limit-256-gmp8 11, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, tenant-root 29,
-#   idle-cost 32, gc-limiter 10, gc-idle-workers 7, gc-memory-path 13,
+#   idle-cost 32, gc-limiter 10, gc-limiter-quota 22, gc-idle-workers 7, gc-memory-path 13,
 #   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53,
 #   profiles-low-load 15, sleeps-trace 5, wake-placement 8, gc-page-cycle 14.
 set -euo pipefail
@@ -94,6 +94,11 @@ if [ -z "$ARGS" ] || want gc-near-limit; then
 if [ -z "$ARGS" ] || want gc-limiter; then
   # gc-near-limit's point at GOMAXPROCS 1, 2 and 8 with the trace and the GC CPU limiter read after each cycle
   grid $S/gc-memory.toml --design $S/gc-limiter.designs.toml --out data/lab/gc-limiter; fi
+if [ -z "$ARGS" ] || want gc-limiter-quota; then
+  # gc-limiter's point with and without the 1-core quota (and at a 10 ms period), pprof beside
+  # /cpu/classes: what the throttle does to the runtime's own GC share of P-time
+  grid $S/gc-memory.toml --design $S/gc-limiter-quota.designs.toml --set lab.quiet_host_cores=0.3 \
+    --out data/lab/gc-limiter-quota; fi
 if [ -z "$ARGS" ] || want gc-near-limit-256; then
   # the stream near a 256 MiB heap's GOMEMLIMIT at GOMAXPROCS 1 and 2: per-cycle trace and pprof split
   grid $S/gc-memory.toml --design $S/gc-near-limit-256.designs.toml --out data/lab/gc-near-limit-256; fi

@@ -286,6 +286,25 @@ name = "b"
         grid.read_designs(bad)
 
 
+def test_a_design_unsets_an_optional_key_with_null(tmp_path):
+    """TOML has no null: ``"null"`` in a design's axes or set unsets the key, as ``--set key=null``."""
+    designs_file = tmp_path / "d.toml"
+    designs_file.write_text('''
+[[design]]
+name = "q"
+[design.set]
+"go.gomemlimit_mb" = "none"
+[design.axes]
+"cgroup.cpu_limit" = ["null", 1.0]
+''')
+    (d,) = grid.read_designs(designs_file)
+    assert d.axes == [("cgroup.cpu_limit", [None, 1.0])] and d.set == {"go.gomemlimit_mb": None}
+    base = load_scenario({"cgroup": {"cpu_limit": 0.5}, "go": {"gomemlimit_mb": 64}, "workload": {"kind": "stream"}})
+    runs = [base.with_overrides(list(o.items())) for _, o, _ in d.points()]
+    assert [r["cgroup.cpu_limit"] for r in runs] == [None, 1.0]
+    assert all(r["go.gomemlimit_mb"] is None for r in runs)
+
+
 def test_memory_policies_and_load_fraction(tmp_path):
     sc = load_scenario({"cgroup": {"cpu_limit": 0.5, "memory_limit_mb": 400},
                         "go": {"gomemlimit_policy": "automemlimit", "automemlimit_ratio": 0.8},

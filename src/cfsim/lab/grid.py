@@ -110,6 +110,13 @@ def _check_key(where: str, key: str) -> str:
     return key
 
 
+def _design_value(value: Any) -> Any:
+    """A design's value: TOML has no null, so the string ``"null"`` (or ``"none"``) unsets an
+    optional key, as ``--set section.key=null`` does (:func:`cfsim.scenario.parse_value`), e.g.
+    ``"cgroup.cpu_limit" = ["null", 1.0]`` for no quota beside a 1-core one."""
+    return None if isinstance(value, str) and value.strip().lower() in ("null", "none") else value
+
+
 def read_designs(path: Path) -> list[Design]:
     """``[[design]]`` tables of a TOML file (see the module docstring)."""
     try:
@@ -131,12 +138,12 @@ def read_designs(path: Path) -> list[Design]:
         for key, vals in (d.get("axes") or {}).items():
             if not isinstance(vals, list) or not vals:
                 raise ScenarioError(f"{where}: axes.{key}", "must be a non-empty list of values")
-            axes.append((_check_key(where, key), vals))
+            axes.append((_check_key(where, key), [_design_value(v) for v in vals]))
         reps = d.get("repeats", 1)
         if not isinstance(reps, int) or reps < 1:
             raise ScenarioError(f"{where}: repeats", f"must be an integer >= 1 (got {reps!r})")
         out.append(Design(str(d.get("name", f"d{i}")), axes,
-                          {_check_key(where, k): v for k, v in (d.get("set") or {}).items()}, reps,
+                          {_check_key(where, k): _design_value(v) for k, v in (d.get("set") or {}).items()}, reps,
                           {_check_key(where, k): (v if isinstance(v, list) else [v])
                            for k, v in (d.get("repeat_where") or {}).items()}))
     return out
