@@ -48,7 +48,7 @@ from typing import Any, Callable
 
 from cfsim.io.manifest import read_manifest
 from cfsim.lab import runner
-from cfsim.scenario import Scenario, ScenarioError, parse_value
+from cfsim.scenario import Scenario, ScenarioError, is_null, parse_value
 
 DRIFT_KEYS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "latency_p50_s", "latency_p99_s",
               "gc_cycles")
@@ -114,7 +114,7 @@ def _design_value(value: Any) -> Any:
     """A design's value: TOML has no null, so the string ``"null"`` (or ``"none"``) unsets an
     optional key, as ``--set section.key=null`` does (:func:`cfsim.scenario.parse_value`), e.g.
     ``"cgroup.cpu_limit" = ["null", 1.0]`` for no quota beside a 1-core one."""
-    return None if isinstance(value, str) and value.strip().lower() in ("null", "none") else value
+    return None if isinstance(value, str) and is_null(value) else value
 
 
 def read_designs(path: Path) -> list[Design]:

@@ -25,7 +25,7 @@ import tomli_w
 from cfsim.kernel import limits
 from cfsim.scenario.schema import RETIRED, SCHEMA, Key, ScenarioError
 
-__all__ = ["Scenario", "ScenarioError", "load_scenario", "builtin_names", "parse_value"]
+__all__ = ["Scenario", "ScenarioError", "load_scenario", "builtin_names", "parse_value", "is_null"]
 
 
 def builtin_names() -> list[str]:
@@ -57,6 +57,16 @@ def _read_source(source: str | Path | Mapping[str, Any]) -> tuple[dict[str, Any]
     return tomllib.loads(root.read_text()), f"builtin:{name}"
 
 
+def is_null(text: str) -> bool:
+    """Whether a written value unsets an optional key: ``null`` or ``none``, any case (TOML has no
+    null, so ``--set`` values and lab design files spell it as a word).
+
+    >>> is_null(" None"), is_null("0")
+    (True, False)
+    """
+    return text.strip().lower() in ("null", "none")
+
+
 def parse_value(text: str) -> Any:
     """Parse a ``--set`` value: TOML literal if it parses, else a bare string.
 
@@ -67,7 +77,7 @@ def parse_value(text: str) -> Any:
     >>> parse_value("null") is None
     True
     """
-    if text.strip().lower() in ("null", "none"):
+    if is_null(text):
         return None
     try:
         return tomllib.loads(f"v = {text}")["v"]
