@@ -117,6 +117,36 @@ def test_a_lab_trace_near_the_memory_limit_is_mostly_paced_by_assists():
     assert k["gc_cycle_past_goal_share"] > 0.9        # past the goal by 2 %: paced and unpaced alike
 
 
+def test_the_time_between_marks_is_the_next_start_less_this_cycles_three_clocks():
+    from cfsim.goruntime.gc_cycles import cycle_keys
+    from cfsim.io.gctrace import cycle_table, parse_gctrace
+
+    # the same cycle twice, 100 ms apart: 1.3 + 84 + 0.24 ms of clocks, so 14.46 ms between the
+    # first mark's end (mark termination's 0.24 ms after it) and the second one's start (after the
+    # second sweep termination's 1.3 ms): the table's mark start is its end less the mark
+    lab = parse_gctrace([PACER, GC, PACER, GC])
+    lab.insert(2, "run_t_s", [2.0, 2.1])
+    k = cycle_keys(cycle_table(lab), 1.0, 3.0)
+    assert k["gc_cycle_between_marks_mean_s"] == pytest.approx((2.1 + (1.3 + 0.24) / 1e3) - (2.0 + (1.3 + 84 + 0.24) / 1e3))
+    assert cycle_keys(cycle_table(lab), 2.09, 3.0)["gc_cycle_between_marks_mean_s"] is None    # one cycle in it
+
+
+def test_a_lab_trace_at_the_live_heap_leaves_a_gap_between_marks_that_grows_with_gomaxprocs():
+    # gc-limiter (GOMEMLIMIT 17.6 MiB over a 16 MiB heap, GOGC off, one core): the heap is past
+    # the next trigger as each mark ends, so a cycle follows at once but for gcStart's sweep of
+    # what the last one left (1.4 ms at GOMAXPROCS 1, 3.4 at 2, 7.1 at 8, measured); with GOGC 100
+    # the gap is the heap's growth to the trigger (20 ms)
+    from pathlib import Path
+
+    from cfsim.validation.twin import observed_summary
+
+    root = Path(__file__).parents[2] / "data/lab/gc-limiter"
+    gap = {p: observed_summary(root / f"p00{i}_near_gomaxprocs={p}")["gc_cycle_between_marks_mean_s"]
+           for i, p in enumerate((1, 2, 8))}
+    assert 0.0008 < gap[1] < gap[2] < gap[8] < 0.012
+    assert observed_summary(root / "p003_gogc100_gomaxprocs=2")["gc_cycle_between_marks_mean_s"] > 0.015
+
+
 def test_the_limiter_log_reads_back_per_cycle_and_names_a_bad_line(tmp_path):
     from cfsim.io.gclimiter import limiter_turned_on, read_gc_limiter
 

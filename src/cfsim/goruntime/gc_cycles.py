@@ -21,6 +21,15 @@ at most 1.1 x its (extended) goal (``revise``'s ``maxOvershoot``), and only a ma
 beyond it. Where the GC CPU limiter's turn-ons are known cycle by cycle (the model's, and the
 lab's runs whose workload read it after its cycles, :mod:`cfsim.io.gclimiter`), the share of the
 cycles it turned on in says which of the two it was.
+
+The mean wall time between one mark's end and the next one's start says what a cycle costs
+beyond its mark where the heap is past the next trigger as soon as a mark ends (GOMEMLIMIT at
+the live heap): ``gcStart`` sweeps every span the last cycle left unswept before it may stop the
+world (``for trigger.test() && sweepone() != ^uintptr(0) {}``, then ``finishsweep_m`` in the
+stop), and the other allocating goroutines wait on ``work.startSema`` meanwhile
+(``src/runtime/mgc.go``). Its mean (not its median) is the statistic, because the lab's gctrace
+prints a cycle's start to the millisecond (``@t``): each gap is off by up to a millisecond, their
+mean is not.
 """
 from __future__ import annotations
 
@@ -33,7 +42,7 @@ import pandas as pd
 CYCLE_KEYS = ("gc_cycle_count", "gc_cycle_marked_median_bytes", "gc_cycle_goal_median_bytes",
               "gc_cycle_alloc_during_mark_median_bytes", "gc_cycle_end_over_goal_median", "gc_cycle_mark_median_s",
               "gc_cycle_assist_share", "gc_cycle_past_goal_share", "gc_cycle_end_over_goal_max",
-              "gc_cycle_unpaced_time_share", "gc_cycle_limiter_on_share")
+              "gc_cycle_unpaced_time_share", "gc_cycle_limiter_on_share", "gc_cycle_between_marks_mean_s")
 #: a cycle whose heap ends this far past its goal counts as past it: the overshoots that raise the
 #: next goal (by twice the overshoot) and, near a memory limit, decide an OOM kill; the runtime's
 #: own pacing lands within about 1 % of the goal otherwise (gc-trace, gc-exectrace grids)
@@ -60,6 +69,12 @@ def cycle_keys(cycles: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, Any]
     (1.0557, 0.4)
     >>> k["gc_cycle_past_goal_share"], round(k["gc_cycle_end_over_goal_max"], 4)
     (1.0, 1.0714)
+
+    Between marks: the third mark starts 0.97 s after the second ends (the window holds both);
+    over the whole table the first gap (0.98 s) counts too:
+
+    >>> round(k["gc_cycle_between_marks_mean_s"], 4), round(cycle_keys(t, 0.0, 3.0)["gc_cycle_between_marks_mean_s"], 4)
+    (0.97, 0.975)
 
     A cycle's wall time runs from the previous cycle's end to its own (the first one's: its mark):
 
@@ -106,7 +121,21 @@ def cycle_keys(cycles: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, Any]
         out["gc_cycle_limiter_on_share"] = _mean(c["limiter_turned_on"])
     mark = float((c["assist_cpu_ms"] + c["background_cpu_ms"] + c["idle_cpu_ms"]).sum())
     out["gc_cycle_assist_share"] = float(c["assist_cpu_ms"].sum()) / mark if mark > 0 else None
+    out["gc_cycle_between_marks_mean_s"] = _between_marks_mean_s(cycles, inside)
     return out
+
+
+def _between_marks_mean_s(cycles: pd.DataFrame, inside: pd.Series) -> float | None:
+    """Mean wall time [s] from a mark's end to the next mark's start, over the marks that begin
+    inside the window after one that ended in it (:func:`mark_spans`); None with fewer than two."""
+    start, end = mark_spans(cycles)
+    if len(start) < 2:
+        return None
+    both = np.asarray(inside, dtype=bool)
+    keep = both[:-1] & both[1:]
+    if not keep.any():
+        return None
+    return float(np.mean((start[1:] - end[:-1])[keep]))
 
 
 def _mean(x: pd.Series) -> float | None:

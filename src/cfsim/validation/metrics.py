@@ -128,6 +128,10 @@ GC_CYCLE_METRICS: tuple[Metric, ...] = (
     Metric("gc_cycle_limiter_on_share", "absolute", _key("gc_cycle_limiter_on_share"), None,
            "share of the window's cycles the GC CPU limiter turned on in, of those where it is known (lab: "
            "/gc/limiter/last-enabled read after each cycle, runs since 2026-11-30)"),
+    Metric("gc_cycle_between_marks_mean_s", "relative", _key("gc_cycle_between_marks_mean_s"), None,
+           "wall time from one mark's end to the next one's start, mean over the window's cycles (gctrace: "
+           "the next cycle's @t less this one's @t and three clock times; near a GOMEMLIMIT at the live heap, "
+           "gcStart's sweep of what the last cycle left)"),
     Metric("gc_limiter_turned_on", "exact", _key("gc_limiter_turned_on"), None,
            "1 if the GC CPU limiter turned on in the window, else 0 (lab: /gc/limiter/last-enabled and "
            "/gc/cycles/total read at the window's two ends, every run)"),
