@@ -126,8 +126,8 @@ def cycle_keys(cycles: pd.DataFrame, t0_s: float, t1_s: float) -> dict[str, Any]
 
 
 def _between_marks_mean_s(cycles: pd.DataFrame, inside: pd.Series) -> float | None:
-    """Mean wall time [s] from a mark's end to the next mark's start, over the marks that begin
-    inside the window after one that ended in it (:func:`mark_spans`); None with fewer than two."""
+    """Mean wall time [s] from a mark's end to the next mark's start, over the pairs of consecutive
+    cycles that both ended inside the window (:func:`mark_spans`); None without such a pair."""
     start, end = mark_spans(cycles)
     if len(start) < 2:
         return None
