@@ -153,7 +153,7 @@ sweep
 # has the mechanisms the story names - idle-priority GC mark workers on idle Ps, more Ms spinning in
 # `findRunnable` when there are more Ps (at most half the busy Ps), wake/park churn, `sched.lock`
 # contention among the Ms in the scheduler at once (`go.sched_lock_us` = 1 us per contending M,
-# fitted on golang/go#28808), steal probes that cost more on a 32-CPU host (`go.sched_xfer_growth`)
+# the small-host prior; golang/go#28808 fits 3.5), steal probes that cost more on a 32-CPU host (`go.sched_xfer_growth`)
 # - but each is charged with microseconds (`go.sched_spin_base_us` = 3 us, `go.sched_spin_per_p_us`,
 # `go.gc_cycle_per_p_us` = 10 us, ...). At 0.2 ms of user work per push these add tens of percent at
 # most, not 50 points of CPU: notebook 09 puts the whole band of the unpinned many-core parameters

@@ -35,7 +35,7 @@ STORY_FANOUTS = (1, 8, 16, 32) if SMALL else (1, 2, 4, 8, 12, 16, 20, 24, 32, 48
 # | wake-ups of parked Ms (`go` statements, `ready`, netpoll) | `proc.go`: `newproc`, `ready`, `wakep`, `startm`, `injectglist` | `go.sched_wake_us` per wake-up; a woken M decides after it ran, so the spinning chain advances one M at a time | more idle Ps to wake | -- |
 # | futile searches (spins) | `findRunnable`, `stealWork` (4 passes), `checkRunqsNoP` | `sched_spin_base_us + P x sched_spin_per_p_us x xfer`, at most half the busy Ps spin | per P scanned | `xfer = 1 + sched_xfer_growth x log2(min(P, CPUs)/2)` |
 # | parks (futex sleep) | `stopm`, `mPark`, `futexsleep` | `go.sched_park_us` | -- | -- |
-# | `sched.lock` contention | `lock2` on `sched.lock` in `pidleput`, `wakep`, `globrunqget` | `go.sched_lock_us` per other M in the scheduler | busy Ps | `min(busy Ps, CPUs) - 1` |
+# | `sched.lock` contention | `lock2` on `sched.lock` in `pidleput`, `wakep`, `globrunqget` | `go.sched_lock_us` per other M in the scheduler (spinning, searching, parking or waking: the last two by Little's law, their recent rate x their time) | Ms in the scheduler | at most `CPUs - 1` |
 # | SMT siblings | `kernel/sched/fair.c` `select_idle_core` | `host.threads_per_core`, `host.smt_slowdown` | running Ms beyond the cores | cores |
 # | GC mark workers (dedicated, fractional, idle on every idle P) | `mgcpacer.go`: `startCycle`, `findRunnableGCWorker`, `enlistWorker` (Green Tea `wakep`), `proc.go` idle workers | 25 % dedicated/fractional, idle workers up to P - dedicated | yes | -- |
 # | stop-the-world under throttling | `stopTheWorldWithSema`, `forEachP` | every P-holding M must reach a safe point; a throttled M waits for the next period | Ms holding Ps | -- |
@@ -192,21 +192,25 @@ ax2.legend()
 fig.tight_layout()
 
 # %% [markdown]
-# **What the curve says** (full size, 4 s simulated a point, 2026-12-04): with one to four goroutines a
-# push, GOMAXPROCS 32 costs 1.0-1.1x the CPU of 8 (the table above). From eight on it climbs steeply:
-# 1.35x at 8, 1.97x at 12, 2.72x at 16, 3.37x at 20, 4.13x at 24, and at 32 and more GOMAXPROCS 32
-# reaches the 8-core limit (5.2x, throttled in most periods). The story's 3.63x lies at about 21
-# goroutines a push (9-10 us of CPU each), and the band's corners move that to 21.5-22.4. The
-# mechanism: at GOMAXPROCS 8 a push's goroutines fill the 8 Ps and the rest queue behind them (the
-# reference's cost a push stops growing beyond eight: the solved rate stays at ~2,950 pushes/s),
-# while at 32 each readied goroutine finds an idle P and no spinning M, so `ready` -> `wakep` ->
-# `startm` wakes another M, which searches 32 Ps (`findRunnable`, `stealWork`: four passes),
-# often finds nothing and parks (`stopm`, `futexsleep`): 61,000 thread wake-ups a second at 20
-# goroutines a push against 23,000 at 8 Ps. With 0.1 or 0.5 ms a push instead of 0.2 the story's
-# ratio lies at 19 or 28 goroutines a push (3 s a point, same day).
+# **What the curve says** (full size, 4 s simulated a point, 2026-12-06, `sched.lock`'s contenders the
+# Ms in the scheduler, fitted at 3.5 us): with one to four goroutines a push, GOMAXPROCS 32 costs
+# 1.05-1.11x the CPU of 8 (the table above). From eight on it climbs steeply: 1.26x at 8, 1.63x at
+# 12, 2.00x at 16, 2.50x at 20, 3.01x at 24, 3.94x at 32, and it levels off at 4.0x at 48 (throttled
+# in 3-7 % of the periods). The story's 3.63x lies at about 29 goroutines a push (7 us of CPU each);
+# the band's corners move that to 28 (coherence growth 0.35) and 58 (one thread a core, no growth:
+# the curve flattens at 3.5-3.7x from 32 on). The mechanism: at GOMAXPROCS 8 a push's goroutines
+# fill the 8 Ps and the rest queue behind them (the reference's cost a push stops growing beyond
+# eight: the solved rate stays at ~2,750-2,950 pushes/s), while at 32 each readied goroutine finds an
+# idle P and no spinning M, so `ready` -> `wakep` -> `startm` wakes another M, which searches 32 Ps
+# (`findRunnable`, `stealWork`: four passes), often finds nothing and parks (`stopm`, `futexsleep`):
+# 78,000 thread wake-ups a second at 32 goroutines a push against 21,000 at 8 Ps, each park and
+# wake-up taking `sched.lock`. With 0.5 ms a push instead of 0.2 the ratio stays below the story's
+# (3.62x at 64 goroutines a push); with 0.1 ms the GOMAXPROCS-8 level is not reached within the
+# solver's six steps. Until 2026-12-05 the lock's contenders were the busy Ps, which put the story at
+# 21 goroutines a push (19 and 28 at 0.1 and 0.5 ms) but golang/go#18237 outside +-25 % (above).
 #
 # **What it does not reproduce: the profile.** Where the ratio matches, the model's runtime share at
-# 32 is 0.84 (0.88 at 0.1 ms a push, 0.75 at 0.5 ms), against the story's ~60 %. No model that gives
+# 32 is 0.83-0.84, against the story's ~60 %. No model that gives
 # the service's own code the same work at both settings can give both: with business CPU `B` equal at
 # 8 and 32, `B = (1 - s8) x C8 = (1 - s32) x 3.63 x C8`, so the runtime share at 32 is at least
 # `1 - 1/3.63 = 0.72` even if the runtime cost nothing at 8. The story's 40 % of 69 % (27.6 % of the
@@ -214,7 +218,7 @@ fig.tight_layout()
 # slower at 32 Ps, or that its flame graph put runtime work done on the service's stacks (a channel
 # send's `goready` -> `wakep` -> `futexwakeup`, `runtime.lock` inside `chansend`) under the service's
 # frames. The model's SMT pairing at 32 accounts for 1.17x of it (service CPU 0.87 against 0.75 cores
-# at 20 goroutines a push). So: the ratio is reachable by the named mechanism at a plausible push
+# at 20 goroutines a push, 2026-12-04). So: the ratio is reachable by the named mechanism at a plausible push
 # fan-out the story does not state; the profile's split is not, and the story itself cannot have both
 # without its service code slowing down at 32 Ps.
 
@@ -367,10 +371,15 @@ else:
 #   over-provisioned build loses more than that, so the direction is reproduced.
 # * **58 Tech**'s 3.6x is outside the band (above).
 # * **golang/go#18237**'s 35 % in `findrunnable` (cumulative, including the futex sleep it ends in)
-#   is within 25 % since `sched.lock`'s cost is fitted on a finer grid (2026-11-28: 1.5 us per
-#   contending M, where the coarser grid's 2.0 put #28808's own headline 24 % high; #18237 0.455 ->
-#   0.402 against 0.35 at full size, from just outside the band); the rest of the gap is the front
-#   end's futile searches, which depend on a request mix the source does not give.
+#   is within 25 % since `sched.lock`'s contenders are the Ms in the scheduler at once, not the busy
+#   Ps (2026-12-06): a P running a goroutine takes no scheduler lock; the Ms that spin, search, park
+#   (`stopm`'s `mput`) or are woken (`startm`'s `pidleget`) do. Parks and wake-ups are costs in the
+#   model, not running segments, so their Ms are counted by Little's law (the recent rate of parks
+#   and wake-ups times the time each takes). #28808's 56 Ps that block and wake keep many Ms in the
+#   scheduler and fit 3.5 us per contender (23.1 % against 23 %); #18237's front end, 12 Ps waiting on
+#   its back end, keeps fewer there: 0.421 against 0.35 at full size (1.20x; 0.455 with the busy Ps
+#   counted, 1.30x, outside +-25 %). The rest of the gap is the front end's futile searches, which depend on a request
+#   mix the source does not give.
 # * **The lab's CPU per request drifts more than the goal allows.** The same design point (open loop,
 #   750 requests/s x 0.4 ms at 0.5 core, GOMAXPROCS 1) used 0.398 cores in the `profiles` grid and
 #   0.443-0.465 in `open-latency` an hour later, with calibration runs that agree within 3 %; at 187

@@ -68,6 +68,12 @@ if [ "$have" != "$want" ] || [ "$where" != "$ROOT/src/cfsim" ] || [ "$touched" !
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[test]"
     echo "$want" > "$stamp"
+    # mypyc refusing a module (an assignment it cannot compile, pip -q hides its message) leaves the
+    # old build or none, and cfsim then runs everything from source, about 3x slower: say so
+    stale="$("$VENV/bin/python" -c 'from cfsim._native import stale_reason; print(stale_reason(environ={}) or "")' 2>/dev/null || true)"
+    if [ -n "$stale" ]; then
+        echo "warning: the compiled modules were not built ($stale); see: $VENV/bin/python -m pip install -v -e ." >&2
+    fi
 fi
 
 if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then

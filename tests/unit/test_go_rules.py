@@ -278,7 +278,10 @@ def test_host_growth_and_lock_contenders_and_smt():
     # xfer grows with the CPUs the Ms are spread over, never with Ps beyond the host
     assert sd.xfer_factor(64, 2, 0.3) == 1.0 and sd.xfer_factor(2, 64, 0.3) == 1.0
     assert sd.xfer_factor(64, 64, 0.3) == pytest.approx(1 + 0.3 * 5)
-    assert sd.lock_contenders(0, 8) == 0 and sd.lock_contenders(5, 2) == 1 and sd.lock_contenders(5, 64) == 4
+    assert sd.lock_contenders(0, 0.0, 0.0, 8) == 0 and sd.lock_contenders(5, 0.0, 0.0, 2) == 1
+    assert sd.lock_contenders(5, 0.0, 0.0, 64) == 5
+    # the Ms parking or waking by Little's law: 50,000 a second of 10 us each are half an M on average
+    assert sd.lock_contenders(2, 5e-5, 10_000.0, 64) == pytest.approx(2.5)
     # SMT: no pairing until every core has one thread; full pairing doubles at slowdown 1
     assert sd.smt_inflation(6, 6, 1, 1.0) == 1.0
     assert sd.smt_inflation(3, 6, 2, 0.5) == 1.0 and sd.smt_inflation(6, 6, 2, 0.5) == 1.5

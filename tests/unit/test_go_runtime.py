@@ -543,7 +543,9 @@ def test_the_ragged_barrier_wait_is_user_p_time(monkeypatch):
         seen.append((gc_classes, marking, m.seg))
         return begin(self, m)
     monkeypatch.setattr(rt.GoRuntime, "_barrier_done", check)
-    run(kind="stream", cpus=2, P=2, limit=1.0, rate_per_s=40_000, workers=8, cpu_ms_per_item=0.05,
+    # GOMAXPROCS 8 on 2 CPUs: barriers wait at every seed (150-256 in 3 s); at 2 whether they wait
+    # at all turns on whether the mark ends while the other CPU's silo is dry (0 or 50-100 by seed)
+    run(kind="stream", cpus=2, P=8, limit=1.0, rate_per_s=40_000, workers=8, cpu_ms_per_item=0.05,
         alloc_kb_per_item=64, dur=3.0, version="1.26", go={"live_heap_mb": 16, "gogc": -1, "gomemlimit_mb": 17.6})
     assert len(seen) >= 10    # barriers that waited (a P frozen by the quota, or a CPU's turn)
     assert all(gc == marking for gc, marking, _ in seen)
@@ -601,3 +603,29 @@ def test_a_cycle_starts_only_once_the_last_ones_sweep_is_done():
     assert gap0.median() < 0.2
     assert gap.quantile(0.1) > 0.6 and gap.median() < 3.0
     assert on < on0 - 0.05
+
+
+def test_sched_lock_contenders_are_the_ms_in_the_scheduler_not_the_busy_ps():
+    # sched.lock is taken on the scheduler's slow paths (findRunnable's global queue and
+    # pidleput, stopm's mput, startm's pidleget: src/runtime/proc.go), not by a P running a
+    # goroutine: with every P busy and no M spinning or searching a slow path waits for nobody
+    from cfsim.engine.cfs import CfsEngine
+    from cfsim.goruntime.runtime import GoParams, GoRuntime
+    from cfsim.goruntime.sched import SchedCosts
+
+    rt = GoRuntime(CfsEngine(cpus=8), GoParams(gomaxprocs=8, costs=SchedCosts(lock_ns=2000.0)), 8, None)
+    rt.free_ps = []                      # all eight Ps busy
+    assert rt._lock_ns() == 0            # the busy-Ps count would have charged 7 x 2 us
+    rt.nmspinning = 3
+    assert rt._lock_ns() == 3 * 2000
+    assert rt._lock_ns(own=1) == 2 * 2000  # a spinning M on its own slow path waits for the others
+    rt.spin_ends = [10**12] * 9          # more Ms searching than the host has CPUs to run them
+    assert rt._lock_ns() == 7 * 2000
+    # the Ms parking or being woken, counted by Little's law: a park or a wake-up every 10 us
+    # (100,000 a second) for 3 ms keeps 1e-4 / ns x their time in the scheduler on average
+    rt.spin_ends, rt.nmspinning = [], 0
+    for k in range(1, 301):
+        rt.engine.now = k * 10_000
+        rt.m_wakes += 1
+        rt._lock_ns()
+    assert rt._lock_ns() == pytest.approx(2000 * 1e-4 * (rt.c_wake + rt.c_park), rel=0.1)

@@ -67,7 +67,9 @@ def test_58tech_ratio_grows_with_the_goroutines_a_push_readies():
     assert one["reference_cpu_cores"] == pytest.approx(1.52, rel=0.01)
     assert sixteen["reference_cpu_cores"] == pytest.approx(1.52, rel=0.01)
     assert one["cpu_ratio"] < 1.2
-    assert sixteen["cpu_ratio"] > 2.0
+    # 1.78 at the defaults (2026-12-06: sched.lock's contenders the Ms in the scheduler; above 2 when
+    # they were the busy Ps), against a naive model's 1.0 and one goroutine a push's < 1.2
+    assert sixteen["cpu_ratio"] > 1.5
     assert sixteen["other_runtime_share"] > sixteen["reference_runtime_share"] + 0.2
     assert sixteen["other_thread_wakes_per_s"] > 1.8 * sixteen["reference_thread_wakes_per_s"]
     # the same work is done at both settings: the limit (8 cores) does not bind at GOMAXPROCS 32 here

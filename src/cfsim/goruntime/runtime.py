@@ -147,6 +147,9 @@ ALLOC_QUANTA: Final = 8
 MARK_QUANTA: Final = 32          # during the mark: at most 1/32 of the heap left before the goal per P
 ALLOC_QUANTUM_MIN: Final = 64 << 10
 CLAIM_MIN_NS: Final = 20_000
+#: the time over which _lock_ns smooths the rate of wake-ups and parks [ns]: a few of the
+#: scheduler's own time scales (a spin, a wake-up: microseconds), short beside a GC cycle
+LOCK_RATE_WINDOW_NS: Final = 1_000_000
 SWEEP_PAGE: Final = 8192         # the runtime's page (pageSize): the heap in use is swept in these
 # one pass of an assist's gcDrainN: it stops at the goroutine's preemption request (sysmon, 10-20
 # ms) or when the limiter turns on, whose flag changes only at its updates: the end of each assist
@@ -443,6 +446,11 @@ class GoRuntime(RuntimeReports):
         self.m_wakes = 0
         self.tlb_flushes = 0.0     # other CPUs' TLBs flushed by the process's releases of memory
         self.m_parks = 0
+        # the recent rate of wake-ups and parks [1/ns] (see _lock_ns), smoothed over
+        # LOCK_RATE_WINDOW_NS, and when and at what counts it was last updated
+        self._pw_rate = 0.0
+        self._pw_t = 0
+        self._pw_n = 0
         self.pauses_ns: list[int] = []
         self.pause_end_ns: list[int] = []
         self.cycle_pause_ns: list[tuple[int, int]] = []
@@ -587,15 +595,31 @@ class GoRuntime(RuntimeReports):
         self.wake_latency_ns = int(self.params.wakeup.latency_ns)
         self.smt = self.params.threads_per_core > 1 and self.params.smt_slowdown > 0
 
-    def _lock_ns(self) -> int:
-        """``sched.lock`` contention of one slow path: the other Ms that can be in the scheduler."""
+    def _lock_ns(self, own: int = 0) -> int:
+        """``sched.lock`` contention of one slow path: the other Ms in the scheduler now. A P
+        running a goroutine takes no scheduler lock; the Ms that look for work, give their P back
+        and park, or are woken do (``findRunnable``'s global queue and ``pidleput``, ``stopm``'s
+        ``mput``, ``startm``'s ``pidleget``, all under ``sched.lock``, src/runtime/proc.go). So
+        the contenders are the spinning Ms, those whose search is under way, and the Ms parking or
+        waking: the model charges a park or a wake-up as a cost, not as a running segment, so
+        their number is Little's law's, the recent rate of wake-ups and parks times the time
+        each takes. ``own``: how many of the spinning and searching Ms counted are the M on this
+        slow path itself (it waits for the others, not for itself). At most the host's CPUs - 1
+        (:func:`.sched.lock_contenders`; inlined: this runs on every slow path)."""
         if not self.c_lock:
             return 0
-        # lock_contenders(busy Ps, CPUs), inlined: this runs on every slow path
-        n = self.nprocs - len(self.free_ps)
-        if n > self.cpus:
-            n = self.cpus
-        return self.c_lock * (n - 1) if n > 1 else 0
+        now = self.engine.now
+        dt = now - self._pw_t
+        if dt > 0:
+            # an exponentially weighted rate: weight dt / (dt + window) for the latest stretch
+            n_pw = self.m_wakes + self.m_parks
+            self._pw_rate += (n_pw - self._pw_n - self._pw_rate * dt) / (dt + LOCK_RATE_WINDOW_NS)
+            self._pw_t = now
+            self._pw_n = n_pw
+        n: float = self.nmspinning + len(self.spin_ends) - own + self._pw_rate * (self.c_wake + self.c_park)
+        if n >= self.cpus:
+            n = float(self.cpus - 1)
+        return int(self.c_lock * n) if n > 0 else 0
 
     def _infl(self) -> float:
         """CPU per unit of work of a segment starting now: threads of this process beyond one per
@@ -899,7 +923,7 @@ class GoRuntime(RuntimeReports):
     def _woken_decides(self, m: _M) -> None:
         """A woken M that runs at once decides what to run, its wake-up's CPU (and any park
         cost still owed) paid with that segment; one that finds nothing burns it and parks."""
-        extra = self.c_wake + self._lock_ns() + m.debt
+        extra = self.c_wake + self._lock_ns(int(m.spinning)) + m.debt
         m.debt = 0
         w = self._schedule(m, extra)
         if w:
@@ -918,7 +942,7 @@ class GoRuntime(RuntimeReports):
         """A woken M runs its wake-up (the futex return and switch-in, plus any park cost still
         owed) as a segment, after the host's wake-up latency ``delay`` [ns]; it decides what to
         run when that segment ends (:meth:`_on_done`)."""
-        w = self._seg(m, WAKE, 0, self.c_wake + self._lock_ns() + m.debt)
+        w = self._seg(m, WAKE, 0, self.c_wake + self._lock_ns(int(m.spinning)) + m.debt)
         m.debt = 0
         if delay:
             self.engine.call_later(delay, self._run_woken, m, w, m.t_seg)
@@ -1129,18 +1153,20 @@ class GoRuntime(RuntimeReports):
         while ends and ends[0] <= now:
             heappop(ends)
         nv = len(ends)
-        if may_spin(m.spinning, self.nmspinning + nv, self.nprocs, len(self.free_ps) - nv):
-            extra += self.c_spin + self._lock_ns()
+        searched = may_spin(m.spinning, self.nmspinning + nv, self.nprocs, len(self.free_ps) - nv)
+        if searched:
+            extra += self.c_spin + self._lock_ns(int(m.spinning))
             heappush(ends, now + self.c_spin)
         if m.spinning:
             m.spinning = False
             self.nmspinning -= 1
         m.debt += int(extra)
-        return self._idle_or_park(m)
+        return self._idle_or_park(m, searched)
 
-    def _idle_or_park(self, m: _M) -> int | None:
+    def _idle_or_park(self, m: _M, searched: bool = False) -> int | None:
         """End of ``findRunnable``: an idle mark worker, else release the P and park. The park's
-        CPU is owed and burnt at the M's next wake-up (one event fewer per park)."""
+        CPU is owed and burnt at the M's next wake-up (one event fewer per park). ``searched``: the
+        M's own search is among the searches under way (``spin_ends``), not a contender."""
         if self.phase == MARK and self.mark_unclaimed > 0 and self.idlew_running < self.worker_counts.max_idle:
             self.idlew_running += 1
             w = self._mark_seg(m, IDLEW, pre=m.debt)
@@ -1151,7 +1177,7 @@ class GoRuntime(RuntimeReports):
         self._release_p(m)
         m.seg = PARK
         self.m_parks += 1
-        m.debt += self.c_park + self._lock_ns()
+        m.debt += self.c_park + self._lock_ns(int(searched))
         self.idle_ms.append(m)
         if self.poll_m is None:
             # findRunnable's last step: with no M in netpoll (sched.lastpoll != 0) this one blocks

@@ -14,8 +14,8 @@ from cfsim.scenario.schema import SCHEMA
 
 #: key -> (low prior, high prior). Sources: core-to-core latencies of 40-50 ns on small hosts and
 #: 100-200 ns across large or two-socket ones (xfer growth 0 to 0.35 per doubling of CPUs);
-#: golang/go#28808 (runtime.lock 23 % of CPU at 56 Ps: ~1 us per contending M, cfsim.overheads.public;
-#: 0.1-2 us); SMT: a
+#: golang/go#28808 (runtime.lock 23 % of CPU at 56 Ps: ~3.5 us per M contending in the scheduler at once,
+#: cfsim.overheads.public; 0.5-5 us, the low end a small host's); SMT: a
 #: sibling hyper-thread gives a core 1.0x (a divider-bound loop) to 1.8x its throughput, i.e. a
 #: paired thread needs 1.1x to 2x the CPU (slowdown 0.1 to 1.0); whether the host has SMT at all
 #: (threads_per_core 1 or 2) is itself unknown unless the scenario says.
@@ -23,7 +23,7 @@ UNPINNED: dict[str, tuple[Any, Any]] = {
     "host.threads_per_core": (1, 2),
     "host.smt_slowdown": (0.1, 1.0),
     "go.sched_xfer_growth": (0.0, 0.35),
-    "go.sched_lock_us": (0.1, 2.0),
+    "go.sched_lock_us": (0.5, 5.0),
 }
 BAND_KEYS = ("throughput_per_s", "cpu_usage_cores", "throttled_ratio", "latency_p50_s", "latency_p99_s")
 

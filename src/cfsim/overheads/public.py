@@ -164,7 +164,7 @@ MEASUREMENTS: tuple[Measurement, ...] = (
         _open(56, None, 40000, 0.05, 1, 64, server_cpu_us_per_request=0.0, server_alloc_kb_per_request=0.0),
         ("go.gomaxprocs=56", "host.threads_per_core=2"), ("go.gomaxprocs=56", "host.threads_per_core=2"),
         "share of CPU in runtime.lock (sched.lock contention) at GOMAXPROCS 56", 0.23, _cpu_share_of_difference,
-        role="train", fits="go.sched_lock_us", fit_grid=(0.05, 0.1, 0.2, 0.5, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 5.0), duration_s=1.0,
+        role="train", fits="go.sched_lock_us", fit_grid=(0.1, 0.5, 1.0, 1.5, 2.0, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0, 5.0, 6.0), duration_s=1.0,
         b_last=("go.sched_lock_us=0.0",)),
     Measurement(
         "golang/go#18237", "https://github.com/golang/go/issues/18237",

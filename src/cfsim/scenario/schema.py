@@ -537,8 +537,10 @@ register_section("go", {
                                             "(core-to-core latency ~40-50 ns on small hosts, 100-200 ns on large or "
                                             "two-socket ones) [1/doubling]", _between(0, 2)),
     "sched_lock_us": Key(1.0, "float", "sched.lock cost added to a scheduler slow path per other M in the scheduler "
-                                       "at the same time (min(busy Ps, host CPUs) - 1) [us] (fitted on golang/go#28808: "
-                                       "runtime.lock 23 % of CPU at 56 Ps; cfsim.overheads.public)", _between(0, 100)),
+                                       "at the same time (the spinning and searching Ms, and the parking and waking ones by "
+                                       "Little's law; at most host CPUs - 1) [us]; 1: a small host's prior; golang/go#28808 "
+                                       "(runtime.lock 23 % of CPU at 56 Ps on 56 CPUs) fits 3.5 (cfsim.overheads.public, "
+                                       "notebook 09)", _between(0, 100)),
     "sysmon_poll_us": Key(5.0, "float", "CPU of one sysmon poll (usleep/nanosleep round trip, its timer interrupt and "
                                         "two context switches, retake) [us]; sysmon polls every 20 us + timer slack "
                                         "while any P is busy (src/runtime/proc.go: sysmon); 0 = not modelled (fitted "
