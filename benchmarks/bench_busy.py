@@ -89,6 +89,17 @@ same: closed GOMAXPROCS 2 / 8 / 24 / 64 6.8 / 6.8 / 5.7 / 5.7 -> 8.2 / 8.0 / 7.1
 0.5 -> 0.7x (per-turn ratios 1.19-1.24). Switching the cyclic GC off during a run, or raising its
 thresholds, changed nothing measurable (CPU time, 6 turns each: GOMAXPROCS 8 0.0619 / 0.0618 /
 0.0622 s; the GC in earlier perf profiles was the imports'). Goals not met.
+
+At the issue's own span (2026-12-06, session 79; ``--span-s 10 --repeats 3 --no-memory``, reference
+loop 12.3-14.6 ms): closed GOMAXPROCS 2 / 8 / 24 / 64 13.5 / 13.6 / 12.5 / 11.5x, open 100k 0.99x;
+the same hour at 0.3 s 9.4 / 8.2 / 7.2 / 6.7x and 0.89x. About 10 ms of each ``simulate()`` is
+fixed (the series' and summary's DataFrames: 0.01 s simulated costs 11 ms, 0.1 s 13 ms, 1 s 80 ms at
+GOMAXPROCS 24), which a short span does not amortise; the goals are about long runs, so read the
+10 s figures against them. perf (compiled, GOMAXPROCS 24, 20 s simulated): no compiled function
+above 2 % self; Python object allocation and freeing 8-10 %, the engine's callback into the runtime
+through the generic call protocol (``_run_due`` -> ``_on_done``), boxed ints in the per-CPU lists
+(``CPyList_GetItem`` / ``SetItem``, ``PyLong_FromLong``) and the heaps' tuple comparisons most of
+the rest. Goals not met.
 """
 from __future__ import annotations
 
