@@ -432,6 +432,22 @@ def test_oom_outcomes_are_counted_per_point_over_its_repeats():
                                    "model": {"oom": 1, "near": 2, "ok": 0}}]
 
 
+def _seed_means(go: dict, cpu_limit: float, tlb_us: float, keys: tuple[str, ...]) -> dict[str, float]:
+    """The allocation-heavy stream of the TLB tests (2 CPUs, 8 workers, 64 KiB an item, 16 MiB live
+    heap, 2.5 s) at ``go``'s settings: the means of ``keys`` over seeds 1-3."""
+    out = dict.fromkeys(keys, 0.0)
+    for seed in (1, 2, 3):
+        raw = {"host": {"cpus": 2, "hz": 250, "tlb_shootdown_us": tlb_us}, "cgroup": {"cpu_limit": cpu_limit},
+               "go": {"live_heap_mb": 16, **go},
+               "workload": {"kind": "stream", "workers": 8, "rate_per_s": 100_000, "cpu_ms_per_item": 0.05,
+                            "alloc_kb_per_item": 64},
+               "run": {"duration_s": 2.5, "warmup_s": 0.5, "seed": seed}}
+        summary = simulate(load_scenario(raw)).summary
+        for k in keys:
+            out[k] += summary[k] / 3
+    return out
+
+
 def test_releases_flush_the_tlbs_of_other_cpus_running_the_process():
     """Returning memory to the OS while another CPU runs a thread of the process costs that CPU's
     TLB flush (an inter-processor interrupt per 64 KiB released: ``host.tlb_shootdown_us``); at
@@ -446,19 +462,9 @@ def test_releases_flush_the_tlbs_of_other_cpus_running_the_process():
     not from one seed to the next (no allocSpan scavenging while it is on), so one seed's figures
     move by a third."""
     def run(P, tlb_us):
-        keys = ("throughput_per_s", "tlb_flushes_per_s", "go_cpu_classes_scavenge_assist_cpu_seconds_total",
-                "duration_s")
-        out = dict.fromkeys(keys, 0.0)
-        for seed in (1, 2, 3):
-            raw = {"host": {"cpus": 2, "hz": 250, "tlb_shootdown_us": tlb_us}, "cgroup": {"cpu_limit": 1.0},
-                   "go": {"gomaxprocs": P, "gogc": -1, "gomemlimit_mb": 17.6, "live_heap_mb": 16},
-                   "workload": {"kind": "stream", "workers": 8, "rate_per_s": 100_000, "cpu_ms_per_item": 0.05,
-                                "alloc_kb_per_item": 64},
-                   "run": {"duration_s": 2.5, "warmup_s": 0.5, "seed": seed}}
-            summary = simulate(load_scenario(raw)).summary
-            for k in keys:
-                out[k] += summary[k] / 3
-        return out
+        return _seed_means({"gomaxprocs": P, "gogc": -1, "gomemlimit_mb": 17.6}, 1.0, tlb_us,
+                           ("throughput_per_s", "tlb_flushes_per_s",
+                            "go_cpu_classes_scavenge_assist_cpu_seconds_total", "duration_s"))
 
     def scavenge_cores(s):
         return s["go_cpu_classes_scavenge_assist_cpu_seconds_total"] / s["duration_s"]
@@ -550,15 +556,8 @@ def test_background_releases_flush_the_tlbs_the_process_runs_on_under_a_quota():
     def run(P, limit):
         # the mean of three seeds: the background scavenger has little to release at GOGC 100
         # without a limit, so one seed's count of flushes ranges from none to 120 a second
-        total = 0.0
-        for seed in (1, 2, 3):
-            raw = {"host": {"cpus": 2, "hz": 250, "tlb_shootdown_us": 20.0}, "cgroup": {"cpu_limit": limit},
-                   "go": {"gomaxprocs": P, "gogc": 100, "live_heap_mb": 16},
-                   "workload": {"kind": "stream", "workers": 8, "rate_per_s": 100_000, "cpu_ms_per_item": 0.05,
-                                "alloc_kb_per_item": 64},
-                   "run": {"duration_s": 2.5, "warmup_s": 0.5, "seed": seed}}
-            total += simulate(load_scenario(raw)).summary["tlb_flushes_per_s"]
-        return total / 3
+        means = _seed_means({"gomaxprocs": P, "gogc": 100}, limit, 20.0, ("tlb_flushes_per_s",))
+        return means["tlb_flushes_per_s"]
 
     assert run(1, 1.0) == 0.0   # one P: no other CPU runs the process while it releases
     for P in (2, 8):

@@ -89,7 +89,7 @@ import numpy as np
 
 from cfsim.goruntime import gcpacer, gomaxprocs as gmp, memory as gmem
 from cfsim.goruntime.run_accounting import C_USAGE, CPU_CLASSES, RuntimeReports
-from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, Sysmon, may_spin,
+from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, Sysmon, lock_contenders, may_spin,
                                    netpoll_wakeups, smt_inflation)
 from cfsim.goruntime.syncpool import PerPPool
 from cfsim.kernel import memory as kmem
@@ -604,8 +604,8 @@ class GoRuntime(RuntimeReports):
         waking: the model charges a park or a wake-up as a cost, not as a running segment, so
         their number is Little's law's, the recent rate of wake-ups and parks times the time
         each takes. ``own``: how many of the spinning and searching Ms counted are the M on this
-        slow path itself (it waits for the others, not for itself). At most the host's CPUs - 1
-        (:func:`.sched.lock_contenders`; inlined: this runs on every slow path)."""
+        slow path itself (it waits for the others, not for itself). The count is
+        :func:`.sched.lock_contenders`'s; this keeps the rate it reads up to date."""
         if not self.c_lock:
             return 0
         now = self.engine.now
@@ -616,9 +616,8 @@ class GoRuntime(RuntimeReports):
             self._pw_rate += (n_pw - self._pw_n - self._pw_rate * dt) / (dt + LOCK_RATE_WINDOW_NS)
             self._pw_t = now
             self._pw_n = n_pw
-        n: float = self.nmspinning + len(self.spin_ends) - own + self._pw_rate * (self.c_wake + self.c_park)
-        if n >= self.cpus:
-            n = float(self.cpus - 1)
+        n = lock_contenders(self.nmspinning + len(self.spin_ends) - own, self._pw_rate, self.c_wake + self.c_park,
+                            self.cpus)
         return int(self.c_lock * n) if n > 0 else 0
 
     def _infl(self) -> float:

@@ -217,17 +217,20 @@ def lock_contenders(searching: int, park_wake_per_ns: float, park_wake_ns: float
     """Other Ms contending for ``sched.lock`` with one on a scheduler slow path: the spinning or
     searching Ms besides it, and the Ms parking or being woken, counted by Little's law as their
     recent rate times the time each takes (the model charges a park or a wake-up as a cost, not as
-    a running segment); at most one fewer than the host's CPUs. A P running a goroutine takes no
-    scheduler lock; ``findRunnable``'s global queue and ``pidleput``, ``stopm``'s ``mput`` and
-    ``startm``'s ``pidleget`` do (src/runtime/proc.go).
+    a running segment); a count of the host's CPUs or more is taken as CPUs - 1 (one below it is
+    kept as it is). A P running a goroutine takes no scheduler lock; ``findRunnable``'s global
+    queue and ``pidleput``, ``stopm``'s ``mput`` and ``startm``'s ``pidleget`` do
+    (src/runtime/proc.go).
 
     >>> lock_contenders(0, 0.0, 0.0, 8), lock_contenders(30, 0.0, 0.0, 8), lock_contenders(3, 0.0, 0.0, 64)
     (0.0, 7.0, 3.0)
     >>> round(lock_contenders(1, 100_000 / 1e9, 9_000.0, 64), 3)  # 100,000 parks and wake-ups a second, 9 us each
     1.9
     """
-    n = searching + park_wake_per_ns * park_wake_ns
-    return max(0.0, min(float(n), host_cpus - 1.0))
+    n: float = searching + park_wake_per_ns * park_wake_ns
+    if n >= host_cpus:
+        n = float(host_cpus - 1)
+    return n if n > 0 else 0.0
 
 
 def smt_inflation(running: int, host_cpus: int, threads_per_core: int, slowdown: float) -> float:
