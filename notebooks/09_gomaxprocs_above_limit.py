@@ -256,10 +256,10 @@ print(f"requests/s at 24 / at 2: {ex_ratio:.2f}")
 # / 85 % of limits 0.25-1.5, GOMAXPROCS 1/2/8/32, 16 and 256 MiB live heap, 3 repeats) and the
 # `overprovisioned` grid (saturating closed loop of 0.05 ms requests, limits 0.5 and 1.0, GOMAXPROCS 1 to
 # 64), each twin simulated from what was known before the run: the scenario, the lab's scrape
-# interval, and the grid's calibration runs (cost per request, and the client round trip: their
-# client median minus their twin's). Both grids are held out: the scheduler costs the twins use
-# (`go.sched_wake_us`, `go.sysmon_poll_us`) were fitted on the `profiles` grid's open-loop runs, and
-# `sched_spin_per_p_us` on the `sched-overhead` grids. The twins share the host's CPUs with the load
+# interval, and the grid's calibration runs (cost per request, and the client round trip: the
+# log-normal that, added to their twin's latency, gives their client latency). Both grids are held
+# out: the scheduler costs the twins use (`go.sched_wake_us`, `go.sysmon_poll_us`) were fitted on the
+# `profiles` grid's open-loop runs, and `sched_spin_per_p_us` on the `sched-overhead` grids. The twins share the host's CPUs with the load
 # generator in time slices, with the lab host's cost of a switch fitted on a third grid,
 # `kernel-switches` (`docs/params/lab-host-switches.toml`). Errors by regime (`cfsim.validation.regimes`):
 # *uncapped* and *contended* (the model's own prediction, on a quiet or a busy host), *quota-capped*

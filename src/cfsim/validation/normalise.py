@@ -27,11 +27,15 @@ from typing import Any, Mapping
 import numpy as np
 
 from cfsim.lab.loadgen_cost import loadgen_cpu_us
+from cfsim.lab.summary import bucket_deltas
 from cfsim.lab.threads import sysmon_thread
+from cfsim.monitoring.histogram import histogram_quantile
 from cfsim.scenario import Scenario
-from cfsim.validation.twin import (is_calibration_run, observed_summary, pre_run_tenants_cores, run_manifest,
-                                   run_scenario, twin_spec)
+from cfsim.validation.outside import fit_outside_time
+from cfsim.validation.twin import (is_calibration_run, observed_summary, pre_run_tenants_cores, recorded_latency_buckets_s,
+                                   run_manifest, run_scenario, twin_spec)
 from cfsim.workloads import kind_names, workload_kind
+from cfsim.workloads._go import LATENCY_QUANTILES
 from cfsim.workloads.arrivals import lognormal_median_from_mean
 
 #: the scenario key of each workload kind's CPU per item (as the kind declares it)
@@ -56,15 +60,13 @@ class GridNorm:
     #: many rounds per millisecond of the workload's CPU (:func:`startup_rounds`)
     rounds_per_cpu_ms: float | None = None
     #: the median time a request spends outside the server process [ms] (network, the load
-    #: generator's own client), measured on the calibration runs: their client mean latency minus
-    #: their twin's (exact on both sides), as the median of a log-normal with that mean and the p99
-    #: below (:func:`cfsim.workloads.arrivals.lognormal_median_from_mean`). Not identified where a
-    #: calibration run is a saturated closed loop: its mean latency is clients / throughput whatever
+    #: generator's own client), measured on the calibration runs: the log-normal that, added to
+    #: their twin's latency, gives their client latency (:func:`outside_time_ms`). Not identified where a
+    #: calibration run is a saturated closed loop: its latency is clients / throughput whatever
     #: the round trip
     rtt_ms: float | None = None
-    #: the 99th percentile of that time [ms], from the same runs: client p99 minus their twin's,
-    #: both read through the lab's histogram buckets (a load generator that shares the host's CPUs
-    #: with the server is itself scheduled late)
+    #: the 99th percentile of that time [ms], from the same runs and the same fit (a load generator
+    #: that shares the host's CPUs with the server is itself scheduled late)
     rtt_p99_ms: float | None = None
     #: ``(pre-run tenants [cores], rtt_ms, rtt_p99_ms)`` of each calibration run that measured
     #: its neighbours before it started: the load generator waits longer on a busier host, so a
@@ -112,6 +114,39 @@ class GridNorm:
         if key is None or self.factor == 1.0:
             return {}
         return {key: scenario[key] * self.factor}
+
+
+#: the load generator's latency histogram (client side: sent to response read)
+CLIENT_LATENCY = "cfsim_loadgen_request_duration_seconds"
+
+
+def client_window_quantiles(manifest: Mapping[str, Any], qs: tuple[float, ...]) -> list[float | None] | None:
+    """The load generator's latency quantiles over a run's window [s], read through its histogram
+    as the run's summary reads them (``histogram_quantile`` of the bucket counts the manifest keeps
+    at the window's two ends); None where it kept none."""
+    ends = (manifest.get("window_samples") or {}).get("loadgen") or {}
+    hist = bucket_deltas(CLIENT_LATENCY, ends.get("start") or {}, ends.get("end") or {})
+    if not hist or not any(n > 0 for _, n in hist):
+        return None
+    return [histogram_quantile(q, hist) for q in qs]
+
+
+def outside_time_ms(manifest: Mapping[str, Any], sim: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The time a calibration run's requests spent outside the server ``(median, p99)`` [ms]: the
+    log-normal that, added to its twin's latency (the twin spends no time outside), gives the
+    run's client latency at the median and at the 90th or 99th percentile, whichever needs the
+    narrower tail (:func:`cfsim.validation.outside.fit_outside_time`, which says why), both sides
+    read through the run's histogram buckets. None where the run kept no histogram, its twin
+    reports no quantile body (``latency_p10_s`` ... ``latency_p999_s``), or the run's median is
+    not above its twin's."""
+    q = client_window_quantiles(manifest, (0.5, 0.9, 0.99))
+    server = {u: sim.get(f"latency_{name}_s") for name, u in LATENCY_QUANTILES.items()}
+    if q is None or q[0] is None or q[1] is None or any(v is None for v in server.values()):
+        return None
+    if sim.get("latency_max_s") is not None:
+        server[1.0] = sim["latency_max_s"]
+    got = fit_outside_time(server, {0.5: q[0], 0.9: q[1], 0.99: q[2]}, recorded_latency_buckets_s(manifest))
+    return None if got is None else (got[0] * 1e3, got[1] * 1e3)
 
 
 def rtt_at(norm: "GridNorm", tenants_cores: float | None) -> tuple[float | None, float | None]:
@@ -428,8 +463,9 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     summaries already simulated (:func:`calibration_twin_summary` with
     :func:`calibration_overrides`), by run folder; the others are simulated here.
 
-    The program's heap beyond its twin's and the time a GC pause takes beyond the twin's compare
-    each calibration run with its twin *at the grid's factors* (``factored_summaries``, by run
+    The program's heap beyond its twin's, the time a GC pause takes beyond the twin's and the time
+    a request spends outside the server compare each calibration run with its twin *at the grid's
+    factors* (``factored_summaries``, by run
     folder, from :func:`factored_overrides`; simulated here when missing): a twin whose GC marks
     2.6x faster than the host's allocates less during each mark and marks a smaller heap, and
     that difference is the speed's, not the program's heap (the lab's gc-trace grid: 2.08 MiB of
@@ -471,24 +507,6 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
                 curve = loadgen_cpu_us(sc["workload.kind"], sc["workload.rate_per_s"])
                 if curve:
                     client_scale.append(c / curve)
-        has_rtt = "client_rtt_ms" in workload_kind(sc["workload.kind"]).keys
-        if has_rtt and obs.get("latency_mean_s") and sim.get("latency_mean_s") is not None:
-            # the time outside the server: its spread from the p99s (both read through the lab's
-            # buckets), its median from the means (exact on both sides, _sum / _count), as the
-            # log-normal the twin draws it from (workload.client_rtt_ms, client_rtt_p99_ms)
-            p99 = None
-            if obs.get("latency_p99_s") and sim.get("latency_p99_s") is not None:
-                p99 = max(0.0, obs["latency_p99_s"] - sim["latency_p99_s"]) * 1e3
-                rtt_p99s.append(p99)
-            mean = max(0.0, obs["latency_mean_s"] - sim["latency_mean_s"]) * 1e3
-            rtts.append(lognormal_median_from_mean(mean, p99))
-            tenants = pre_run_tenants_cores(run_manifest(run))
-            if tenants is not None:
-                norm.rtt_by_tenants.append((tenants, rtts[-1], p99))
-    if rtts:
-        norm.rtt_ms = round(statistics.median(rtts), 4)
-    if rtt_p99s:
-        norm.rtt_p99_ms = round(statistics.median(rtt_p99s), 4)
     if client_cpu:
         norm.client_cpu_us = round(statistics.median(client_cpu), 3)
     if client_scale:
@@ -513,9 +531,42 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
             extra = extra_marked_mb(obs, sim, run_scenario(run))
             if extra is not None:
                 extra_live.append(extra)
+            # the time outside the server, against the twin at the grid's factors: the server a run's
+            # twin simulates, which the time outside is added to
+            sc = run_scenario(run)
+            has_rtt = "client_rtt_ms" in workload_kind(sc["workload.kind"]).keys
+            # only where arrivals do not wait for answers: a closed loop's clients hold the server's
+            # queue short by the very time outside, so the two do not add (and at saturation its
+            # latency is clients / throughput, the time outside not identified at all)
+            body = outside_time_ms(run_manifest(run), sim) if has_rtt and sc["workload.kind"] == "open" else None
+            p99: float | None = None
+            if body is not None:
+                # the time outside the server, as the log-normal the twin draws it from
+                # (workload.client_rtt_ms, client_rtt_p99_ms)
+                median, p99 = body
+            elif has_rtt and obs.get("latency_mean_s") and sim.get("latency_mean_s") is not None:
+                # runs without the histogram's window samples: the spread from the p99s, the median
+                # from the means (exact on both sides, _sum / _count)
+                if obs.get("latency_p99_s") and sim.get("latency_p99_s") is not None:
+                    p99 = max(0.0, obs["latency_p99_s"] - sim["latency_p99_s"]) * 1e3
+                mean = max(0.0, obs["latency_mean_s"] - sim["latency_mean_s"]) * 1e3
+                median = lognormal_median_from_mean(mean, p99)
+            else:
+                median = None
+            if median is not None:
+                rtts.append(median)
+                if p99 is not None:
+                    rtt_p99s.append(p99)
+                tenants = pre_run_tenants_cores(run_manifest(run))
+                if tenants is not None:
+                    norm.rtt_by_tenants.append((tenants, median, p99))
             per_pause = [_pause_per_stw_us(x) for x in (obs, sim)]
             if None not in per_pause:
                 extra_stw.append(per_pause[0] - per_pause[1])
+    if rtts:
+        norm.rtt_ms = round(statistics.median(rtts), 4)
+    if rtt_p99s:
+        norm.rtt_p99_ms = round(statistics.median(rtt_p99s), 4)
     if extra_stw:
         norm.extra_stw_us = round(statistics.median(extra_stw), 3)
     if extra_live:

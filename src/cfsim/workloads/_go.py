@@ -3,7 +3,7 @@ and merging the runtime's summary and series with the workload's."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Final, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,18 +41,25 @@ def count_at(samples: list[tuple], t_ns: int, col: int, now_ns: int, now_value: 
     return float(np.interp(t_ns, np.append(arr[:, 0], now_ns), np.append(arr[:, 1], now_value)))
 
 
+#: the latency quantiles a summary reports, by name (``latency_p50_s`` ...): the tail the SLOs read,
+#: and the body, which is what a twin's time outside the server is fitted to
+#: (:func:`cfsim.validation.normalise.outside_time_ms`)
+LATENCY_QUANTILES: Final = {"p10": 0.1, "p25": 0.25, "p50": 0.5, "p75": 0.75, "p90": 0.9, "p99": 0.99, "p999": 0.999}
+
+
 def latency_keys(lat_s: np.ndarray, buckets_s: Sequence[float] | None = None) -> dict[str, Any]:
     """Quantiles, mean and maximum of latencies [s]. With ``buckets_s`` (``run.latency_buckets_s``)
     the quantiles are the ones a Prometheus histogram with those bounds reports
     (:func:`cfsim.monitoring.histogram.quantiles_through_buckets`); the mean stays exact, as ``_sum / _count``."""
     if lat_s.size == 0:
-        return {"latency_p50_s": None, "latency_p99_s": None, "latency_p999_s": None, "latency_max_s": None,
+        return {**{f"latency_{name}_s": None for name in LATENCY_QUANTILES}, "latency_max_s": None,
                 "latency_mean_s": None}
+    qs = tuple(LATENCY_QUANTILES.values())
     if buckets_s:
-        p50, p99, p999 = quantiles_through_buckets(lat_s, buckets_s, (0.5, 0.99, 0.999))
+        got = quantiles_through_buckets(lat_s, buckets_s, qs)
     else:
-        p50, p99, p999 = np.percentile(lat_s, [50, 99, 99.9])
-    return {"latency_p50_s": float(p50), "latency_p99_s": float(p99), "latency_p999_s": float(p999),
+        got = list(np.percentile(lat_s, [100 * q for q in qs]))
+    return {**{f"latency_{name}_s": float(v) for name, v in zip(LATENCY_QUANTILES, got)},  # type: ignore[arg-type]
             "latency_max_s": float(lat_s.max()), "latency_mean_s": float(lat_s.mean())}
 
 
