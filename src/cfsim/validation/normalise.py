@@ -32,8 +32,8 @@ from cfsim.lab.threads import sysmon_thread
 from cfsim.monitoring.histogram import histogram_quantile
 from cfsim.scenario import Scenario
 from cfsim.validation.outside import fit_outside_time
-from cfsim.validation.twin import (is_calibration_run, observed_summary, pre_run_tenants_cores, recorded_latency_buckets_s,
-                                   run_manifest, run_scenario, twin_spec)
+from cfsim.validation.twin import (is_calibration_run, observed_summary, pre_run_tenants_cores,
+                                   recorded_latency_buckets_s, run_manifest, run_scenario, twin_spec)
 from cfsim.workloads import kind_names, workload_kind
 from cfsim.workloads._go import LATENCY_QUANTILES
 from cfsim.workloads.arrivals import lognormal_median_from_mean
@@ -61,9 +61,9 @@ class GridNorm:
     rounds_per_cpu_ms: float | None = None
     #: the median time a request spends outside the server process [ms] (network, the load
     #: generator's own client), measured on the calibration runs: the log-normal that, added to
-    #: their twin's latency, gives their client latency (:func:`outside_time_ms`). Not identified where a
-    #: calibration run is a saturated closed loop: its latency is clients / throughput whatever
-    #: the round trip
+    #: their twin's latency, gives their client latency (:func:`outside_time_ms`). Not identified
+    #: where a calibration run is a saturated closed loop: its latency is clients / throughput
+    #: whatever the round trip
     rtt_ms: float | None = None
     #: the 99th percentile of that time [ms], from the same runs and the same fit (a load generator
     #: that shares the host's CPUs with the server is itself scheduled late)
@@ -531,18 +531,17 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
             extra = extra_marked_mb(obs, sim, run_scenario(run))
             if extra is not None:
                 extra_live.append(extra)
-            # the time outside the server, against the twin at the grid's factors: the server a run's
-            # twin simulates, which the time outside is added to
-            sc = run_scenario(run)
-            has_rtt = "client_rtt_ms" in workload_kind(sc["workload.kind"]).keys
-            # only where arrivals do not wait for answers: a closed loop's clients hold the server's
-            # queue short by the very time outside, so the two do not add (and at saturation its
-            # latency is clients / throughput, the time outside not identified at all)
-            body = outside_time_ms(run_manifest(run), sim) if has_rtt and sc["workload.kind"] == "open" else None
+            # the time outside the server (the log-normal the twins draw, workload.client_rtt_ms and
+            # client_rtt_p99_ms), against the twin at the grid's factors: the server a run's twin
+            # simulates, which the time outside is added to. Fitted only where arrivals do not wait
+            # for answers: a closed loop's clients hold the server's queue short by the very time
+            # outside, so the two do not add (and at saturation its latency is clients /
+            # throughput, the time outside not identified at all)
+            kind, manifest = run_scenario(run)["workload.kind"], run_manifest(run)
+            has_rtt = "client_rtt_ms" in workload_kind(kind).keys
+            body = outside_time_ms(manifest, sim) if has_rtt and kind == "open" else None
             p99: float | None = None
             if body is not None:
-                # the time outside the server, as the log-normal the twin draws it from
-                # (workload.client_rtt_ms, client_rtt_p99_ms)
                 median, p99 = body
             elif has_rtt and obs.get("latency_mean_s") and sim.get("latency_mean_s") is not None:
                 # runs without the histogram's window samples: the spread from the p99s, the median
@@ -557,7 +556,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
                 rtts.append(median)
                 if p99 is not None:
                     rtt_p99s.append(p99)
-                tenants = pre_run_tenants_cores(run_manifest(run))
+                tenants = pre_run_tenants_cores(manifest)
                 if tenants is not None:
                     norm.rtt_by_tenants.append((tenants, median, p99))
             per_pause = [_pause_per_stw_us(x) for x in (obs, sim)]
