@@ -256,7 +256,9 @@ def _last(name: str, s: Samples) -> float | None:
     return s.get(name)
 
 
-def _quantiles(name: str, s0: Samples, s1: Samples, qs=(0.5, 0.99, 0.999)) -> list[float | None]:
+def window_quantiles(name: str, s0: Samples, s1: Samples, qs=(0.5, 0.99, 0.999)) -> list[float | None]:
+    """Quantiles of histogram ``name`` over a window, from its bucket samples at the two ends
+    (``histogram_quantile``; None where it counted nothing)."""
     hist = bucket_deltas(name, s0, s1)
     return [histogram_quantile(q, hist) for q in qs]
 
@@ -285,9 +287,9 @@ def gc_memory(s0: Snapshot, s1: Snapshot, heap_goal_mean_bytes: float | None = N
         out[f"gc_scan_{part}_bytes"] = None if v is None else int(v)
     tot = _last("go_memory_classes_total_bytes", w1)
     out["go_memory_total_bytes"] = None if tot is None else int(tot)
-    p50, p99, p999 = _quantiles("cfsim_go_sched_latencies_seconds", w0, w1)
+    p50, p99, p999 = window_quantiles("cfsim_go_sched_latencies_seconds", w0, w1)
     out.update(sched_latency_p50_s=p50, sched_latency_p99_s=p99, sched_latency_p999_s=p999)
-    out["gc_pause_p99_s"] = _quantiles("cfsim_go_sched_pauses_total_gc_seconds", w0, w1, (0.99,))[0]
+    out["gc_pause_p99_s"] = window_quantiles("cfsim_go_sched_pauses_total_gc_seconds", w0, w1, (0.99,))[0]
     # runtime/metrics /cpu/classes are P-time (wall time x GOMAXPROCS, split by what each P did),
     # not CPU time: a P whose thread the kernel throttles keeps accruing its class
     total = _delta("go_cpu_classes_total_cpu_seconds_total", w0, w1)
@@ -304,12 +306,12 @@ def gc_memory(s0: Snapshot, s1: Snapshot, heap_goal_mean_bytes: float | None = N
         out["go_cpu_classes_user_cores"] = None if user is None else user / dt
         lg = _delta("process_cpu_seconds_total", l0, l1)
         out["loadgen_cpu_cores"] = None if lg is None else lg / dt
-    lag50, lag99 = _quantiles("cfsim_loadgen_send_lag_seconds", l0, l1, (0.5, 0.99))
+    lag50, lag99 = window_quantiles("cfsim_loadgen_send_lag_seconds", l0, l1, (0.5, 0.99))
     out.update(loadgen_send_lag_p50_s=lag50, loadgen_send_lag_p99_s=lag99)
     # a request's way to the handler and back, from the workload's handler-times header (runs
     # recorded since 2026-11-29; None before): where a client-side tail is not the server's
     for way in ("in", "out"):
-        q50, q99 = _quantiles(f"cfsim_loadgen_way_{way}_seconds", l0, l1, (0.5, 0.99))
+        q50, q99 = window_quantiles(f"cfsim_loadgen_way_{way}_seconds", l0, l1, (0.5, 0.99))
         out[f"loadgen_way_{way}_p50_s"], out[f"loadgen_way_{way}_p99_s"] = q50, q99
     for key, name in (("loadgen_dropped", "cfsim_loadgen_dropped_total"), ("loadgen_errors", "cfsim_loadgen_errors_total"),
                       ("loadgen_new_connections", "cfsim_loadgen_new_connections_total")):

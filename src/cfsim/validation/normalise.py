@@ -27,9 +27,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from cfsim.lab.loadgen_cost import loadgen_cpu_us
-from cfsim.lab.summary import bucket_deltas
+from cfsim.lab.summary import window_quantiles
 from cfsim.lab.threads import sysmon_thread
-from cfsim.monitoring.histogram import histogram_quantile
 from cfsim.scenario import Scenario
 from cfsim.validation.outside import fit_outside_time
 from cfsim.validation.twin import (is_calibration_run, observed_summary, pre_run_tenants_cores,
@@ -120,15 +119,12 @@ class GridNorm:
 CLIENT_LATENCY = "cfsim_loadgen_request_duration_seconds"
 
 
-def client_window_quantiles(manifest: Mapping[str, Any], qs: tuple[float, ...]) -> list[float | None] | None:
+def client_window_quantiles(manifest: Mapping[str, Any], qs: tuple[float, ...]) -> list[float | None]:
     """The load generator's latency quantiles over a run's window [s], read through its histogram
-    as the run's summary reads them (``histogram_quantile`` of the bucket counts the manifest keeps
-    at the window's two ends); None where it kept none."""
+    as the run's summary reads them, from the bucket counts the manifest keeps at the window's two
+    ends (None each where it kept none)."""
     ends = (manifest.get("window_samples") or {}).get("loadgen") or {}
-    hist = bucket_deltas(CLIENT_LATENCY, ends.get("start") or {}, ends.get("end") or {})
-    if not hist or not any(n > 0 for _, n in hist):
-        return None
-    return [histogram_quantile(q, hist) for q in qs]
+    return window_quantiles(CLIENT_LATENCY, ends.get("start") or {}, ends.get("end") or {}, qs)
 
 
 def outside_time_ms(manifest: Mapping[str, Any], sim: Mapping[str, Any]) -> tuple[float, float] | None:
@@ -141,7 +137,7 @@ def outside_time_ms(manifest: Mapping[str, Any], sim: Mapping[str, Any]) -> tupl
     not above its twin's."""
     q = client_window_quantiles(manifest, (0.5, 0.9, 0.99))
     server = {u: sim.get(f"latency_{name}_s") for name, u in LATENCY_QUANTILES.items()}
-    if q is None or q[0] is None or q[1] is None or any(v is None for v in server.values()):
+    if q[0] is None or q[1] is None or any(v is None for v in server.values()):
         return None
     if sim.get("latency_max_s") is not None:
         server[1.0] = sim["latency_max_s"]
@@ -544,8 +540,8 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
             if body is not None:
                 median, p99 = body
             elif has_rtt and obs.get("latency_mean_s") and sim.get("latency_mean_s") is not None:
-                # runs without the histogram's window samples: the spread from the p99s, the median
-                # from the means (exact on both sides, _sum / _count)
+                # closed loops, and runs without the histogram's window samples: the spread from the
+                # p99s, the median from the means (exact on both sides, _sum / _count)
                 if obs.get("latency_p99_s") and sim.get("latency_p99_s") is not None:
                     p99 = max(0.0, obs["latency_p99_s"] - sim["latency_p99_s"]) * 1e3
                 mean = max(0.0, obs["latency_mean_s"] - sim["latency_mean_s"]) * 1e3
