@@ -133,6 +133,21 @@ def test_stop_returns_unfinished_work():
     assert eng.thread_cpu_ns(t) == 4_000_000
 
 
+@pytest.mark.parametrize("sliced", [False, True])
+def test_group_idle_ns_is_how_long_the_wakes_cpu_has_been_without_the_group(sliced):
+    eng = (SlicedCfsEngine if sliced else CfsEngine)(cpus=2, seed=3)
+    a, b = eng.new_thread(), eng.new_thread()
+    eng.run(a, 1_000_000, lambda _: None)          # runs 0-1 ms, then blocks
+    eng.run_until(3_500_000)
+    state = eng.rng.bit_generator.state
+    assert eng.group_idle_ns(a) == 2_500_000      # its CPU has been free of the group since 1 ms
+    assert eng.rng.bit_generator.state == state   # a query: no random draw
+    eng.run(a, 10_000_000, lambda _: None)
+    eng.run(b, 10_000_000, lambda _: None)
+    eng.run_until(4_000_000)
+    assert eng.group_idle_ns(a) == -1             # both CPUs hold a thread of the group
+
+
 def test_nr_periods_counts_only_active_periods_plus_trailing_idle_one():
     # a 5 ms burst once per second: about 2 periods per burst (3 if it crosses a boundary)
     res = simulate({"host": {"cpus": 4}, "cgroup": {"cpu_limit": 1.0},

@@ -319,6 +319,21 @@ class CfsEngine:
         self._wake_affine = float(affine_share)
         self._wake_preempt = float(preempt_share)
 
+    def group_idle_ns(self, tid: int) -> int:
+        """How long the CPU that a wake-up of ``tid`` takes has been without a thread of the group
+        [ns]: its last CPU if none runs there, else the next such CPU (:meth:`_select_cpu`'s
+        order); -1 when every CPU holds one (the thread then waits for its own group's turns,
+        not for another process's task). Reads the state only: no random draw."""
+        nq = self._queued
+        prev = self._t_last[tid]
+        n = self.ncpus
+        start = prev if prev >= 0 else 0
+        for i in range(n):
+            c = (start + i) % n
+            if nq[c] == 0:
+                return self.now - self._idle_since[c]
+        return -1
+
     def _beside_waker(self, waker: int, c: int) -> int:
         wc = self._t_cpu[waker]
         if wc < 0 or self._throttled[wc]:

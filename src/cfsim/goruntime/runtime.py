@@ -907,7 +907,7 @@ class GoRuntime(RuntimeReports):
             self.nmspinning += 1
         # the host's wake-up latency (host.wakeup_latency_us): the M holds its P and, if
         # spinning, nmspinning until it runs, so no other wakep starts an M meanwhile
-        delay = self._os_wake_delay() + self.wake_latency_ns
+        delay = self._os_wake_delay(m) + self.wake_latency_ns
         if not delay and len(self.holders) <= self.cpus:
             # a CPU is free for it: it runs at once, and its few microseconds of wake-up change
             # nothing the model resolves -- decide now (one engine event fewer per wake-up)
@@ -955,7 +955,7 @@ class GoRuntime(RuntimeReports):
         until then none of them polls (``sched.lastpoll == 0``)."""
         m = self._new_m()
         self.m_wakes += 1
-        delay = self._os_wake_delay() + self.wake_latency_ns
+        delay = self._os_wake_delay(m) + self.wake_latency_ns
         self.poll_m = m
         self._run_wake(m, delay)
 
@@ -984,20 +984,28 @@ class GoRuntime(RuntimeReports):
             self.wakep()
         return True
 
-    def _os_wake_delay(self) -> int:
+    def _os_wake_delay(self, m: _M) -> int:
         """The OS's wake-up latency of a woken M on a host other processes use: with the chance
-        that its CPU runs another process's task (``background_cores / cpus``), it waits for the
-        kernel to preempt that task, which ``RUN_TO_PARITY`` protects until it has consumed its
-        slice (``sysctl_sched_base_slice`` = 0.75 ms x (1 + log2(min(CPUs, 8))) in
-        ``kernel/sched/fair.c``; what is left of it uniform), and without ``HRTICK`` the kernel
-        notices that only at the next tick (:func:`cfsim.kernel.eevdf.slice_end_ns`): at HZ 250
-        a wait of up to 5.5 ms on 2 CPUs, not 1.5."""
+        that its CPU runs another process's task (``background_cores / cpus``), that task took
+        the CPU when the process's last thread left it (:meth:`CfsEngine.group_idle_ns`) with what
+        was left of its slice (uniform within ``sysctl_sched_base_slice`` = 0.75 ms x (1 +
+        log2(min(CPUs, 8))), ``kernel/sched/fair.c``). ``set_next_entity`` -> ``set_protect_slice``
+        protects it only that long (``RUN_TO_PARITY``; the protection is not renewed while it runs
+        on): a wake-up after that preempts it at once (``check_preempt_wakeup_fair``), one before
+        it waits for the rest, and without ``HRTICK`` the kernel notices the end only at the next
+        tick (:func:`cfsim.kernel.eevdf.slice_end_ns`): at HZ 250 on 2 CPUs up to 5.5 ms after
+        the process left the CPU. So the busier the process keeps a CPU, the more of its wake-ups
+        wait."""
         if self.wake_busy <= 0:
             return 0
         if self.wake_rng.random() >= self.wake_busy:
             return 0
+        left = int(self.wake_rng.random() * self.wake_slice_ns)
+        idle = self.engine.group_idle_ns(m.tid)
+        if idle < 0 or idle >= left:
+            return 0
         now = self.engine.now
-        return slice_end_ns(now, int(self.wake_rng.random() * self.wake_slice_ns), self.engine.tick_ns) - now
+        return slice_end_ns(now - idle, left, self.engine.tick_ns) - now
 
     def _futile_seg(self, m: _M) -> int:
         """A woken M that found nothing burns its wake-up, search and park now, then parks (it is
