@@ -322,8 +322,9 @@ class CfsEngine:
     def group_idle_ns(self, tid: int) -> int:
         """How long the CPU that a wake-up of ``tid`` takes has been without a thread of the group
         [ns]: its last CPU if none runs there, else the next such CPU (:meth:`_select_cpu`'s
-        order); -1 when every CPU holds one (the thread then waits for its own group's turns,
-        not for another process's task). Reads the state only: no random draw."""
+        order; from CPU 0 for a thread that never ran, where that method draws a random start);
+        -1 when every CPU holds one (the thread then waits for its own group's turns, not for
+        another process's task). Reads the state only: no random draw."""
         nq = self._queued
         prev = self._t_last[tid]
         n = self.ncpus
