@@ -1011,10 +1011,14 @@ class GoRuntime(RuntimeReports):
         """A woken M that found nothing burns its wake-up, search and park now, then parks (it is
         taken off the idle list until then): an M woken only to find nothing would otherwise
         carry that CPU as debt to a next run that may never bring work."""
-        try:
-            self.idle_ms.remove(m)
-        except ValueError:
-            pass
+        ims = self.idle_ms
+        if ims and ims[-1] is m:
+            ims.pop()        # parked just now, so mostly the last: no scan of a list of many Ms
+        else:
+            try:
+                ims.remove(m)
+            except ValueError:
+                pass
         w = max(1, int(m.debt))
         m.debt = 0
         m.seg, m.work, m.pre, m.t_seg, m.infl = PARK, w, w, self.engine.now, 1.0
