@@ -80,3 +80,17 @@ def test_the_fit_is_deterministic_and_the_quantile_function_extends_to_its_ends(
     assert fit_outside_time(server, client) == fit_outside_time(server, client)
     us, xs = quantile_function(server)
     assert us[0] == 0.0 and us[-1] == 1.0 and xs[0] == pytest.approx(3.75e-4) and xs[-1] == 6e-4
+
+
+def test_a_factors_only_grid_norm_still_gives_the_time_outside():
+    # audit's and the calibration fit's grid norms skip the twins at the grid's factors
+    # (gc_priors=False); their lab twins still need the time outside the server
+    from pathlib import Path
+
+    from cfsim.validation.normalise import grid_norm
+
+    runs = sorted(p for p in (Path(__file__).resolve().parents[2] / "data/lab/tenant-ab").iterdir() if p.is_dir())
+    norm = grid_norm(runs, gc_priors=False)
+    assert norm.rtt_ms is not None and 0.0 < norm.rtt_ms < 1.0
+    assert norm.rtt_p99_ms is not None and norm.rtt_p99_ms > norm.rtt_ms
+    assert norm.extra_live_mb is None and norm.extra_stw_us is None   # the GC priors are not computed

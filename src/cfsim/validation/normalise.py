@@ -145,6 +145,30 @@ def outside_time_ms(manifest: Mapping[str, Any], sim: Mapping[str, Any]) -> tupl
     return None if got is None else (got[0] * 1e3, got[1] * 1e3)
 
 
+def outside_sample_ms(run: Path, obs: Mapping[str, Any], sim: Mapping[str, Any]) -> tuple[float, float | None] | None:
+    """One calibration run's time outside the server ``(median, p99)`` [ms] against its twin's
+    summary ``sim`` (the log-normal the twins draw, ``workload.client_rtt_ms`` and
+    ``client_rtt_p99_ms``); None for a kind without it or a run that does not identify it.
+    Fitted by :func:`outside_time_ms` only where arrivals do not wait for answers: a closed loop's
+    clients hold the server's queue short by the very time outside, so the two do not add (and at
+    saturation its latency is clients / throughput, the time outside not identified at all).
+    Closed loops, and runs without the histogram's window samples, take the spread from the p99s
+    and the median from the means (exact on both sides, ``_sum / _count``)."""
+    kind = run_scenario(run)["workload.kind"]
+    if "client_rtt_ms" not in workload_kind(kind).keys:
+        return None
+    body = outside_time_ms(run_manifest(run), sim) if kind == "open" else None
+    if body is not None:
+        return body
+    if not obs.get("latency_mean_s") or sim.get("latency_mean_s") is None:
+        return None
+    p99 = None
+    if obs.get("latency_p99_s") and sim.get("latency_p99_s") is not None:
+        p99 = max(0.0, obs["latency_p99_s"] - sim["latency_p99_s"]) * 1e3
+    mean = max(0.0, obs["latency_mean_s"] - sim["latency_mean_s"]) * 1e3
+    return lognormal_median_from_mean(mean, p99), p99
+
+
 def rtt_at(norm: "GridNorm", tenants_cores: float | None) -> tuple[float | None, float | None]:
     """The grid's time outside the process ``(median, p99)`` [ms] for a run whose neighbours took
     ``tenants_cores`` before it started: linear in the calibration runs' own pre-run neighbour
@@ -446,6 +470,26 @@ def factored_overrides(run: Path, params: Mapping[str, Any] | None, norm: GridNo
     return {**calibration_overrides(params), **apply_grid(run, calibration_overrides(params), norm)}
 
 
+def _set_outside(norm: GridNorm, samples: list[tuple[Path, tuple[float, float | None] | None]]) -> None:
+    """The grid's time outside the server from its calibration runs' (:func:`outside_sample_ms`):
+    the medians, and each run's own with its pre-run neighbour load (:func:`rtt_at`)."""
+    rtts, rtt_p99s = [], []
+    for run, got in samples:
+        if got is None:
+            continue
+        median, p99 = got
+        rtts.append(median)
+        if p99 is not None:
+            rtt_p99s.append(p99)
+        tenants = pre_run_tenants_cores(run_manifest(run))
+        if tenants is not None:
+            norm.rtt_by_tenants.append((tenants, median, p99))
+    if rtts:
+        norm.rtt_ms = round(statistics.median(rtts), 4)
+    if rtt_p99s:
+        norm.rtt_p99_ms = round(statistics.median(rtt_p99s), 4)
+
+
 def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
               twin_summaries: Mapping[Path, Mapping[str, Any]] | None = None,
               factored_summaries: Mapping[Path, Mapping[str, Any]] | None = None,
@@ -466,10 +510,13 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     2.6x faster than the host's allocates less during each mark and marks a smaller heap, and
     that difference is the speed's, not the program's heap (the lab's gc-trace grid: 2.08 MiB of
     "program heap" against the unscaled twins, -0.002 against the scaled ones).
-    ``gc_priors=False``: the factors only."""
+    ``gc_priors=False``: the factors, and the time outside the server against the calibration
+    twins as simulated (what a lab run's twin needs besides the factors), nothing else."""
     norm = GridNorm()
     overrides = calibration_overrides(params)
-    rtts, rtt_p99s, extra_live, extra_stw, client_cpu, client_scale = [], [], [], [], [], []
+    extra_live, extra_stw, client_cpu, client_scale = [], [], [], []
+    outside: list[tuple[Path, tuple[float, float | None] | None]] = []
+    first: dict[Path, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}   # calibration run -> (observed, twin)
     server_alloc: list[float] = []
     heaps: list[float] = []   # the heap each calibration run marked [MiB]
     splits: dict[str, tuple[float, float]] = {}
@@ -479,6 +526,7 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
             continue
         obs = observed_summary(run)
         sim = (twin_summaries or {}).get(run) or calibration_twin_summary(run, overrides)
+        first[run] = (obs, sim)
         observed = cost_per_item_s(obs)
         simulated = cost_per_item_s(sim)
         if observed and simulated:
@@ -515,53 +563,26 @@ def grid_norm(grid_runs: list[Path], params: Mapping[str, Any] | None = None,
     norm.sysmon = grid_sysmon([r for r in grid_runs if is_calibration_run(r)])
     if heaps:
         norm.calibration_heap_mb = statistics.fmean(heaps)
-    if gc_priors:
-        for run in grid_runs:
-            if not is_calibration_run(run):
-                continue
-            obs = observed_summary(run)
-            factored = factored_overrides(run, params, norm)
-            sim = (factored_summaries or {}).get(run) or (
-                (twin_summaries or {}).get(run) if factored == overrides else None) or \
-                calibration_twin_summary(run, factored)
-            extra = extra_marked_mb(obs, sim, run_scenario(run))
-            if extra is not None:
-                extra_live.append(extra)
-            # the time outside the server (the log-normal the twins draw, workload.client_rtt_ms and
-            # client_rtt_p99_ms), against the twin at the grid's factors: the server a run's twin
-            # simulates, which the time outside is added to. Fitted only where arrivals do not wait
-            # for answers: a closed loop's clients hold the server's queue short by the very time
-            # outside, so the two do not add (and at saturation its latency is clients /
-            # throughput, the time outside not identified at all)
-            kind, manifest = run_scenario(run)["workload.kind"], run_manifest(run)
-            has_rtt = "client_rtt_ms" in workload_kind(kind).keys
-            body = outside_time_ms(manifest, sim) if has_rtt and kind == "open" else None
-            p99: float | None = None
-            if body is not None:
-                median, p99 = body
-            elif has_rtt and obs.get("latency_mean_s") and sim.get("latency_mean_s") is not None:
-                # closed loops, and runs without the histogram's window samples: the spread from the
-                # p99s, the median from the means (exact on both sides, _sum / _count)
-                if obs.get("latency_p99_s") and sim.get("latency_p99_s") is not None:
-                    p99 = max(0.0, obs["latency_p99_s"] - sim["latency_p99_s"]) * 1e3
-                mean = max(0.0, obs["latency_mean_s"] - sim["latency_mean_s"]) * 1e3
-                median = lognormal_median_from_mean(mean, p99)
-            else:
-                median = None
-            if median is not None:
-                rtts.append(median)
-                if p99 is not None:
-                    rtt_p99s.append(p99)
-                tenants = pre_run_tenants_cores(manifest)
-                if tenants is not None:
-                    norm.rtt_by_tenants.append((tenants, median, p99))
-            per_pause = [_pause_per_stw_us(x) for x in (obs, sim)]
-            if None not in per_pause:
-                extra_stw.append(per_pause[0] - per_pause[1])
-    if rtts:
-        norm.rtt_ms = round(statistics.median(rtts), 4)
-    if rtt_p99s:
-        norm.rtt_p99_ms = round(statistics.median(rtt_p99s), 4)
+    if not gc_priors:
+        # factors only: the time outside the server against the calibration twins as simulated
+        # above (no twin at the grid's factors is simulated), which a lab run's twin still needs
+        _set_outside(norm, [(run, outside_sample_ms(run, obs, sim)) for run, (obs, sim) in first.items()])
+        return norm
+    for run, (obs, _) in first.items():
+        factored = factored_overrides(run, params, norm)
+        sim = (factored_summaries or {}).get(run) or (
+            (twin_summaries or {}).get(run) if factored == overrides else None) or \
+            calibration_twin_summary(run, factored)
+        extra = extra_marked_mb(obs, sim, run_scenario(run))
+        if extra is not None:
+            extra_live.append(extra)
+        # the time outside the server against the twin at the grid's factors: the server a
+        # run's twin simulates, which the time outside is added to
+        outside.append((run, outside_sample_ms(run, obs, sim)))
+        per_pause = [_pause_per_stw_us(x) for x in (obs, sim)]
+        if None not in per_pause:
+            extra_stw.append(per_pause[0] - per_pause[1])
+    _set_outside(norm, outside)
     if extra_stw:
         norm.extra_stw_us = round(statistics.median(extra_stw), 3)
     if extra_live:
