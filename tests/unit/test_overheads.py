@@ -290,6 +290,31 @@ def test_sysmon_batched_polls_match_poll_by_poll():
     assert got == reference(events) and sum(got) > 3000
 
 
+def test_a_sysmon_turn_lasts_its_sleep_and_its_own_poll():
+    # proc.go's sysmon sleeps again only after the poll has run: a turn is the usleep (20 us plus
+    # the 50 us slack), the wait for a CPU and the poll's CPU, as a thread's schedstat splits it
+    from cfsim.goruntime.sched import Sysmon
+
+    for run_ns in (0, 15_000, 60_000):
+        sm = Sysmon(slack_ns=50_000, run_ns=run_ns)
+        sm.wake(0)
+        turn = 70_000 + run_ns
+        assert sm.advance(2_000_000, busy=True) == 2_000_000 // turn
+    # and the runtime gives it its poll's price: a 2 ms busy spell 100 times a second polls about
+    # 2 ms / (70 us + poll) times, so a dearer poll means fewer polls (the same count before)
+    def sleeps_a_request(poll_us):
+        sc = load_scenario({"host": {"cpus": 2}, "go": {"gomaxprocs": 1, "sysmon_poll_us": poll_us},
+                            "workload": {"kind": "open", "arrivals": "fixed", "rate_per_s": 100.0,
+                                         "cpu_ms_per_request": 2.0},
+                            "run": {"duration_s": 3.0, "warmup_s": 0.5, "seed": 1}})
+        s = simulate(sc).summary
+        return s["sysmon_sleeps_per_s"] / s["throughput_per_s"]
+    cheap, dear = sleeps_a_request(5.0), sleeps_a_request(40.0)
+    assert 2.0 / 0.075 < cheap < 2.6 / 0.075 + 1
+    assert 2.0 / 0.110 < dear < 2.6 / 0.110 + 1
+    assert dear / cheap < 0.8
+
+
 def test_a_host_given_by_its_cpu_count_is_read_as_smt_centrally_and_spanned_by_the_band():
     class R:
         def __init__(self, s):

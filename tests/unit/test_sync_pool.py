@@ -87,23 +87,26 @@ def test_objects_are_conserved(ops):
         assert max(pool.private) <= 1
 
 
-def _scraped_stream(gomaxprocs: int, pool_kb: float):
+def _scraped_stream(gomaxprocs: int, pool_kb: float, seed: int = 3):
     return simulate("cpu-bound-threads", [
         "workload.kind=stream", "workload.rate_per_s=2000", "workload.workers=8", "workload.cpu_ms_per_item=1",
         "workload.alloc_kb_per_item=8", "go.live_heap_mb=16", "host.cpus=2", "cgroup.cpu_limit=1",
         f"go.gomaxprocs={gomaxprocs}", "workload.scrape_interval_s=0.1", f"workload.scrape_pool_kb={pool_kb}",
-        "run.duration_s=8", "run.warmup_s=2", "run.seed=3"]).summary
+        "run.duration_s=8", "run.warmup_s=2", f"run.seed={seed}"]).summary
 
 
 def test_a_scraped_process_marks_a_pooled_writer_for_each_p_that_served_a_scrape():
     """The lab's heap at a 0.5-core limit after 40 gzip scrapes: 18.2 MB marked at GOMAXPROCS 1,
     26.7 MB at 16 (18.3 MB at 16 without gzip). A model without the per-P pool marks the same heap
-    at every GOMAXPROCS; with it, one writer at GOMAXPROCS 1 and several at 8."""
-    one_off, one_on = (_scraped_stream(1, kb)["gc_heap_live_bytes"] for kb in (0, 796))
-    eight_off, eight_on = (_scraped_stream(8, kb)["gc_heap_live_bytes"] for kb in (0, 796))
-    obj = 796 * 1024
-    assert 0.5 * obj < one_on - one_off < 1.5 * obj
-    assert eight_on - eight_off > 2.5 * obj
+    at every GOMAXPROCS; with it, one writer at GOMAXPROCS 1 (and at times a second, taken New
+    and allocated black while a mark runs: 0.6-1.5 writers a seed) and several at 8. The last
+    cycle's marked heap moves with what its mark allocated, so the means of three seeds."""
+    def extra_writers(gomaxprocs):
+        return sum(_scraped_stream(gomaxprocs, 796, seed)["gc_heap_live_bytes"]
+                   - _scraped_stream(gomaxprocs, 0, seed)["gc_heap_live_bytes"]
+                   for seed in (3, 4, 5)) / 3 / (796 * 1024)
+    assert 0.5 < extra_writers(1) < 1.75
+    assert extra_writers(8) > 2.5
 
 
 def test_a_victim_miss_closes_the_victim_cache_and_a_raised_gomaxprocs_loses_the_primaries():

@@ -570,7 +570,7 @@ class GoRuntime(RuntimeReports):
             # each usleep lasts its delay plus the timer slack, the host's timer latency and the
             # wait for a CPU once woken (go.sysmon_wait_us: the lab measures its thread's)
             self.sysmon = Sysmon(slack_ns=LINUX_TIMER_SLACK_NS + int(self.params.wakeup.timer_latency_ns)
-                                 + int(self.costs.sysmon_wait_ns))
+                                 + int(self.costs.sysmon_wait_ns), run_ns=self.c_sysmon)
             # its CPU is counted here (polls, deep-sleep wake-ups), not by the engine's wake-up rule
             self.sm_tid = self.engine.new_thread(f"{self.name}-sysmon", wakeup_cost=False)
             self.sm_owed = 0          # CPU [ns] of polls counted but not yet burnt
@@ -2204,6 +2204,8 @@ class GoRuntime(RuntimeReports):
             return
         self.nprocs = n
         self._costs_for(n)
+        if self.sysmon is not None:
+            self.sysmon.run_ns = self.c_sysmon   # retake's pass over the Ps is part of each turn
         self.limiter.resize(n)
         self.gomaxprocs_changes.append((self.engine.now / 1e9, n))
         holders = sorted(self.holders, key=lambda m: m.p)

@@ -97,11 +97,14 @@ class Sysmon:
     machine adds its own timer latency (``host.timer_latency_us``, passed in ``slack_ns``). A
     poll's cost (``go.sysmon_poll_us``) includes its sleep; with ``host.wakeup_us`` the runtime
     also charges the wake-up from the deep sleep the kernel's side of a sleep that long
-    (``deep_since_ns``; :class:`cfsim.kernel.wakeup.WakeupCost`).
+    (``deep_since_ns``; :class:`cfsim.kernel.wakeup.WakeupCost`). The loop sleeps again only
+    after the poll has run, so one turn lasts the delay, the slack, the wait for a CPU (all in
+    ``slack_ns``) and the poll's own CPU (``run_ns``): the time asleep, runnable and running that
+    the thread's ``/proc/<pid>/task/<tid>/schedstat`` splits a turn into.
 
     So a process that goes idle between requests pays, per busy spell of ``L`` ns, a futex wake
-    of sysmon plus about ``L / (20 us + slack)`` polls (at most 51 before the doubling): a cost
-    per wake-up of the process that a saturated process (one long busy spell) does not pay.
+    of sysmon plus about ``L / (20 us + slack + run)`` polls (at most 51 before the doubling): a
+    cost per wake-up of the process that a saturated process (one long busy spell) does not pay.
 
     The state is advanced lazily (:meth:`advance`) at the instants the process goes busy or
     idle, so polling costs no simulation events.
@@ -114,12 +117,17 @@ class Sysmon:
     1
     >>> sm.deep, sm.advance(5_000_000, busy=False)
     (True, 0)
+    >>> sm = Sysmon(slack_ns=50_000, run_ns=10_000)  # each poll runs 10 us: a turn of 80 us
+    >>> sm.wake(0)
+    >>> sm.advance(1_000_000, busy=True)
+    12
     """
 
-    __slots__ = ("slack_ns", "deep", "deep_since_ns", "next_ns", "idle", "delay_us")
+    __slots__ = ("slack_ns", "run_ns", "deep", "deep_since_ns", "next_ns", "idle", "delay_us")
 
-    def __init__(self, slack_ns: int = LINUX_TIMER_SLACK_NS):
+    def __init__(self, slack_ns: int = LINUX_TIMER_SLACK_NS, run_ns: int = 0):
         self.slack_ns = int(slack_ns)
+        self.run_ns = int(run_ns)   # the poll's own CPU: the loop sleeps again after it has run
         self.deep = True
         self.deep_since_ns = 0   # when the last deep sleep began (a longer sleep wakes colder)
         self.next_ns = 0
@@ -135,7 +143,7 @@ class Sysmon:
         self.next_ns = now_ns + self._sleep_ns()
 
     def _sleep_ns(self) -> int:
-        return self.delay_us * 1000 + self.slack_ns
+        return self.delay_us * 1000 + self.slack_ns + self.run_ns
 
     def next_poll_ns(self, t_ns: int) -> int | None:
         """When the first poll at or after ``t_ns`` runs, with some P busy until then (None while
