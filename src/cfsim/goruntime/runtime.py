@@ -567,8 +567,9 @@ class GoRuntime(RuntimeReports):
         self.sm_sleeps = 0   # sysmon's sleeps so far: its polls (each after a usleep) and deep sleeps left
         self.sm_cpu = 0      # its CPU [ns] counted so far (owed, running or burnt)
         if self.costs.sysmon_poll_ns > 0:
-            # each usleep lasts its delay plus the timer slack, the host's timer latency and the
-            # wait for a CPU once woken (go.sysmon_wait_us: the lab measures its thread's)
+            # a turn of its loop lasts the usleep's delay, the timer slack, the host's timer
+            # latency, the wait for a CPU once woken (go.sysmon_wait_us: the lab measures its
+            # thread's) and the poll's own CPU, after which it sleeps again
             self.sysmon = Sysmon(slack_ns=LINUX_TIMER_SLACK_NS + int(self.params.wakeup.timer_latency_ns)
                                  + int(self.costs.sysmon_wait_ns), run_ns=self.c_sysmon)
             # its CPU is counted here (polls, deep-sleep wake-ups), not by the engine's wake-up rule
