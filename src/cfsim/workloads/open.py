@@ -48,18 +48,17 @@ class OpenWorkload(RequestWorkload):
         # 8 bytes an arrival, as the numpy array, but read as Python ints: every arrival's event
         # indexes it, where a numpy scalar's compare and conversion cost more than the event
         self.times_ns = array("q", (sent * 1e9).astype(np.int64).tobytes())
-        self.n = len(self.times_ns)
         self.i = 0
 
     def start(self) -> None:
         super().start()
-        if self.n:
+        if self.times_ns:
             self.engine.call_at(self.times_ns[0], self._arrive)
 
     def _arrive(self) -> None:
         now = self.engine.now
-        times, n = self.times_ns, self.n
-        i = self.i
+        times = self.times_ns
+        n, i = len(times), self.i
         while i < n and times[i] <= now:
             self.src.arrive(times[i])
             i += 1
