@@ -1129,8 +1129,7 @@ class GoRuntime(RuntimeReports):
             if c is not None:
                 self.inflight_alloc += c.alloc
                 m.claim = c
-                sweep = self._sweep_take(m) if self.sweep_left > 0 else 0.0
-                return self._seg(m, USER, c.work + sweep, extra, self._user_infl(c))
+                return self._user_seg(m, c, extra)
         m.t_sched = self.engine.now
         if self.phase == MARK:
             w = self._gc_worker(m, extra)
@@ -1147,9 +1146,7 @@ class GoRuntime(RuntimeReports):
                 if spinning:
                     pre += self.c_steal
                 m.claim = c
-                # (the sweep credit's call only while a sweep is left: this runs every schedule)
-                sweep = self._sweep_take(m) if self.sweep_left > 0 else 0.0
-                w = self._seg(m, USER, c.work + sweep, pre, self._user_infl(c))
+                w = self._user_seg(m, c, pre)
                 if spinning:
                     m.spinning = False
                     self.nmspinning -= 1
@@ -1198,13 +1195,28 @@ class GoRuntime(RuntimeReports):
         return None
 
     # ------------------------------------------------------------------ user work
+    def _user_seg(self, m: _M, c: Claim, pre: float) -> int:
+        """Start the user segment of chunk ``c`` on ``m``: the sweep it owes first (only while a
+        sweep is left: this runs at every schedule), then its work at the allocation path's
+        price. The sweep is the runtime's own CPU on spans, not the chunk's allocation: it takes
+        the CPU's sharing (SMT) but not the chunk's ``mallocgc`` per byte, faults or releases."""
+        infl = self._user_infl(c)
+        if self.sweep_left <= 0:
+            return self._seg(m, USER, c.work, pre, infl)
+        sweep = self._sweep_take(m)
+        work = c.work + sweep
+        infl = (c.work * infl + sweep * (self._infl() if self.smt else 1.0)) / work
+        return self._seg(m, USER, work, pre, infl)
+
     def _sweep_take(self, m: _M) -> float:
         """Sweeping the chunk claimed on ``m`` does first: after a mark termination every span in
         use is swept once (``src/runtime/mgcsweep.go``), by the allocating goroutines in proportion
         to their allocation (``deductSweepCredit``: all at once where the trigger is at hand, as
         near a memory limit) and, at the trigger, by the goroutine that starts the next cycle
-        (``gcStart`` sweeps what is left before the stop). Shared among the CPUs that can run at
-        once (each sweeps its own spans, ``sweepone``)."""
+        (``gcStart`` sweeps what is left before the stop). Shared among all Ps: where the trigger
+        is at hand each P that allocates sweeps (``sweepone``, a span at a time) until no span is
+        left to take, so the Ms waiting for a CPU sweep their part when they run rather than
+        allocate past the trigger."""
         if self.sweep_left <= 0:
             return 0.0
         x = min(self.sweep_left, self.sweep_share)
@@ -1807,7 +1819,7 @@ class GoRuntime(RuntimeReports):
         self.mem.sweep(self.heap_marked)
         if p_sweep := self.params.sweep_ns_per_page:
             self.sweep_left = self.mem.last_inuse / SWEEP_PAGE * p_sweep
-            self.sweep_share = self.sweep_left / max(1, min(self.nprocs, self.cpus))
+            self.sweep_share = self.sweep_left / max(1, self.nprocs)
         self.phase = OFF
         self.gc_cycles += 1
         self.gc_forced += int(self.periodic)
