@@ -249,6 +249,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                                "(mgcsweep.go), done by the allocating goroutines before the next cycle "
                                                "may start (gcStart); 0: folded into alloc_ns_per_kb",
                                  _between(0, 100_000)),
+        "sweep_contention": Key(0.0, "float", "extra sweeping CPU per page for each further CPU sweeping at once, "
+                                              "as a fraction of sweep_ns_per_page (the unswept span sets' heads and "
+                                              "the swept-page counters passed between CPUs; lab VM, perf in situ: "
+                                              "0.64 ms a cycle at GOMAXPROCS 1, 2.0 at 2, i.e. 2.1)",
+                                _between(0, 100)),
         "page_fault_us": Key(1.0, "float", "CPU of a page fault on a heap page the runtime grew or had released "
                                            "[us per 4 KiB page] (lab host, lab/cmd/faultbench: 1.5 us first touch, "
                                            "0.35 us after a release)", _between(0, 10_000)),
