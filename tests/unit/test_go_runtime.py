@@ -578,6 +578,19 @@ def test_each_cycle_scans_its_mark_work_once(monkeypatch):
     assert np.median(seen) <= 1.01
 
 
+def _near_limit_cycles(P, sweep):
+    """The GC cycles after 0.5 s of a saturating stream near a 16 MiB heap's GOMEMLIMIT (17.6 MiB,
+    GOGC off; 64 KiB records of 0.05 ms, 1-core quota on 2 CPUs) at GOMAXPROCS ``P``."""
+    raw = {"host": {"cpus": 2}, "cgroup": {"cpu_limit": 1.0},
+           "go": {"gomaxprocs": P, "version": "1.26", "gogc": -1, "gomemlimit_mb": 17.6, "live_heap_mb": 16,
+                  "gc_scan_mb_per_ms": 3.0, "sweep_ns_per_page": sweep},
+           "workload": {"kind": "stream", "rate_per_s": 40_000, "workers": 8, "cpu_ms_per_item": 0.05,
+                        "alloc_kb_per_item": 64},
+           "run": {"duration_s": 3.0, "warmup_s": 0.0}}
+    c = simulate(load_scenario(raw)).gc_cycles
+    return c[c.run_t_s > 0.5]
+
+
 def test_a_cycle_starts_only_once_the_last_ones_sweep_is_done():
     """After a mark termination every span in use is swept once (``mgcsweep.go``), by the
     allocating goroutines, and ``gcStart`` begins the next cycle only when that is done. Near a
@@ -587,14 +600,7 @@ def test_a_cycle_starts_only_once_the_last_ones_sweep_is_done():
     the model without the sweep had 0.08. The GC is off meanwhile, so the GC CPU limiter's bucket
     drains (``mgclimit.go``: no background share outside a cycle) and turns on in fewer cycles."""
     def near(sweep):
-        raw = {"host": {"cpus": 2}, "cgroup": {"cpu_limit": 1.0},
-               "go": {"gomaxprocs": 1, "version": "1.26", "gogc": -1, "gomemlimit_mb": 17.6, "live_heap_mb": 16,
-                      "gc_scan_mb_per_ms": 3.0, "sweep_ns_per_page": sweep},
-               "workload": {"kind": "stream", "rate_per_s": 40_000, "workers": 8, "cpu_ms_per_item": 0.05,
-                            "alloc_kb_per_item": 64},
-               "run": {"duration_s": 3.0, "warmup_s": 0.0}}
-        c = simulate(load_scenario(raw)).gc_cycles
-        c = c[c.run_t_s > 0.5]
+        c = _near_limit_cycles(1, sweep)
         gap_ms = (c.run_t_s.diff() * 1e3 - c.mark_ms - c.sweepterm_ms).dropna()
         return gap_ms, c.limiter_turned_on.mean()
 
@@ -603,6 +609,7 @@ def test_a_cycle_starts_only_once_the_last_ones_sweep_is_done():
     assert gap0.median() < 0.2
     assert gap.quantile(0.1) > 0.6 and gap.median() < 3.0
     assert on < on0 - 0.05
+
 
 def test_every_p_that_allocates_during_a_sweep_sweeps_first():
     """Near a memory limit the pacer's sweep distance is one page (``gcPaceSweeper``: the heap
@@ -616,19 +623,26 @@ def test_every_p_that_allocates_during_a_sweep_sweeps_first():
     all Ps it is 0.75 MiB. (`gc-limiter` p002, GOMAXPROCS 8 at 210 ns a page: records a second -20
     -> -1 % off the lab's, mean heap goal 17.9 -> 23.0 MB against 23.5.)"""
     def past_trigger_mib(P, sweep):
-        raw = {"host": {"cpus": 2}, "cgroup": {"cpu_limit": 1.0},
-               "go": {"gomaxprocs": P, "version": "1.26", "gogc": -1, "gomemlimit_mb": 17.6, "live_heap_mb": 16,
-                      "gc_scan_mb_per_ms": 3.0, "sweep_ns_per_page": sweep},
-               "workload": {"kind": "stream", "rate_per_s": 40_000, "workers": 8, "cpu_ms_per_item": 0.05,
-                            "alloc_kb_per_item": 64},
-               "run": {"duration_s": 3.0, "warmup_s": 0.0}}
-        c = simulate(load_scenario(raw)).gc_cycles
-        c = c[c.run_t_s > 0.5]
+        c = _near_limit_cycles(P, sweep)
         return float(((c.heap0_bytes - c.trigger_bytes) / 2**20).median())
 
     assert past_trigger_mib(8, 0.0) < 0.5
     assert past_trigger_mib(8, 300.0) < 1.5       # the rule of the two first claimers: 5.4 MiB
     assert past_trigger_mib(2, 300.0) < 0.5
+
+
+def _swept_stream(sweep, P=1, workers=1, akb=165.0, contention=0.0):
+    """A stream far from any limit (GOGC 100, 16 MiB live, 2,000 records a second of 64 KiB on 2
+    CPUs): its user P-time [s], its GC cycles and the median heap at a mark's end in 8 KiB pages."""
+    raw = {"host": {"cpus": 2}, "cgroup": {"cpu_limit": 2.0},
+           "go": {"gomaxprocs": P, "version": "1.26", "gogc": 100, "live_heap_mb": 16,
+                  "sweep_ns_per_page": sweep, "sweep_contention": contention, "alloc_ns_per_kb": akb},
+           "workload": {"kind": "stream", "rate_per_s": 2000, "workers": workers, "cpu_ms_per_item": 0.1,
+                        "alloc_kb_per_item": 64},
+           "run": {"duration_s": 4.0, "warmup_s": 0.0}}
+    r = simulate(load_scenario(raw))
+    return (r.summary["go_cpu_classes_user_cpu_seconds_total"], r.summary["gc_cycles"],
+            float(r.gc_cycles.heap_end_bytes.median()) / 8192)
 
 
 def test_sweeping_costs_its_pages_not_the_allocations_price():
@@ -637,20 +651,9 @@ def test_sweeping_costs_its_pages_not_the_allocations_price():
     the sweep adds the heap in use's pages at ``go.sweep_ns_per_page``, whatever
     ``go.alloc_ns_per_kb`` is (the twins had added it at the allocation's rate per unit of work:
     1.11x at 165 ns a KiB, 2.24x at 2,000)."""
-    def one(sweep, akb):
-        raw = {"host": {"cpus": 2}, "cgroup": {"cpu_limit": 2.0},
-               "go": {"gomaxprocs": 1, "version": "1.26", "gogc": 100, "live_heap_mb": 16,
-                      "sweep_ns_per_page": sweep, "alloc_ns_per_kb": akb},
-               "workload": {"kind": "stream", "rate_per_s": 2000, "workers": 1, "cpu_ms_per_item": 0.1,
-                            "alloc_kb_per_item": 64},
-               "run": {"duration_s": 4.0, "warmup_s": 0.0}}
-        r = simulate(load_scenario(raw))
-        return (r.summary["go_cpu_classes_user_cpu_seconds_total"], r.summary["gc_cycles"],
-                float(r.gc_cycles.heap_end_bytes.median()) / 8192)
-
     for akb in (165.0, 2000.0):
-        user0, n0, _ = one(0.0, akb)
-        user, n, pages = one(3000.0, akb)
+        user0, n0, _ = _swept_stream(0.0, akb=akb)
+        user, n, pages = _swept_stream(3000.0, akb=akb)
         assert n == n0 >= 20                      # the same cycles, far from any limit
         assert (user - user0) / n == pytest.approx(pages * 3000e-9, rel=0.1)
 
@@ -662,23 +665,11 @@ def test_sweeping_on_two_cpus_at_once_costs_more_a_page():
     heap, pprof ``deductSweepCredit`` 4.9 -> 19.9 us a record. ``go.sweep_contention`` prices it:
     per cycle the heap in use's pages x ``sweep_ns_per_page`` x (1 + contention x (CPUs sweeping -
     1)); one P sweeps alone at any contention."""
-    def one(sweep, P, contention):
-        raw = {"host": {"cpus": 2}, "cgroup": {"cpu_limit": 2.0},
-               "go": {"gomaxprocs": P, "version": "1.26", "gogc": 100, "live_heap_mb": 16,
-                      "sweep_ns_per_page": sweep, "sweep_contention": contention},
-               "workload": {"kind": "stream", "rate_per_s": 2000, "workers": 2, "cpu_ms_per_item": 0.1,
-                            "alloc_kb_per_item": 64},
-               "run": {"duration_s": 4.0, "warmup_s": 0.0}}
-        r = simulate(load_scenario(raw))
-        return (r.summary["go_cpu_classes_user_cpu_seconds_total"], r.summary["gc_cycles"],
-                float(r.gc_cycles.heap_end_bytes.median()) / 8192)
-
     for P, factor in ((1, 1.0), (2, 3.0)):
-        user0, n0, _ = one(0.0, P, 2.0)
-        user, n, pages = one(3000.0, P, 2.0)
+        user0, n0, _ = _swept_stream(0.0, P, workers=2, contention=2.0)
+        user, n, pages = _swept_stream(3000.0, P, workers=2, contention=2.0)
         assert n == n0 >= 20
         assert (user - user0) / n == pytest.approx(pages * 3000e-9 * factor, rel=0.1)
-
 
 
 def test_sched_lock_contenders_are_the_ms_in_the_scheduler_not_the_busy_ps():
