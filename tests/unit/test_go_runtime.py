@@ -13,9 +13,9 @@ from cfsim.simulation import simulate
 MiB = 1 << 20
 
 
-def scen(kind="stream", cpus=8, limit=None, P=8, dur=2.0, warm=0.0, version="1.21", go=None, **wl):
+def scen(kind="stream", cpus=8, limit=None, P=8, dur=2.0, warm=0.0, version="1.21", go=None, seed=3, **wl):
     raw = {"host": {"cpus": cpus}, "cgroup": {}, "go": {"gomaxprocs": P, "version": version, **(go or {})},
-           "workload": {"kind": kind, **wl}, "run": {"duration_s": dur, "warmup_s": warm, "seed": 3}}
+           "workload": {"kind": kind, **wl}, "run": {"duration_s": dur, "warmup_s": warm, "seed": seed}}
     if limit is not None:
         raw["cgroup"]["cpu_limit"] = limit
     return load_scenario(raw)
@@ -581,13 +581,10 @@ def test_each_cycle_scans_its_mark_work_once(monkeypatch):
 def _near_limit_cycles(P, sweep):
     """The GC cycles after 0.5 s of a saturating stream near a 16 MiB heap's GOMEMLIMIT (17.6 MiB,
     GOGC off; 64 KiB records of 0.05 ms, 1-core quota on 2 CPUs) at GOMAXPROCS ``P``."""
-    raw = {"host": {"cpus": 2}, "cgroup": {"cpu_limit": 1.0},
-           "go": {"gomaxprocs": P, "version": "1.26", "gogc": -1, "gomemlimit_mb": 17.6, "live_heap_mb": 16,
-                  "gc_scan_mb_per_ms": 3.0, "sweep_ns_per_page": sweep},
-           "workload": {"kind": "stream", "rate_per_s": 40_000, "workers": 8, "cpu_ms_per_item": 0.05,
-                        "alloc_kb_per_item": 64},
-           "run": {"duration_s": 3.0, "warmup_s": 0.0}}
-    c = simulate(load_scenario(raw)).gc_cycles
+    c = run(cpus=2, limit=1.0, P=P, dur=3.0, version="1.26", seed=0,
+            go={"gogc": -1, "gomemlimit_mb": 17.6, "live_heap_mb": 16, "gc_scan_mb_per_ms": 3.0,
+                "sweep_ns_per_page": sweep},
+            rate_per_s=40_000, workers=8, cpu_ms_per_item=0.05, alloc_kb_per_item=64).gc_cycles
     return c[c.run_t_s > 0.5]
 
 
@@ -634,13 +631,10 @@ def test_every_p_that_allocates_during_a_sweep_sweeps_first():
 def _swept_stream(sweep, P=1, workers=1, akb=165.0, contention=0.0):
     """A stream far from any limit (GOGC 100, 16 MiB live, 2,000 records a second of 64 KiB on 2
     CPUs): its user P-time [s], its GC cycles and the median heap at a mark's end in 8 KiB pages."""
-    raw = {"host": {"cpus": 2}, "cgroup": {"cpu_limit": 2.0},
-           "go": {"gomaxprocs": P, "version": "1.26", "gogc": 100, "live_heap_mb": 16,
-                  "sweep_ns_per_page": sweep, "sweep_contention": contention, "alloc_ns_per_kb": akb},
-           "workload": {"kind": "stream", "rate_per_s": 2000, "workers": workers, "cpu_ms_per_item": 0.1,
-                        "alloc_kb_per_item": 64},
-           "run": {"duration_s": 4.0, "warmup_s": 0.0}}
-    r = simulate(load_scenario(raw))
+    r = run(cpus=2, limit=2.0, P=P, dur=4.0, version="1.26", seed=0,
+            go={"gogc": 100, "live_heap_mb": 16, "sweep_ns_per_page": sweep, "sweep_contention": contention,
+                "alloc_ns_per_kb": akb},
+            rate_per_s=2000, workers=workers, cpu_ms_per_item=0.1, alloc_kb_per_item=64)
     return (r.summary["go_cpu_classes_user_cpu_seconds_total"], r.summary["gc_cycles"],
             float(r.gc_cycles.heap_end_bytes.median()) / 8192)
 
