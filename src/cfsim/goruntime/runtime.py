@@ -245,6 +245,7 @@ class GoParams:
     stw_per_p_ns: float = 1_000.0
     preempt_ns: float = 2_000.0
     stw_restart_chain: bool = False   # stopped Ms sleep and restart through the spinning chain
+    mark_work_shared: bool = False  # assists take workers' unscanned claims, workers credit as they go
     cycle_base_ns: float = 20_000.0
     cycle_per_p_ns: float = 10_000.0
     costs: SchedCosts = SchedCosts()
@@ -283,6 +284,7 @@ class GoParams:
                    llc_bytes=int(sc["host.llc_mb"] * MiB),
                    stw_base_ns=go["gc_stw_base_us"] * 1e3, stw_per_p_ns=go["gc_stw_per_p_us"] * 1e3,
                    preempt_ns=go["gc_preempt_us"] * 1e3, stw_restart_chain=go["stw_restart_chain"],
+                   mark_work_shared=go["mark_work_shared"],
                    cycle_base_ns=go["gc_cycle_base_us"] * 1e3,
                    cycle_per_p_ns=go["gc_cycle_per_p_us"] * 1e3, costs=SchedCosts.from_go_section(go),
                    threads_per_core=sc["host.threads_per_core"], smt_slowdown=sc["host.smt_slowdown"],
@@ -360,7 +362,7 @@ def barrier_wait_ns(k: float, now_ns: int, tick_ns: int, slice_ns: int, flush_ns
 class _M:
     __slots__ = ("tid", "p", "seg", "work", "pre", "debt", "t_seg", "claim", "spinning", "mark_bytes",
                  "stopped", "coord", "charged", "owed", "infl", "t_sched", "excess", "a_id", "preempt", "trig",
-                 "sweep")
+                 "sweep", "flushed")
 
     def __init__(self, tid: int):
         self.tid = tid
@@ -384,6 +386,7 @@ class _M:
         self.excess = 0.0  # scan work of the current assist pass beyond its debt (credited ahead)
         self.a_id = 0      # the current assist pass (its limiter check finds it by this number)
         self.sweep = 0.0   # sweeping [ns] the current chunk does before its own work
+        self.flushed = 0.0  # scan work of the current mark segment already credited (_flush_workers)
 
 
 class GoRuntime(RuntimeReports):
@@ -1526,6 +1529,8 @@ class GoRuntime(RuntimeReports):
         self.trigger_bytes = gcpacer.trigger(goal, self.heap_marked, self.runway_bytes)
 
     def _revise(self) -> None:
+        if self.params.mark_work_shared and self.phase == MARK:
+            self._flush_workers()
         exp = int(self.mark_total)
         self.assist_work_per_byte = gcpacer.assist_work_per_byte(self.heap_live, self.goal, self.triggered, int(self.scan_done),
                                                  exp, exp, self.params.gogc)
@@ -1536,8 +1541,18 @@ class GoRuntime(RuntimeReports):
         update (``ASSIST_CHUNK_NS``, then :meth:`_assist_again`); what no work is left for parks
         on the assist queue until background credit (or the end of the mark) covers it
         (``gcParkAssist``). Returns the M's assist segment, or None."""
-        avail = self.mark_total - self.scan_done - self.assist_inflight
-        scan = min(max(debt, gcpacer.GC_OVER_ASSIST_WORK), avail, ASSIST_CHUNK_NS * self.scan_rate)
+        want = min(max(debt, gcpacer.GC_OVER_ASSIST_WORK), ASSIST_CHUNK_NS * self.scan_rate)
+        if self.params.mark_work_shared:
+            pool = max(self.mark_unclaimed, 0.0)
+            took = self._take_from_workers(want - pool) if want > pool else 0.0
+            avail = pool + took
+        else:
+            # the earlier rule (default): what running workers claimed but have not scanned counts
+            # as available, and both scan it (docs/model-notes.md, "Assists that scan what a
+            # worker holds")
+            took = 0.0
+            avail = self.mark_total - self.scan_done - self.assist_inflight
+        scan = min(want, avail)
         if scan < debt and scan < avail:
             # the rest after this pass: the goroutine stays on the M and retries
             m.owed = (c, t0, debt - scan)
@@ -1551,7 +1566,7 @@ class GoRuntime(RuntimeReports):
             self.bg_credit += scan - debt
             m.owed = (c, t0, 0.0)
         m.excess = max(scan - debt, 0.0)
-        self.mark_unclaimed -= scan
+        self.mark_unclaimed -= scan - took
         self.mark_inflight += 1
         self.assist_inflight += scan
         m.mark_bytes = scan
@@ -1564,6 +1579,61 @@ class GoRuntime(RuntimeReports):
         else:
             m.a_id = 0    # an earlier pass's pending check must not take this one for its own
         return w
+
+    def _flush_workers(self) -> None:
+        """Credit the running background workers' scan work done so far: ``gcDrain`` adds a
+        worker's scan work to ``heapScanWork`` and to the background credit each
+        ``gcCreditSlack`` (2,000 bytes) of scanning (``gcFlushBgCredit``, ``src/runtime/mgcmark.go``),
+        so an assist steals credit, and ``revise`` sees work done, as the workers go rather than when
+        their segments end."""
+        eng = self.engine
+        new = 0.0
+        for w in self.holders:
+            if w.seg != DED and w.seg != FRAC and w.seg != IDLEW:
+                continue
+            if w.mark_bytes <= 0 or not eng.is_runnable(w.tid):
+                continue
+            done = w.mark_bytes - self._scan_left(w, eng.work_left(w.tid)) - w.flushed
+            if done > 0:
+                w.flushed += done
+                new += done
+        if new > 0:
+            self.scan_done += new
+            self.bg_credit += new
+            if self.assistq:
+                self._flush_bg_credit()
+
+    def _take_from_workers(self, need: float) -> float:
+        """Scan work an assist takes from the running background workers' claims once the pool
+        is dry, up to ``need`` [bytes]; the workers' segments shrink in place. The runtime greys
+        each object once and a worker holds at most two work buffers, handing half to the global
+        list when that is empty (``gcWork.balance``, ``src/runtime/mgcwork.go``), so an assist
+        (``gcDrainN``) scans what a descheduled or throttled worker would have scanned next, and
+        that worker does not scan it again."""
+        eng = self.engine
+        got = 0.0
+        for w in self.holders:
+            if got >= need:
+                break
+            if w.seg != DED and w.seg != FRAC and w.seg != IDLEW:
+                continue
+            if w.mark_bytes <= 0 or not eng.is_runnable(w.tid):
+                continue
+            body = w.work - w.pre
+            left = eng.work_left(w.tid)
+            if body <= 0 or left <= 1:
+                continue
+            rest = w.mark_bytes * min(1.0, left / body)
+            # the CPU [ns] of the part taken, at the worker's own CPU per byte
+            d = min(int(min(rest, need - got) * body / w.mark_bytes), left - 1)
+            if d <= 0:
+                continue
+            t = d * w.mark_bytes / body
+            eng.redirect(w.tid, left - d, self._on_done)
+            w.mark_bytes -= t
+            w.work -= d
+            got += t
+        return got
 
     def _assist_limiter_check(self, m: _M, a_id: int) -> None:
         """The limiter's update while an assist pass runs: the model's pass stands for the many
@@ -1921,6 +1991,7 @@ class GoRuntime(RuntimeReports):
         self.mark_unclaimed -= b
         self.mark_inflight += 1
         m.mark_bytes = b
+        m.flushed = 0.0
         return self._seg(m, seg, ns, pre, self._infl())
 
     def _mark_return(self, m: _M, left: int) -> None:
@@ -1943,6 +2014,9 @@ class GoRuntime(RuntimeReports):
 
     def _mark_progress(self, m: _M, scanned: float, ns: float) -> None:
         self.mark_inflight -= 1
+        # what _flush_workers credited of this segment already
+        scanned -= m.flushed
+        m.flushed = 0.0
         self.scan_done += scanned
         seg = m.seg
         if seg == ASSIST:

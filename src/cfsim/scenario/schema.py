@@ -297,6 +297,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                  "mcache flush, worker start/stop)", _between(0, 100_000)),
         "gc_preempt_us": Key(2.0, "float", "CPU for a running M to reach a safe point [us] (async preemption)",
                              _between(0, 10_000)),
+        "mark_work_shared": Key(False, "bool", "mark work and its credit shared as the runtime shares them "
+                                               "(gcWork.balance, mgcwork.go; gcFlushBgCredit, mgcmark.go): an "
+                                               "assist that finds no unclaimed work takes the rest of the running "
+                                               "background workers' claims, and the workers credit their scan work "
+                                               "as they go, not when a segment ends. Off (default): an assist and "
+                                               "a worker both scan a claim the worker holds, the rule the lab "
+                                               "host's reference files were fitted with (docs/model-notes.md, "
+                                               "'Mark work shared as the runtime shares it')"),
         "stw_restart_chain": Key(False, "bool", "stop and start the world as stopTheWorldWithSema and "
                                  "startTheWorldWithSema do: each stopped M sleeps (gcstopm), the coordinator "
                                  "sleeps on stopnote until the last stopper wakes it, and at the start a P "
