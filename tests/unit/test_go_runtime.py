@@ -579,19 +579,21 @@ def test_each_cycle_scans_its_mark_work_once(monkeypatch):
         return got
     monkeypatch.setattr(GoRuntime, "_gc_mark_end", record)
     monkeypatch.setattr(GoRuntime, "_take_from_workers", took)
-    def cycles(takes):
+
+    def marks(shared):
+        """Scan over mark work at each mark's end, and how many assists took from a worker."""
         seen.clear()
         taken.clear()
         run(kind="stream", cpus=2, P=8, limit=1.0, rate_per_s=40_000, workers=8, cpu_ms_per_item=0.05,
-            alloc_kb_per_item=64, dur=3.0, version="1.26", go={"live_heap_mb": 16, "mark_work_shared": takes})
+            alloc_kb_per_item=64, dur=3.0, version="1.26", go={"live_heap_mb": 16, "mark_work_shared": shared})
         return list(seen), sum(1 for t in taken if t > 0)
-    once, took = cycles(True)
+    once, n_taken = marks(True)
     assert len(once) >= 20
     assert 0.99 <= np.median(once) <= 1.01 and max(once) <= 1.01
-    assert took >= 20    # the assists did take from the workers
+    assert n_taken >= 20    # the assists did take from the workers
     # the default keeps the earlier rule, which scans some of it twice
-    twice, took = cycles(False)
-    assert np.median(twice) > 1.1 and took == 0
+    twice, n_taken = marks(False)
+    assert np.median(twice) > 1.1 and n_taken == 0
 
 
 @pytest.mark.from_source   # patches a method of a compiled class (tests/conftest.py)
@@ -619,8 +621,7 @@ def test_workers_credit_their_scan_work_as_they_go(monkeypatch):
                 alloc_kb_per_item=64, dur=3.0, version="1.26", go={"live_heap_mb": 16, "mark_work_shared": shared})
         return sum(early), r
     credited, r = stream(True)
-    cycles = r.gc_cycles[r.gc_cycles.run_t_s > 0.5]
-    assert len(cycles) >= 20
+    assert r.summary["gc_cycles"] >= 20
     # a fifth of the cycles' mark work or more credited before its segment ended (measured: 0.31)
     assert credited >= 0.2 * r.summary["gc_cycles"] * 16 * 2**20
     credited, _ = stream(False)
