@@ -1580,6 +1580,13 @@ class GoRuntime(RuntimeReports):
             m.a_id = 0    # an earlier pass's pending check must not take this one for its own
         return w
 
+    def _scanning_worker(self, w: _M) -> bool:
+        """Whether ``w`` runs a background mark worker (dedicated, fractional or idle) that holds
+        scan work and can run: the workers :meth:`_flush_workers` and :meth:`_take_from_workers`
+        look at."""
+        return ((w.seg == DED or w.seg == FRAC or w.seg == IDLEW) and w.mark_bytes > 0
+                and self.engine.is_runnable(w.tid))
+
     def _flush_workers(self) -> None:
         """Credit the running background workers' scan work done so far: ``gcDrain`` adds a
         worker's scan work to ``heapScanWork`` and to the background credit each
@@ -1589,9 +1596,7 @@ class GoRuntime(RuntimeReports):
         eng = self.engine
         new = 0.0
         for w in self.holders:
-            if w.seg != DED and w.seg != FRAC and w.seg != IDLEW:
-                continue
-            if w.mark_bytes <= 0 or not eng.is_runnable(w.tid):
+            if not self._scanning_worker(w):
                 continue
             done = w.mark_bytes - self._scan_left(w, eng.work_left(w.tid)) - w.flushed
             if done > 0:
@@ -1615,15 +1620,13 @@ class GoRuntime(RuntimeReports):
         for w in self.holders:
             if got >= need:
                 break
-            if w.seg != DED and w.seg != FRAC and w.seg != IDLEW:
-                continue
-            if w.mark_bytes <= 0 or not eng.is_runnable(w.tid):
+            if not self._scanning_worker(w):
                 continue
             body = w.work - w.pre
             left = eng.work_left(w.tid)
             if body <= 0 or left <= 1:
                 continue
-            rest = w.mark_bytes * min(1.0, left / body)
+            rest = self._scan_left(w, left)
             # the CPU [ns] of the part taken, at the worker's own CPU per byte
             d = min(int(min(rest, need - got) * body / w.mark_bytes), left - 1)
             if d <= 0:
@@ -1991,7 +1994,6 @@ class GoRuntime(RuntimeReports):
         self.mark_unclaimed -= b
         self.mark_inflight += 1
         m.mark_bytes = b
-        m.flushed = 0.0
         return self._seg(m, seg, ns, pre, self._infl())
 
     def _mark_return(self, m: _M, left: int) -> None:
