@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from cfsim.io.errors import CfsimParseError
-from cfsim.io.gctrace import COLUMNS, read_gctrace
+from cfsim.io.gctrace import COLUMNS, dense_scan_share, read_gctrace
 from cfsim.lab import launch
-from cfsim.scenario import load_scenario
+from cfsim.scenario import ScenarioError, load_scenario
 
 PACER = ("pacer: 43% CPU (25 exp.) for 6003032+8920+244650 B work (6255818 B exp.) in 149821712 B -> "
          "192061200 B (∆goal 5237820, cons/mark 3.6308906896701063)")
@@ -70,13 +70,43 @@ def test_lab_gctrace_sets_godebug_beside_the_gomaxprocs_policy():
     assert "GODEBUG" not in launch.workload_env(load_scenario({"go": {"gomaxprocs": 2}}), base={})
 
 
+SCAN = "scan: total 1885+5969+226880=234734 objs, 1431+2270=3701 spans"
+
+
+def test_gctrace_2_gives_each_cycle_its_green_tea_scan_split(tmp_path):
+    # gctrace=2 prints, after a cycle's gc line, its scan split and then one line per size class
+    p = write(tmp_path / "w.log", [PACER, GC, SCAN, "scan: class 64B 1500+5900+226000=233400 objs, 1400+2200=3600 spans",
+                                   PACER, GC.replace("gc 40 @5.879s", "gc 41 @6.000s")])
+    df, meta = read_gctrace(p)
+    assert meta["cycles"] == 2 and meta["with_scan_split"] == 1
+    a, b = df.iloc[0], df.iloc[1]
+    assert (a.scan_sole_objects, a.scan_sparse_span_objects, a.scan_dense_span_objects) == (1885, 5969, 226880)
+    assert (a.scan_sparse_spans, a.scan_dense_spans) == (1431, 2270)
+    assert math.isnan(b.scan_dense_span_objects)       # a cycle traced without gctrace=2
+    assert dense_scan_share(df).iloc[0] == pytest.approx(226880 / 234734) and math.isnan(dense_scan_share(df).iloc[1])
+
+
+@pytest.mark.parametrize("bad", ["scan: total 1+2+3=7 objs, 1+1=2 spans", "scan: total 1+2+3 objs, 1+1=2 spans"])
+def test_a_scan_split_line_that_does_not_parse_or_add_up_names_file_and_line(tmp_path, bad):
+    p = write(tmp_path / "w.log", [PACER, GC, bad])
+    with pytest.raises(CfsimParseError, match=r"w\.log:3:1: .*scan: total"):
+        read_gctrace(p)
+
+
+def test_lab_gctrace_scan_asks_for_gctrace_2_and_needs_the_trace():
+    sc = load_scenario({"lab": {"gctrace": True, "gctrace_scan": True}, "go": {"gomaxprocs": 2}})
+    assert launch.workload_env(sc, base={})["GODEBUG"] == "gctrace=2,gcpacertrace=1"
+    with pytest.raises(ScenarioError, match="lab.gctrace_scan"):
+        load_scenario({"lab": {"gctrace_scan": True}})
+
+
 def test_lab_writes_the_cycle_table_on_the_run_clock_and_keeps_the_log_gzipped(tmp_path):
     from cfsim.lab.runner import write_gc_cycles
 
     (tmp_path / "logs").mkdir()
     write(tmp_path / "logs" / "workload.log", ['{"event":"ready"}', PACER, GC])
     info = write_gc_cycles(tmp_path, launch_unix_s=100.0, start_unix_s=103.0)
-    assert info["cycles"] == 1 and info["with_pacer"] == 1
+    assert info["cycles"] == 1 and info["with_pacer"] == 1 and info["with_scan_split"] == 0
     assert not (tmp_path / "logs" / "workload.log").exists() and (tmp_path / "logs" / "workload.log.gz").is_file()
     df = pd.read_csv(tmp_path / "gc_cycles.csv.gz")
     assert df.loc[0, "run_t_s"] == pytest.approx(5.879 - 3.0)

@@ -18,6 +18,21 @@ with the columns of :data:`COLUMNS`; pacer columns are NaN where the pacer line 
 Other lines (the workload's own output, ``pacer: assist ratio`` and ``sweep done`` lines) are
 skipped; a ``gc N`` or ``pacer: N% CPU`` line that does not parse raises
 :class:`~cfsim.io.errors.CfsimParseError` naming the file and line.
+
+With ``gctrace=2`` (:data:`GODEBUG_GCTRACE_SCAN`) the Green Tea GC of Go >= 1.26 also prints, after
+each cycle's ``gc N`` line, how its mark scanned the small objects (``dumpScanStats`` in
+``src/runtime/mgcmark_greenteagc.go``)::
+
+    scan: total 1885+5969+226880=234734 objs, 1431+2270=3701 spans
+
+objects scanned alone, objects of spans scanned object by object ("sparse": fewer than an eighth
+of the span's objects marked when a worker took it, or no vector scan on the CPU), and objects of
+spans scanned whole ("dense", ``scan.ScanSpanPacked``), then the sparse and dense spans. It matters
+for the pacer: a dense span counts each marked object's whole size as scan work, the other two
+paths only the bytes up to its last pointer (``scanSpan``, ``scanObjectsSmall``,
+``scanObjectSmall``), so the same heap counts less scan work in a cycle that scanned more of it
+sparse, and ``revise`` expects the next cycle to need what this one counted. Those columns
+(``scan_*``) are NaN for a cycle without the line; the per-size-class lines that follow are skipped.
 """
 from __future__ import annotations
 
@@ -31,10 +46,13 @@ import pandas as pd
 
 from cfsim.io.errors import CfsimParseError
 
-__all__ = ["COLUMNS", "parse_gctrace", "read_gctrace", "cycle_table", "open_log", "GODEBUG_GCTRACE"]
+__all__ = ["COLUMNS", "parse_gctrace", "read_gctrace", "cycle_table", "open_log", "GODEBUG_GCTRACE",
+           "GODEBUG_GCTRACE_SCAN", "dense_scan_share"]
 
 #: the GODEBUG settings that make the runtime print both lines
 GODEBUG_GCTRACE = "gctrace=1,gcpacertrace=1"
+#: ... and, after each cycle's line, the Green Tea GC's split of its scan (``scan: total``)
+GODEBUG_GCTRACE_SCAN = "gctrace=2,gcpacertrace=1"
 
 _MiB = 1 << 20
 _NUM = r"(-?[\d.]+(?:e[-+]?\d+)?|[-+]?Inf|NaN)"
@@ -45,6 +63,9 @@ _GC = re.compile(
 _PACER = re.compile(
     r"^pacer: (-?\d+)% CPU \((\d+) exp\.\) for (\d+)\+(\d+)\+(\d+) B work \((\d+) B exp\.\) "
     r"in (\d+) B -> (\d+) B \(∆goal (-?\d+), cons/mark " + _NUM + r"\)")
+_SCAN = re.compile(r"^scan: total (\d+)\+(\d+)\+(\d+)=(\d+) objs, (\d+)\+(\d+)=(\d+) spans")
+_SCAN_COLUMNS = ("scan_sole_objects", "scan_sparse_span_objects", "scan_dense_span_objects",
+                 "scan_sparse_spans", "scan_dense_spans")
 
 #: one row per cycle; ``*_mib`` from the gctrace line (whole MiB), ``*_bytes`` from the pacer line
 COLUMNS = (
@@ -52,7 +73,7 @@ COLUMNS = (
     "sweepterm_cpu_ms", "assist_cpu_ms", "background_cpu_ms", "idle_cpu_ms", "markterm_cpu_ms",
     "heap0_mib", "heap1_mib", "marked_mib", "goal_mib", "stacks_mib", "globals_mib", "procs", "forced",
     "utilization_percent", "scan_work_bytes", "scan_expected_bytes", "triggered_bytes", "heap_end_bytes",
-    "goal_delta_bytes", "cons_mark",
+    "goal_delta_bytes", "cons_mark", *_SCAN_COLUMNS,
 )
 
 
@@ -72,6 +93,19 @@ def parse_gctrace(lines: Iterable[str], source: str = "<buffer>") -> pd.DataFram
     for i, raw in enumerate(lines, 1):
         line = raw.rstrip("\n")
         # the runtime writes its trace unbuffered to fd 2: another writer's text may precede it
+        at = line.find("scan: total ")
+        if at >= 0:
+            m = _SCAN.match(line[at:])
+            if m is None:
+                raise CfsimParseError(source, "malformed gctrace=2 'scan: total' line", line=i, column=at + 1)
+            g = m.groups()
+            if int(g[0]) + int(g[1]) + int(g[2]) != int(g[3]) or int(g[4]) + int(g[5]) != int(g[6]):
+                raise CfsimParseError(source, "gctrace=2 'scan: total' line whose parts do not add up to its totals",
+                                      line=i, column=at + 1)
+            if rows and _SCAN_COLUMNS[0] not in rows[-1]:
+                # printed under the same print lock right after its cycle's gc line (gcMarkTermination)
+                rows[-1].update(zip(_SCAN_COLUMNS, (int(g[0]), int(g[1]), int(g[2]), int(g[4]), int(g[5]))))
+            continue
         at = line.find("pacer: ")
         if at >= 0 and "% CPU" in line[at:]:
             m = _PACER.match(line[at:])
@@ -105,6 +139,19 @@ def parse_gctrace(lines: Iterable[str], source: str = "<buffer>") -> pd.DataFram
     return df.astype({"cycle": "int64", "procs": "int64", "forced": "bool"}) if len(df) else df
 
 
+def dense_scan_share(cycles: pd.DataFrame) -> pd.Series:
+    """Per cycle, the share of the small objects the mark scanned in dense spans (whole-object scan
+    work; the rest counted only up to their last pointer): NaN without a ``scan: total`` line.
+
+    >>> c = parse_gctrace(["gc 1 @0.1s 1%: 0.1+2+0.1 ms clock, 0.2+1/1/0+0.2 ms cpu, 4->5->2 MB, 5 MB goal, "
+    ...                    "0 MB stacks, 0 MB globals, 8 P", "scan: total 10+30+160=200 objs, 5+2=7 spans"])
+    >>> float(dense_scan_share(c).iloc[0])
+    0.8
+    """
+    total = cycles["scan_sole_objects"] + cycles["scan_sparse_span_objects"] + cycles["scan_dense_span_objects"]
+    return (cycles["scan_dense_span_objects"] / total.where(total > 0)).rename("dense_scan_share")
+
+
 def open_log(path: str | Path, what: str) -> IO[str]:
     """A log the lab kept, plain or gzipped (``.gz``), open as text (undecodable bytes replaced:
     another writer's output may share it); ``FileNotFoundError`` naming ``what`` if it is absent."""
@@ -135,7 +182,9 @@ def read_gctrace(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         df = parse_gctrace(f, str(p))
     meta = {"source": str(p), "cycles": int(len(df)),
             "with_pacer": int(df["triggered_bytes"].notna().sum()) if len(df) else 0,
+            "with_scan_split": int(df["scan_dense_span_objects"].notna().sum()) if len(df) else 0,
             "units": {"*_mib": "MiB (whole, as the runtime prints them)", "*_bytes": "bytes",
+                      "scan_*": "objects or spans the cycle's mark scanned (gctrace=2)",
                       "*_ms": "ms (P-time for *_cpu_ms)", "t_s": "s since the process started"}}
     return df, meta
 

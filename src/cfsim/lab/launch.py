@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from cfsim.io.gctrace import GODEBUG_GCTRACE
+from cfsim.io.gctrace import GODEBUG_GCTRACE, GODEBUG_GCTRACE_SCAN
 from cfsim.lab.kinds import kinds_with, lab_kind
 from cfsim.scenario import Scenario, ScenarioError
 from cfsim.workloads.arrivals import parse_rate
@@ -96,11 +96,19 @@ def resolve_lab_keys(sc: Scenario) -> Scenario:
     return sc.with_overrides([("workload.rate_per_s", round(rate, 3))])
 
 
+def gctrace_godebug(sc: Scenario) -> str:
+    """The GODEBUG settings of the runtime's GC trace a run asks for (``lab.gctrace``, with the
+    scan split of ``lab.gctrace_scan``); empty without the trace."""
+    if not sc["lab.gctrace"]:
+        return ""
+    return GODEBUG_GCTRACE_SCAN if sc["lab.gctrace_scan"] else GODEBUG_GCTRACE
+
+
 def workload_env(sc: Scenario, base: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in GO_ENV_CLEARED}
     env.update(gomaxprocs_env(sc["go.gomaxprocs"])[0])
     env["GOGC"] = "off" if sc["go.gogc"] < 0 else str(sc["go.gogc"])
-    extra = (GODEBUG_GCTRACE if sc["lab.gctrace"] else "", sc["lab.godebug"])
+    extra = (gctrace_godebug(sc), sc["lab.godebug"])
     if any(extra):
         env["GODEBUG"] = ",".join(x for x in (env.get("GODEBUG"), *extra) if x)
     if sc["go.gomemlimit_policy"] == "explicit" and sc["go.gomemlimit_mb"] is not None:

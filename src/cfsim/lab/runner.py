@@ -1113,7 +1113,8 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
             manifest["warnings"] = warnings
         manifest["cpu_watch"] = cpu_watch
         if sc["lab.gctrace"]:
-            manifest["gctrace"] = write_gc_cycles(out_dir, workload.launch_unix_s, window.start_unix_s)
+            manifest["gctrace"] = write_gc_cycles(out_dir, workload.launch_unix_s, window.start_unix_s,
+                                                  launch.gctrace_godebug(sc))
         summ = derive.summarize_manifest(manifest, raw_bodies)
         # the threads' CPU and switch-ins over the window, and per completed item (request, record, burn)
         done = (summ.get("throughput_per_s") or 0) * (s1.t_s - s0.t_s)
@@ -1124,7 +1125,8 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         return summ
 
 
-def write_gc_cycles(out_dir: Path, launch_unix_s: float, start_unix_s: float) -> dict[str, Any]:
+def write_gc_cycles(out_dir: Path, launch_unix_s: float, start_unix_s: float,
+                    godebug: str = GODEBUG_GCTRACE) -> dict[str, Any]:
     """The runtime's per-cycle GC trace (``lab.gctrace``) from the workload's log into
     ``gc_cycles.csv.gz``, with ``run_t_s``: the cycle's start on the run's clock (the trace's
     ``@t`` is the cycle's sweep termination, ``work.tSweepTerm`` in ``src/runtime/mgc.go``, counted
@@ -1151,7 +1153,7 @@ def write_gc_cycles(out_dir: Path, launch_unix_s: float, start_unix_s: float) ->
                                 "turned on in: cfsim.io.gclimiter.limiter_turned_on (read with the run)"}
     cycles.to_csv(out_dir / "gc_cycles.csv.gz", index=False)
     return {"file": "gc_cycles.csv.gz", "cycles": meta["cycles"], "with_pacer": meta["with_pacer"],
-            "godebug": GODEBUG_GCTRACE, "log": "logs/workload.log.gz",
+            "with_scan_split": meta["with_scan_split"], "godebug": godebug, "log": "logs/workload.log.gz",
             "note": "cfsim.io.gctrace.read_gctrace reads the log back; run_t_s = t_s + launch_unix_s - start_unix_s, "
                     "the cycle's start (gctrace @t)", **info}
 

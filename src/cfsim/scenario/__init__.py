@@ -220,6 +220,8 @@ def _cross_checks(sc: Scenario) -> None:
             q = limits.quota_us_exact(lim, sc["cgroup.period_us"])
             for key, msg in limits.check_bandwidth(q, sc["cgroup.period_us"], sc["cgroup.burst_us"]):
                 raise ScenarioError(f"cgroup.limit_schedule[{i}]", msg)
+    if sc["lab.gctrace_scan"] and not sc["lab.gctrace"]:
+        raise ScenarioError("lab.gctrace_scan", "the scan split is part of the GC trace: needs lab.gctrace = true")
     if sc["workload.client_cpu_us_per_request"] > 0 and sc["host.cpu_sharing"] != "slices":
         raise ScenarioError("workload.client_cpu_us_per_request",
                             "a client on the host needs host.cpu_sharing = 'slices' (got 'fluid')")

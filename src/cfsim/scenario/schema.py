@@ -535,6 +535,10 @@ register_section("lab", {
                    _godebug),
     "gctrace": Key(False, "bool", "the runtime's per-cycle GC trace (GODEBUG gctrace=1,gcpacertrace=1) in "
                                   "logs/workload.log.gz, parsed into gc_cycles.csv.gz (cfsim.io.gctrace)"),
+    "gctrace_scan": Key(False, "bool", "with lab.gctrace: gctrace=2, whose per-cycle 'scan: total' line splits "
+                                       "the Green Tea GC's scan into dense spans (whole objects counted as scan "
+                                       "work) and sparse ones (up to the last pointer), parsed into "
+                                       "gc_cycles.csv.gz's scan_* columns (cfsim.io.gctrace)"),
     "vpa_in_the_loop": Key(False, "bool", "cfsim's own VPA ([vpa], one pod, in-place resizes) moves the "
                                           "real quota during the run, with the [vpa] time constants as given "
                                           "(scale them down so the trap forms in minutes)"),
