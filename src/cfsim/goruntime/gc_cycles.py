@@ -166,18 +166,32 @@ def gc_cpu_per_cycle_s(sample_t_s: np.ndarray, is_gc: np.ndarray, sample_s: floa
                        mark_end: np.ndarray, window: tuple[float, float]) -> float | None:
     """The GC's real CPU a cycle [s]: CPU samples (``sample_s`` each) on GC stacks that fall in a
     mark (with :data:`MARK_SAMPLE_MARGIN_S`), averaged over the marks that lie whole inside the
-    sampled ``window``; None with fewer than two such marks. The kernel's samples (``perf``) see
-    what the runtime's ``/cpu/classes`` cannot: those count P-time, and with more Ps than CPUs a
-    worker holds its P while its thread waits for one.
+    sampled ``window``; None with fewer than two such marks. Where two marks' margins would
+    overlap (tens of cycles a second), each takes the samples up to the midpoint of the gap
+    between them, so no sample counts twice. The kernel's samples (``perf``) see what the
+    runtime's ``/cpu/classes`` cannot: those count P-time, and with more Ps than CPUs a worker
+    holds its P while its thread waits for one.
 
     >>> t = np.array([1.0, 1.005, 1.01, 2.0, 2.002, 5.0])
     >>> gc = np.array([True, True, False, True, True, True])
     >>> gc_cpu_per_cycle_s(t, gc, 0.002, np.array([0.99, 1.99, 4.99]), np.array([1.02, 2.01, 5.1]), (0.5, 5.0))
     0.004
+    >>> # marks 25 ms apart: a sample between two counts for the nearer one only
+    >>> t = np.array([1.005, 1.015, 1.027, 1.045])
+    >>> gc_cpu_per_cycle_s(t, np.ones(4, bool), 0.002, np.array([1.0, 1.035]), np.array([1.01, 1.045]), (0.5, 5.0))
+    0.004
     """
     lo, hi = MARK_SAMPLE_MARGIN_S
     t = np.asarray(sample_t_s, dtype=float)[np.asarray(is_gc, dtype=bool)]
-    per = [np.count_nonzero((t >= a - lo) & (t < b + hi)) * sample_s
-           for a, b in zip(np.asarray(mark_start, dtype=float), np.asarray(mark_end, dtype=float))
-           if a - lo >= window[0] and b + hi <= window[1]]
+    start, end = np.asarray(mark_start, dtype=float), np.asarray(mark_end, dtype=float)
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    first, last = start - lo, end + hi
+    if len(start) > 1:
+        mid = (end[:-1] + start[1:]) / 2   # the middle of each gap between neighbouring marks
+        first[1:] = np.maximum(first[1:], mid)
+        last[:-1] = np.minimum(last[:-1], mid)
+    per = [np.count_nonzero((t >= a) & (t < b)) * sample_s
+           for a, b, a0, b0 in zip(first, last, start - lo, end + hi)
+           if a0 >= window[0] and b0 <= window[1]]
     return float(np.mean(per)) if len(per) >= 2 else None
