@@ -12,7 +12,8 @@
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, tenant-root 29,
 #   idle-cost 32, gc-limiter 10, gc-limiter-quota 22, gc-idle-workers 7, gc-memory-path 13,
 #   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53,
-#   profiles-low-load 15, sleeps-trace 5, wake-placement 8, gc-page-cycle 14, gc-scan-split 10.
+#   profiles-low-load 15, sleeps-trace 5, wake-placement 8, gc-page-cycle 14, gc-scan-split 10,
+#   gc-mark-split 10.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -192,3 +193,5 @@ if [ -z "$ARGS" ] || want gc-page-cycle; then
     --calibrate-every 4 --out data/lab/gc-page-cycle; fi
 if [ -z "$ARGS" ] || want gc-scan-split; then
   grid $S/gc-memory.toml --design $S/gc-scan-split.designs.toml --out data/lab/gc-scan-split; fi
+if [ -z "$ARGS" ] || want gc-mark-split; then
+  grid $S/gc-memory.toml --design $S/gc-mark-split.designs.toml --out data/lab/gc-mark-split; fi

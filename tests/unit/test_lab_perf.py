@@ -130,3 +130,38 @@ def test_gc_cpu_a_cycle_counts_whole_marks_inside_the_window_and_takes_the_model
             "cpu_real_gc_pause_s": 0.0, "gc_cycles": 4}
     assert _m_gc_cpu_per_cycle(twin) == pytest.approx(0.015)
     assert _m_gc_cpu_per_cycle({"gc_cycles": 4}) is None
+
+
+def test_assist_share_of_the_marks_cpu_counts_assist_and_worker_samples_in_the_recording_only(tmp_path):
+    import gzip
+    import json
+
+    import pandas as pd
+
+    from cfsim.validation.metrics import _m_gc_assist_cpu_share
+    from cfsim.validation.twin import _assist_share_observed, assist_cpu_share
+
+    cats = ["gc_assist"] * 30 + ["gc_mark_worker"] * 90 + ["gc_mark"] * 40 + ["user"] * 500 + ["gc_sweep"] * 50
+    s = pd.DataFrame({"t_s": [2.0 + i * 0.002 for i in range(len(cats))], "category": cats})
+    # stop-the-world marking, sweeping and user samples are neither half of the concurrent mark
+    assert assist_cpu_share(s, (0.0, 100.0)) == pytest.approx(0.25)
+    # samples outside the recording's span (the probe's own start-up) are not counted
+    late = pd.concat([s, pd.DataFrame({"t_s": [50.0] * 200, "category": ["gc_assist"] * 200})])
+    assert assist_cpu_share(late, (0.0, 10.0)) == pytest.approx(0.25)
+    assert assist_cpu_share(s.iloc[:40], (0.0, 100.0)) is None    # 40 samples of the mark's work: too few
+    # read from a run folder: its perf block gives the span; a run without samples gives nothing
+    run = tmp_path / "run"
+    run.mkdir()
+    assert _assist_share_observed(run) == {}
+    with gzip.open(run / perf.PERF_SAMPLES_FILE, "wt") as fh:
+        fh.write(s.assign(group="gc").to_csv(index=False))
+    man = {"perf": {"stack_split": {"hz": 499}, "start_t_s": 1.0, "seconds": 10.0}}
+    with gzip.open(run / "manifest.json.gz", "wt") as fh:
+        json.dump(man, fh)
+    assert _assist_share_observed(run) == {"gc_assist_cpu_share": pytest.approx(0.25)}
+    # the model's from its classes' real CPU; the lab's key wins where a summary has it
+    twin = {"cpu_real_gc_dedicated_s": 0.03, "cpu_real_gc_idle_s": 0.01, "cpu_real_gc_assist_s": 0.04}
+    assert _m_gc_assist_cpu_share(twin) == pytest.approx(0.5)
+    assert _m_gc_assist_cpu_share({"gc_assist_cpu_share": 0.2, **twin}) == 0.2
+    assert _m_gc_assist_cpu_share({"cpu_real_gc_dedicated_s": 0.0, "cpu_real_gc_idle_s": 0.0,
+                                   "cpu_real_gc_assist_s": 0.0}) is None

@@ -151,6 +151,18 @@ def _m_gc_cpu_per_cycle(summary: Mapping[str, Any]) -> float | None:
     return float(sum(parts)) / float(cycles)
 
 
+def _m_gc_assist_cpu_share(summary: Mapping[str, Any]) -> float | None:
+    """The assists' share of the concurrent mark's real CPU: the lab's from perf's stacks
+    (``gc_assist_cpu_share``), the model's from its assists' and mark workers' CPU."""
+    v = summary.get("gc_assist_cpu_share")
+    if v is not None:
+        return float(v)
+    parts = [summary.get(f"cpu_real_gc_{k}_s") for k in ("assist", "dedicated", "idle")]
+    if any(p is None for p in parts) or not sum(parts):  # type: ignore[arg-type]
+        return None
+    return float(parts[0]) / float(sum(parts))  # type: ignore[arg-type]
+
+
 #: where in time the CPU and the tail lie: the CPU from one ~0.1 s to the next (runs with the
 #: watcher's samples, ``cpu_watch.csv.gz``; model: its periods) and the client's p99 in the seconds
 #: with a GC cycle; no issue sets goals for them yet
@@ -176,6 +188,11 @@ CPU_WINDOW_METRICS: tuple[Metric, ...] = (
     Metric("gc_cpu_per_cycle_s", "relative", _m_gc_cpu_per_cycle, None,
            "the GC's real CPU a cycle [s] (lab: perf's samples on mark workers', assists' and the phases' "
            "stacks inside the gctrace's marks, lab.perf_s; model: its GC segments' CPU): P-time apart"),
+    Metric("gc_assist_cpu_share", "absolute", _m_gc_assist_cpu_share, None,
+           "the assists' share of the concurrent mark's real CPU (lab: perf's samples on assist stacks over "
+           "those on assists' and mark workers', lab.perf_s, 50 samples or more; model: its assists' CPU over "
+           "its assists' and workers'): who does the mark's work, which the P-time share "
+           "(gc_cycle_assist_share) misreads at more Ps than CPUs"),
     Metric("latency_p99_gc_ratio", "relative", _key("latency_p99_gc_ratio"), None,
            "client-side p99 over the 1 s intervals a GC cycle ended in, divided by the other intervals' "
            "(request services; cfsim.workloads.latency_gc): 1 when the tail is not the GC's"),

@@ -218,7 +218,9 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     and sysmon's sleeps and CPU per item (:func:`cfsim.lab.threads.thread_split_per_item`); one with both the watcher's samples and the
     trace, whether its busier and throttled windows are those a GC mark ran in
     (:func:`cfsim.kernel.cpu_windows.gc_window_keys`); one with both the trace and perf's samples
-    (``lab.perf_s``, runs since 2026-12-01) the GC's real CPU a cycle (:func:`_gc_cpu_observed`)."""
+    (``lab.perf_s``, runs since 2026-12-01) the GC's real CPU a cycle (:func:`_gc_cpu_observed`);
+    one with perf's samples, with or without the trace, the assists' share of the mark's real CPU
+    (:func:`_assist_share_observed`)."""
     out = read_summary(run_dir)
     manifest = run_manifest(run_dir)
     if not out.get("oom_kills"):
@@ -239,6 +241,8 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
         if not out.get("oom_kills"):
             out.update(_gc_interval_observed(run_dir, w))
     out.update(_latency_gc_observed(run_dir))
+    if not out.get("oom_kills"):
+        out.update(_assist_share_observed(run_dir))
     trace = run_dir / "gc_cycles.csv.gz"
     if trace.is_file() and not out.get("oom_kills"):
         sc = run_scenario(run_dir)
@@ -276,11 +280,54 @@ def _gc_cpu_observed(run_dir: Path, cycles: pd.DataFrame) -> dict[str, Any]:
         return {}
     samples, meta = read_perf_samples(path)
     start, end = mark_spans(cycles)
+    span = (float(block["start_t_s"]), float(block["start_t_s"]) + float(block["seconds"]))
     v = gc_cpu_per_cycle_s(samples["t_s"].to_numpy(), samples["category"].isin(GC_MARK_CATEGORIES).to_numpy(),
                            1.0 / float(split.get("hz") or meta["hz"]), start, end,
                            # the recording's own span (the probe ends later, after perf script)
-                           (float(block["start_t_s"]), float(block["start_t_s"]) + float(block["seconds"])))
+                           span)
     return {} if v is None else {"gc_cpu_per_cycle_s": v}
+
+
+def _assist_share_observed(run_dir: Path) -> dict[str, Any]:
+    """The assists' share of the mark's real CPU (``gc_assist_cpu_share``, :func:`assist_cpu_share`)
+    from the run's perf samples, with or without a gctrace; nothing for a run without them."""
+    path = run_dir / PERF_SAMPLES_FILE
+    block = run_manifest(run_dir).get("perf") or {} if path.is_file() else {}
+    if not block.get("stack_split") or block.get("start_t_s") is None or not block.get("seconds"):
+        return {}
+    samples, _ = read_perf_samples(path)
+    start = float(block["start_t_s"])
+    share = assist_cpu_share(samples, (start, start + float(block["seconds"])))
+    return {} if share is None else {"gc_assist_cpu_share": share}
+
+
+#: fewer samples of the concurrent mark's work than this (0.1 s of CPU at perf's 499 Hz) split it
+#: too coarsely to report
+MIN_MARK_SAMPLES = 50
+
+
+def assist_cpu_share(samples: pd.DataFrame, span: tuple[float, float]) -> float | None:
+    """The assists' share of the concurrent mark's real CPU: perf's samples on assist stacks over
+    those on assists' and mark workers' (dedicated, fractional and idle alike: profsplit's
+    ``gc_assist`` and ``gc_mark_worker``), inside the recording's ``span`` on the run's clock.
+    Neither happens outside a mark, so no mark boundary is needed; None under
+    :data:`MIN_MARK_SAMPLES` samples.
+
+    >>> s = pd.DataFrame({"t_s": [1.0, 1.1, 1.2, 1.3, 9.0], "category": ["gc_assist", "gc_mark_worker",
+    ...                   "gc_mark_worker", "user", "gc_assist"]})
+    >>> assist_cpu_share(s, (0.5, 5.0)) is None   # 3 samples of the mark's work: too few
+    True
+    >>> s = pd.concat([s] * 20, ignore_index=True)
+    >>> round(assist_cpu_share(s, (0.5, 5.0)), 3)
+    0.333
+    """
+    t = samples["t_s"].to_numpy(dtype=float)
+    inside = samples[(t >= span[0]) & (t <= span[1])]
+    assist = int((inside["category"] == "gc_assist").sum())
+    worker = int((inside["category"] == "gc_mark_worker").sum())
+    if assist + worker < MIN_MARK_SAMPLES:
+        return None
+    return assist / (assist + worker)
 
 
 #: the load generator's latency histogram and the runtime's completed GC cycles, scraped each second
