@@ -139,7 +139,7 @@ def test_assist_share_of_the_marks_cpu_counts_assist_and_worker_samples_in_the_r
     import pandas as pd
 
     from cfsim.validation.metrics import _m_gc_assist_cpu_share
-    from cfsim.validation.twin import _assist_share_observed, assist_cpu_share
+    from cfsim.validation.twin import _perf_recording, assist_cpu_share
 
     cats = ["gc_assist"] * 30 + ["gc_mark_worker"] * 90 + ["gc_mark"] * 40 + ["user"] * 500 + ["gc_sweep"] * 50
     s = pd.DataFrame({"t_s": [2.0 + i * 0.002 for i in range(len(cats))], "category": cats})
@@ -152,13 +152,15 @@ def test_assist_share_of_the_marks_cpu_counts_assist_and_worker_samples_in_the_r
     # read from a run folder: its perf block gives the span; a run without samples gives nothing
     run = tmp_path / "run"
     run.mkdir()
-    assert _assist_share_observed(run) == {}
+    assert _perf_recording(run) is None
     with gzip.open(run / perf.PERF_SAMPLES_FILE, "wt") as fh:
-        fh.write(s.assign(group="gc").to_csv(index=False))
+        fh.write(late.assign(group="gc").to_csv(index=False))
     man = {"perf": {"stack_split": {"hz": 499}, "start_t_s": 1.0, "seconds": 10.0}}
     with gzip.open(run / "manifest.json.gz", "wt") as fh:
         json.dump(man, fh)
-    assert _assist_share_observed(run) == {"gc_assist_cpu_share": pytest.approx(0.25)}
+    rec = _perf_recording(run)
+    assert rec.span == (1.0, 11.0) and rec.sample_s == pytest.approx(1 / 499)
+    assert assist_cpu_share(rec.samples, rec.span) == pytest.approx(0.25)
     # the model's from its classes' real CPU; the lab's key wins where a summary has it
     twin = {"cpu_real_gc_dedicated_s": 0.03, "cpu_real_gc_idle_s": 0.01, "cpu_real_gc_assist_s": 0.04}
     assert _m_gc_assist_cpu_share(twin) == pytest.approx(0.5)

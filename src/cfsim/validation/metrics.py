@@ -158,9 +158,10 @@ def _m_gc_assist_cpu_share(summary: Mapping[str, Any]) -> float | None:
     if v is not None:
         return float(v)
     parts = [summary.get(f"cpu_real_gc_{k}_s") for k in ("assist", "dedicated", "idle")]
-    if any(p is None for p in parts) or not sum(parts):  # type: ignore[arg-type]
+    if any(p is None for p in parts):
         return None
-    return float(parts[0]) / float(sum(parts))  # type: ignore[arg-type]
+    total = sum(float(p) for p in parts)
+    return float(parts[0]) / total if total > 0 else None
 
 
 #: where in time the CPU and the tail lie: the CPU from one ~0.1 s to the next (runs with the

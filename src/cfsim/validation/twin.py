@@ -220,7 +220,7 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     (:func:`cfsim.kernel.cpu_windows.gc_window_keys`); one with both the trace and perf's samples
     (``lab.perf_s``, runs since 2026-12-01) the GC's real CPU a cycle (:func:`_gc_cpu_observed`);
     one with perf's samples, with or without the trace, the assists' share of the mark's real CPU
-    (:func:`_assist_share_observed`)."""
+    (:func:`assist_cpu_share`)."""
     out = read_summary(run_dir)
     manifest = run_manifest(run_dir)
     if not out.get("oom_kills"):
@@ -241,8 +241,11 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
         if not out.get("oom_kills"):
             out.update(_gc_interval_observed(run_dir, w))
     out.update(_latency_gc_observed(run_dir))
-    if not out.get("oom_kills"):
-        out.update(_assist_share_observed(run_dir))
+    perf_rec = None if out.get("oom_kills") else _perf_recording(run_dir)
+    if perf_rec is not None:
+        share = assist_cpu_share(perf_rec.samples, perf_rec.span)
+        if share is not None:
+            out["gc_assist_cpu_share"] = share
     trace = run_dir / "gc_cycles.csv.gz"
     if trace.is_file() and not out.get("oom_kills"):
         sc = run_scenario(run_dir)
@@ -253,7 +256,8 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
             raw["limiter_turned_on"] = limiter_turned_on(raw["cycle"], read_gc_limiter(limiter)[0])
         cycles = cycle_table(raw)
         out.update(cycle_keys(cycles, sc["run.warmup_s"], sc["run.duration_s"]))
-        out.update(_gc_cpu_observed(run_dir, cycles))
+        if perf_rec is not None:
+            out.update(_gc_cpu_observed(perf_rec, cycles))
         if w is not None:
             # the watcher's t_s counts from the window's start; run_t_s from the run's
             start, end = mark_spans(cycles)
@@ -267,38 +271,37 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
 GC_MARK_CATEGORIES = ("gc_mark_worker", "gc_assist", "gc_mark")
 
 
-def _gc_cpu_observed(run_dir: Path, cycles: pd.DataFrame) -> dict[str, Any]:
-    """The GC's real CPU a cycle (``gc_cpu_per_cycle_s``) from the run's perf samples that fall in
-    its gctrace's marks (:func:`cfsim.goruntime.gc_cycles.gc_cpu_per_cycle_s`); nothing for a run
-    without them."""
+class PerfRecording(NamedTuple):
+    """A run's perf samples (:func:`cfsim.lab.perf.read_perf_samples`), the recording's own span on
+    the run's clock (the probe ends later, after ``perf script``) and the CPU a sample stands for [s]."""
+
+    samples: pd.DataFrame
+    span: tuple[float, float]
+    sample_s: float
+
+
+def _perf_recording(run_dir: Path) -> PerfRecording | None:
+    """The run's perf samples with their span, or None for a run without them (or whose manifest
+    does not say when and how long perf recorded)."""
     path = run_dir / PERF_SAMPLES_FILE
     if not path.is_file():
-        return {}
+        return None
     block = run_manifest(run_dir).get("perf") or {}
     split = block.get("stack_split") or {}
     if not split or block.get("start_t_s") is None or not block.get("seconds"):
-        return {}
+        return None
     samples, meta = read_perf_samples(path)
-    start, end = mark_spans(cycles)
-    span = (float(block["start_t_s"]), float(block["start_t_s"]) + float(block["seconds"]))
-    v = gc_cpu_per_cycle_s(samples["t_s"].to_numpy(), samples["category"].isin(GC_MARK_CATEGORIES).to_numpy(),
-                           1.0 / float(split.get("hz") or meta["hz"]), start, end,
-                           # the recording's own span (the probe ends later, after perf script)
-                           span)
-    return {} if v is None else {"gc_cpu_per_cycle_s": v}
-
-
-def _assist_share_observed(run_dir: Path) -> dict[str, Any]:
-    """The assists' share of the mark's real CPU (``gc_assist_cpu_share``, :func:`assist_cpu_share`)
-    from the run's perf samples, with or without a gctrace; nothing for a run without them."""
-    path = run_dir / PERF_SAMPLES_FILE
-    block = run_manifest(run_dir).get("perf") or {} if path.is_file() else {}
-    if not block.get("stack_split") or block.get("start_t_s") is None or not block.get("seconds"):
-        return {}
-    samples, _ = read_perf_samples(path)
     start = float(block["start_t_s"])
-    share = assist_cpu_share(samples, (start, start + float(block["seconds"])))
-    return {} if share is None else {"gc_assist_cpu_share": share}
+    return PerfRecording(samples, (start, start + float(block["seconds"])), 1.0 / float(split.get("hz") or meta["hz"]))
+
+
+def _gc_cpu_observed(rec: PerfRecording, cycles: pd.DataFrame) -> dict[str, Any]:
+    """The GC's real CPU a cycle (``gc_cpu_per_cycle_s``) from the perf samples that fall in the
+    run's gctrace marks (:func:`cfsim.goruntime.gc_cycles.gc_cpu_per_cycle_s`)."""
+    start, end = mark_spans(cycles)
+    v = gc_cpu_per_cycle_s(rec.samples["t_s"].to_numpy(), rec.samples["category"].isin(GC_MARK_CATEGORIES).to_numpy(),
+                           rec.sample_s, start, end, rec.span)
+    return {} if v is None else {"gc_cpu_per_cycle_s": v}
 
 
 #: fewer samples of the concurrent mark's work than this (0.1 s of CPU at perf's 499 Hz) split it
