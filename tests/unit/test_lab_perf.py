@@ -138,8 +138,9 @@ def test_assist_share_of_the_marks_cpu_counts_assist_and_worker_samples_in_the_r
 
     import pandas as pd
 
+    from cfsim.lab.perf import assist_cpu_share
     from cfsim.validation.metrics import _m_gc_assist_cpu_share
-    from cfsim.validation.twin import _perf_recording, assist_cpu_share
+    from cfsim.validation.twin import _perf_recording
 
     cats = ["gc_assist"] * 30 + ["gc_mark_worker"] * 90 + ["gc_mark"] * 40 + ["user"] * 500 + ["gc_sweep"] * 50
     s = pd.DataFrame({"t_s": [2.0 + i * 0.002 for i in range(len(cats))], "category": cats})

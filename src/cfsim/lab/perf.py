@@ -172,6 +172,35 @@ def read_perf_samples(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     return df, {"path": str(path), "hz": RECORD_HZ, "samples": len(df)}
 
 
+#: fewer samples of the concurrent mark's work than this (0.1 s of CPU at perf's 499 Hz) split it
+#: too coarsely to report
+MIN_MARK_SAMPLES = 50
+
+
+def assist_cpu_share(samples: pd.DataFrame, span: tuple[float, float]) -> float | None:
+    """The assists' share of the concurrent mark's real CPU: perf's samples on assist stacks over
+    those on assists' and mark workers' (dedicated, fractional and idle alike: profsplit's
+    ``gc_assist`` and ``gc_mark_worker``), inside the recording's ``span`` on the run's clock.
+    Neither happens outside a mark, so no mark boundary is needed; None under
+    :data:`MIN_MARK_SAMPLES` samples.
+
+    >>> s = pd.DataFrame({"t_s": [1.0, 1.1, 1.2, 1.3, 9.0], "category": ["gc_assist", "gc_mark_worker",
+    ...                   "gc_mark_worker", "user", "gc_assist"]})
+    >>> assist_cpu_share(s, (0.5, 5.0)) is None   # 3 samples of the mark's work: too few
+    True
+    >>> s = pd.concat([s] * 20, ignore_index=True)
+    >>> round(assist_cpu_share(s, (0.5, 5.0)), 3)
+    0.333
+    """
+    t = samples["t_s"].to_numpy(dtype=float)
+    inside = samples[(t >= span[0]) & (t <= span[1])]
+    assist = int((inside["category"] == "gc_assist").sum())
+    worker = int((inside["category"] == "gc_mark_worker").sum())
+    if assist + worker < MIN_MARK_SAMPLES:
+        return None
+    return assist / (assist + worker)
+
+
 class PerfProbe(threading.Thread):
     """``perf stat`` and ``perf record`` on one pid for ``seconds``, in the background. With the
     lab's ``profsplit`` binary and a ``series_path``, the recording's call chains are split into

@@ -85,7 +85,7 @@ from cfsim.kernel.limits import NICE_0_WEIGHT
 from cfsim.lab.buckets import recorded_layout
 from cfsim.lab.kinds import LAB_KINDS
 from cfsim.lab.loadgen_cost import loadgen_cpu_us
-from cfsim.lab.perf import PERF_SAMPLES_FILE, read_perf_samples
+from cfsim.lab.perf import PERF_SAMPLES_FILE, assist_cpu_share, read_perf_samples
 from cfsim.lab.threads import thread_split_per_item
 from cfsim.scenario import Scenario, ScenarioError, load_scenario
 from cfsim.scenario.schema import SCHEMA
@@ -220,7 +220,7 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     (:func:`cfsim.kernel.cpu_windows.gc_window_keys`); one with both the trace and perf's samples
     (``lab.perf_s``, runs since 2026-12-01) the GC's real CPU a cycle (:func:`_gc_cpu_observed`);
     one with perf's samples, with or without the trace, the assists' share of the mark's real CPU
-    (:func:`assist_cpu_share`)."""
+    (:func:`cfsim.lab.perf.assist_cpu_share`)."""
     out = read_summary(run_dir)
     manifest = run_manifest(run_dir)
     if not out.get("oom_kills"):
@@ -302,35 +302,6 @@ def _gc_cpu_observed(rec: PerfRecording, cycles: pd.DataFrame) -> dict[str, Any]
     v = gc_cpu_per_cycle_s(rec.samples["t_s"].to_numpy(), rec.samples["category"].isin(GC_MARK_CATEGORIES).to_numpy(),
                            rec.sample_s, start, end, rec.span)
     return {} if v is None else {"gc_cpu_per_cycle_s": v}
-
-
-#: fewer samples of the concurrent mark's work than this (0.1 s of CPU at perf's 499 Hz) split it
-#: too coarsely to report
-MIN_MARK_SAMPLES = 50
-
-
-def assist_cpu_share(samples: pd.DataFrame, span: tuple[float, float]) -> float | None:
-    """The assists' share of the concurrent mark's real CPU: perf's samples on assist stacks over
-    those on assists' and mark workers' (dedicated, fractional and idle alike: profsplit's
-    ``gc_assist`` and ``gc_mark_worker``), inside the recording's ``span`` on the run's clock.
-    Neither happens outside a mark, so no mark boundary is needed; None under
-    :data:`MIN_MARK_SAMPLES` samples.
-
-    >>> s = pd.DataFrame({"t_s": [1.0, 1.1, 1.2, 1.3, 9.0], "category": ["gc_assist", "gc_mark_worker",
-    ...                   "gc_mark_worker", "user", "gc_assist"]})
-    >>> assist_cpu_share(s, (0.5, 5.0)) is None   # 3 samples of the mark's work: too few
-    True
-    >>> s = pd.concat([s] * 20, ignore_index=True)
-    >>> round(assist_cpu_share(s, (0.5, 5.0)), 3)
-    0.333
-    """
-    t = samples["t_s"].to_numpy(dtype=float)
-    inside = samples[(t >= span[0]) & (t <= span[1])]
-    assist = int((inside["category"] == "gc_assist").sum())
-    worker = int((inside["category"] == "gc_mark_worker").sum())
-    if assist + worker < MIN_MARK_SAMPLES:
-        return None
-    return assist / (assist + worker)
 
 
 #: the load generator's latency histogram and the runtime's completed GC cycles, scraped each second
