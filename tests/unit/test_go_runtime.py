@@ -597,11 +597,12 @@ def test_each_cycle_scans_its_mark_work_once(monkeypatch):
 
 
 @pytest.mark.from_source   # patches a method of a compiled class (tests/conftest.py)
-def test_workers_credit_their_scan_work_as_they_go(monkeypatch):
+@pytest.mark.parametrize("switch", ["mark_work_shared", "bg_credit_as_scanned"])
+def test_workers_credit_their_scan_work_as_they_go(monkeypatch, switch):
     """``gcDrain`` flushes a worker's scan work to ``heapScanWork`` and the background credit each
     ``gcCreditSlack`` (2,000 bytes; ``gcFlushBgCredit``, ``src/runtime/mgcmark.go``), so an assist
-    steals credit for what a running worker has scanned so far. With ``go.mark_work_shared`` the
-    twins credit a worker's progress whenever the pacer is read (``GoRuntime._flush_workers``):
+    steals credit for what a running worker has scanned so far. With ``go.mark_work_shared`` (or
+    ``go.bg_credit_as_scanned`` alone, without the sharing of claims) the twins credit a worker's progress whenever the pacer is read (``GoRuntime._flush_workers``):
     at 8 Ps on 2 CPUs, where a worker's segment lasts many times its CPU, much of the background
     credit is in hand before the segments end (about 5 MiB of a cycle's 17 here); without it
     none is."""
@@ -615,10 +616,10 @@ def test_workers_credit_their_scan_work_as_they_go(monkeypatch):
         early.append(self.scan_done - before)
     monkeypatch.setattr(GoRuntime, "_flush_workers", record)
 
-    def stream(shared):
+    def stream(on):
         early.clear()
         r = run(kind="stream", cpus=2, P=8, limit=1.0, rate_per_s=40_000, workers=8, cpu_ms_per_item=0.05,
-                alloc_kb_per_item=64, dur=3.0, version="1.26", go={"live_heap_mb": 16, "mark_work_shared": shared})
+                alloc_kb_per_item=64, dur=3.0, version="1.26", go={"live_heap_mb": 16, switch: on})
         return sum(early), r
     credited, r = stream(True)
     assert r.summary["gc_cycles"] >= 20

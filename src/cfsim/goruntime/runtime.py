@@ -246,6 +246,7 @@ class GoParams:
     preempt_ns: float = 2_000.0
     stw_restart_chain: bool = False   # stopped Ms sleep and restart through the spinning chain
     mark_work_shared: bool = False  # assists take workers' unscanned claims, workers credit as they go
+    bg_credit_as_scanned: bool = False  # workers credit as they go (without sharing their claims)
     cycle_base_ns: float = 20_000.0
     cycle_per_p_ns: float = 10_000.0
     costs: SchedCosts = SchedCosts()
@@ -284,7 +285,7 @@ class GoParams:
                    llc_bytes=int(sc["host.llc_mb"] * MiB),
                    stw_base_ns=go["gc_stw_base_us"] * 1e3, stw_per_p_ns=go["gc_stw_per_p_us"] * 1e3,
                    preempt_ns=go["gc_preempt_us"] * 1e3, stw_restart_chain=go["stw_restart_chain"],
-                   mark_work_shared=go["mark_work_shared"],
+                   mark_work_shared=go["mark_work_shared"], bg_credit_as_scanned=go["bg_credit_as_scanned"],
                    cycle_base_ns=go["gc_cycle_base_us"] * 1e3,
                    cycle_per_p_ns=go["gc_cycle_per_p_us"] * 1e3, costs=SchedCosts.from_go_section(go),
                    threads_per_core=sc["host.threads_per_core"], smt_slowdown=sc["host.smt_slowdown"],
@@ -1529,7 +1530,8 @@ class GoRuntime(RuntimeReports):
         self.trigger_bytes = gcpacer.trigger(goal, self.heap_marked, self.runway_bytes)
 
     def _revise(self) -> None:
-        if self.params.mark_work_shared and self.phase == MARK:
+        p = self.params
+        if (p.mark_work_shared or p.bg_credit_as_scanned) and self.phase == MARK:
             self._flush_workers()
         exp = int(self.mark_total)
         self.assist_work_per_byte = gcpacer.assist_work_per_byte(self.heap_live, self.goal, self.triggered, int(self.scan_done),

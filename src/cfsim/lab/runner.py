@@ -61,7 +61,7 @@ from cfsim.io.gctrace import GODEBUG_GCTRACE, read_gctrace
 from cfsim.io.manifest import write_manifest
 from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, preflight, prometheus, queries, quiet, summary
 from cfsim.lab import threads as lab_threads
-from cfsim.lab import wakeplace
+from cfsim.lab import sleeps, wakeplace
 from cfsim.lab.c2c import measure_c2c
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
 from cfsim.lab.lock import machine_lock
@@ -234,16 +234,17 @@ def check_scenario(sc: Scenario) -> None:
     if sc["go.gomemlimit_policy"] == "automemlimit" and sc["go.gomemlimit_mb"] is not None:
         raise ScenarioError("go.gomemlimit_mb", "set together with go.gomemlimit_policy = 'automemlimit' "
                                                 "(the library leaves an explicit GOMEMLIMIT alone): drop one")
-    for key in ("lab.profile_s", "lab.perf_s", "lab.trace_s", "lab.sched_trace_s"):
+    for key in ("lab.profile_s", "lab.perf_s", "lab.trace_s", "lab.sched_trace_s", "lab.sleep_stacks_s"):
         secs = sc[key]
         if secs and secs > sc["run.duration_s"] - sc["run.warmup_s"]:
             raise ScenarioError(key, f"{secs:g} s does not fit in the measured window "
                                      f"({sc['run.duration_s'] - sc['run.warmup_s']:g} s)")
-    if sc["lab.perf_s"]:
-        try:
-            perf.perf_binary()
-        except perf.PerfError as exc:
-            raise ScenarioError("lab.perf_s", str(exc)) from None
+    for key in ("lab.perf_s", "lab.sleep_stacks_s"):
+        if sc[key]:
+            try:
+                perf.perf_binary()
+            except perf.PerfError as exc:
+                raise ScenarioError(key, str(exc)) from None
 
 
 def host_busy_s() -> tuple[float, float]:
@@ -480,6 +481,7 @@ class Window:
     perf: dict[str, Any] | None = None
     exectrace: dict[str, Any] | None = None
     wake_placement: dict[str, Any] | None = None
+    thread_sleeps: dict[str, Any] | None = None
 
 
 def start_workload(sc: Scenario, binary: Path, cgs: RunCgroups, procs: Processes, logs: Path) -> Workload:
@@ -624,8 +626,10 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
     perf_s = sc["lab.perf_s"] or 0.0
     trace_s = sc["lab.trace_s"] or 0.0
     sched_s = sc["lab.sched_trace_s"] or 0.0
+    sleep_s = sc["lab.sleep_stacks_s"] or 0.0
     # each probe centred in the measured window
-    for probe_s, what in ((prof_s, "profile"), (perf_s, "perf"), (trace_s, "trace"), (sched_s, "sched")):
+    for probe_s, what in ((prof_s, "profile"), (perf_s, "perf"), (trace_s, "trace"), (sched_s, "sched"),
+                          (sleep_s, "sleeps")):
         if probe_s > 0:
             marks.append((warmup + (duration - warmup - probe_s) / 2, what, None))
     quota_changes: list[dict[str, Any]] = []
@@ -643,6 +647,7 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
     tracer: Profiler | None = None
     probe: perf.PerfProbe | None = None
     sched_probe: wakeplace.SchedTraceProbe | None = None
+    sleep_probe: sleeps.SleepProbe | None = None
     died = lambda: watch.died  # noqa: E731
     # a quota change at the same instant as the warm-up end comes after the snapshot
     for t, what, lim in sorted(marks, key=lambda m: (m[0], m[1] != "snapshot")):
@@ -666,6 +671,10 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
         if what == "sched":
             sched_probe = wakeplace.SchedTraceProbe(sched_s, WORKLOAD_COMM, os.cpu_count() or 1)
             sched_probe.start()
+            continue
+        if what == "sleeps":
+            sleep_probe = sleeps.SleepProbe(pid, sleep_s)
+            sleep_probe.start()
             continue
         if what == "perf":
             probe = perf.PerfProbe(pid, perf_s, profsplit=profsplit,
@@ -709,6 +718,7 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
     exectrace: dict[str, Any] | None = None
     perf_block: dict[str, Any] | None = None
     placement: dict[str, Any] | None = None
+    thread_sleeps: dict[str, Any] | None = None
     if profiler is not None:
         prof = {**_probe_block(profiler, prof_s, t_start, 90), "file": "profile.pb.gz"}
     if tracer is not None:
@@ -720,9 +730,14 @@ def measure(sc: Scenario, cgs: RunCgroups, workload: Workload, loadgen: Loadgen 
                      "note": "the kernel's placement of wake-ups the workload's running threads make of its "
                              "other threads (tracefs sched_waking/sched_switch on every CPU): "
                              "cfsim.lab.wakeplace", **(sched_probe.result or {})}
+    if sleep_probe is not None:
+        thread_sleeps = {**_probe_block(sleep_probe, sleep_s, t_start, 120),
+                         "note": "voluntary switches of the workload's threads by the runtime function that "
+                                 "slept (perf sched:sched_switch with call chains): cfsim.lab.sleeps",
+                         **(sleep_probe.result or {})}
     return Window(t_start, t_end, snap0, snap1, cpu0, cpu1, quota_changes,
                   {"start": load0, "end": os.getloadavg()}, peak_since_start, oom, prof, perf_block, exectrace,
-                  placement)
+                  placement, thread_sleeps)
 
 
 def _probe_block(probe: Any, seconds: float, t_start: float, grace_s: float) -> dict[str, Any]:
@@ -1072,6 +1087,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
             "perf": window.perf,
             "exectrace": window.exectrace,
             "wake_placement": window.wake_placement,
+            "thread_sleeps": window.thread_sleeps,
             "window_samples": {"note": "the /metrics samples the summary reads, at the window's start and end",
                                "workload": summary.window_samples(s0.workload, s1.workload),
                                "loadgen": summary.window_samples(s0.loadgen, s1.loadgen)},

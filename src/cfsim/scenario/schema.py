@@ -297,6 +297,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                  "mcache flush, worker start/stop)", _between(0, 100_000)),
         "gc_preempt_us": Key(2.0, "float", "CPU for a running M to reach a safe point [us] (async preemption)",
                              _between(0, 10_000)),
+        "bg_credit_as_scanned": Key(False, "bool", "the background mark workers credit their scan work as "
+                                                   "they scan (gcFlushBgCredit each gcCreditSlack, mgcmark.go), "
+                                                   "so an allocating goroutine steals it before it assists; off "
+                                                   "(default): a worker's segment is credited when it ends "
+                                                   "(docs/model-notes.md, \"Who does the mark's work\"). "
+                                                   "go.mark_work_shared implies it"),
         "mark_work_shared": Key(False, "bool", "mark work and its credit shared as the runtime shares them "
                                                "(gcWork.balance, mgcwork.go; gcFlushBgCredit, mgcmark.go): an "
                                                "assist that finds no unclaimed work takes the rest of the running "
@@ -482,6 +488,12 @@ register_section("lab", {
                                         "workload's running threads made of its other threads, and how often they "
                                         "took the waker's CPU at once (cfsim.lab.wakeplace, `cfsim lab "
                                         "wakeplace`); 0 = none", _ge(0)),
+    "sleep_stacks_s": Key(0.0, "float", "every voluntary switch of the workload's threads (perf record of "
+                                         "sched:sched_switch in state S, with call chains; root and perf) for this "
+                                         "many seconds in the measured window, counted by the runtime function that "
+                                         "slept (idle, stop-the-world, forEachP barriers, runtime locks, runqgrab's "
+                                         "back-off, netpoll, sysmon) into the manifest's thread_sleeps "
+                                         "(cfsim.lab.sleeps); 0 = none", _ge(0)),
     "memory_probe_rounds": Key(0, "int", "rounds of lab/cmd/faultbench (256 MiB faulted, released in 64 KiB "
                                           "runs, alone and with the other CPU busy) run just before the workload "
                                           "starts, in the manifest's host_memory_path: what a page fault, a "
