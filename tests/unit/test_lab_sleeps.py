@@ -66,3 +66,21 @@ def test_the_probe_must_fit_the_window_and_needs_perf(monkeypatch):
     monkeypatch.setattr(perf.shutil, "which", lambda name: None)
     with pytest.raises(ScenarioError, match="lab.sleep_stacks_s.*apt-get install linux-perf"):
         check_scenario(load_scenario({"lab": {"sleep_stacks_s": 5}}))
+
+
+def test_the_grids_sleeps_a_record_grow_with_gomaxprocs_and_the_twin_reads_them():
+    """data/lab/sleep-causes (the allocation-heavy stream under a 1-core quota at GOMAXPROCS 1, 2,
+    4, 8): the report's rows and the validation's observed keys come from the manifests' blocks."""
+    from pathlib import Path
+
+    from cfsim.lab import report
+    from cfsim.validation.twin import observed_summary
+    grid = Path(__file__).resolve().parents[2] / "data" / "lab" / "sleep-causes"
+    rows = {r["run"]: r for r in report.sleep_rows(grid)}
+    assert set(rows) == {"p000_gomaxprocs=1", "p001_gomaxprocs=2", "p002_gomaxprocs=4", "p003_gomaxprocs=8",
+                         "repeat2-p003_gomaxprocs=8"}
+    m = [rows[f"p00{i}_gomaxprocs={g}"]["m_sleeps_per_item"] for i, g in enumerate((1, 2, 4, 8))]
+    assert m == sorted(m) and m[0] < 0.001 < 0.05 < m[3]
+    obs = observed_summary(grid / "p003_gomaxprocs=8")
+    assert obs["os_thread_sleeps_idle_per_item"] == pytest.approx(rows["p003_gomaxprocs=8"]["idle_per_item"])
+    assert all(f"os_thread_sleeps_{c}_per_item" in obs for c in sleeps.CAUSES)

@@ -40,3 +40,20 @@ def test_each_stop_puts_the_other_ms_to_sleep_and_the_start_wakes_them():
 def test_the_default_keeps_the_unwoken_restart():
     s = load_scenario("cpu-bound-threads", STREAM)
     assert s["go.stw_restart_chain"] is False
+
+
+def test_the_ms_sleeps_are_counted_by_the_path_that_put_them_to_sleep():
+    """``os_thread_sleeps_<cause>_per_s`` split the Ms' parks by the runtime path that put them to
+    sleep, as the lab's ``lab.sleep_stacks_s`` does (cfsim.lab.sleeps): every park is an idle M's,
+    the poller's, or a stop's (an M at its safe point, the coordinator); gcMarkDone's ragged
+    barrier, where the coordinator waits holding its P, is counted apart."""
+    from cfsim.goruntime.run_accounting import SLEEP_CAUSES
+    for chain in (False, True):
+        s = _run(8, chain)
+        by = {c: s[f"os_thread_sleeps_{c}_per_s"] for c in SLEEP_CAUSES}
+        parks = by["idle"] + by["netpoll"] + by["stw_stopped"] + by["stw_coordinator"]
+        assert abs(parks - s["os_thread_parks_per_s"]) < 1e-6 * max(1.0, parks)
+        # a stop puts the other Ms to sleep only where the restart is the runtime's
+        assert (by["stw_stopped"] * 1.5 > s["gc_cycle_count"]) is chain   # 1.5 s window
+        # eight Ps on two CPUs under a quota: some Ps flush late, so the barrier waits
+        assert by["ragged_barrier"] > 0

@@ -12,7 +12,8 @@ The runtime keeps the counters and appends one *sample row* every ``sample_ns``
 * ``row[C_CPU]``: cumulative real CPU [ns] per class (:data:`CPU_CLASSES` order);
 * ``row[C_CYCLES:]``: GC cycles, live heap, heap goal, cgroup usage and its high-water mark
   since the previous sample, RSS, bytes allocated, marked heap, OS-thread wake-ups and parks,
-  TLB flushes, page faults, sysmon's sleeps and CPU [ns].
+  TLB flushes, page faults, sysmon's sleeps and CPU [ns];
+* ``row[C_SLEEPS]``: the Ms' sleeps by cause (:data:`SLEEP_CAUSES` order).
 
 :class:`RuntimeReports` is a mixin of ``GoRuntime``; it only reads the runtime's state.
 """
@@ -36,6 +37,15 @@ C_PTIME = slice(2, 2 + len(PTIME_CLASSES))
 C_CPU = slice(C_PTIME.stop, C_PTIME.stop + len(CPU_CLASSES))
 (C_CYCLES, C_HEAP, C_GOAL, C_USAGE, C_USAGE_HWM, C_RSS, C_ALLOC, C_MARKED, C_MWAKES, C_MPARKS, C_TLB, C_FAULTS,
  C_SMSLEEPS, C_SMCPU) = range(C_CPU.stop, C_CPU.stop + 14)
+#: the runtime paths that put an M to sleep which the model has, named as the lab's probe names
+#: them (cfsim.lab.sleeps.CAUSES; the lab also has cache_flush, runtime_lock, steal_backoff and
+#: sysmon's, which sysmon_sleeps_per_s counts): an idle M (stopm), the M that blocks in netpoll, an M
+#: stopped for a stop-the-world and its coordinator (both with go.stw_restart_chain only), and the
+#: coordinator of gcMarkDone's ragged barrier (one wait a barrier, where the runtime's sleeps 100
+#: us at a time)
+SLEEP_CAUSES = ("idle", "netpoll", "stw_stopped", "stw_coordinator", "ragged_barrier")
+SL_IDLE, SL_NETPOLL, SL_STW_STOPPED, SL_STW_COORDINATOR, SL_RAGGED_BARRIER = range(len(SLEEP_CAUSES))
+C_SLEEPS = slice(C_SMCPU + 1, C_SMCPU + 1 + len(SLEEP_CAUSES))
 
 
 class RuntimeReports:
@@ -121,6 +131,9 @@ class RuntimeReports:
         }
         for k, v in cpu.items():
             out[f"cpu_real_{k}_s"] = v
+        # the Ms' sleeps by cause (the lab's manifest thread_sleeps.per_s, cfsim.lab.sleeps)
+        for k, n in zip(SLEEP_CAUSES, d[C_SLEEPS]):
+            out[f"os_thread_sleeps_{k}_per_s"] = n / span
         for k, v in pc.items():
             out["go_cpu_classes_" + k.replace("/", "_") + "_cpu_seconds_total"] = v
         out["go_cpu_classes_span_s"] = published_s

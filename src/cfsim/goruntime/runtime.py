@@ -88,7 +88,8 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from cfsim.goruntime import gcpacer, gomaxprocs as gmp, memory as gmem
-from cfsim.goruntime.run_accounting import C_USAGE, CPU_CLASSES, RuntimeReports
+from cfsim.goruntime.run_accounting import (C_USAGE, CPU_CLASSES, SL_IDLE, SL_NETPOLL, SL_RAGGED_BARRIER,
+                                            SL_STW_COORDINATOR, SL_STW_STOPPED, SLEEP_CAUSES, RuntimeReports)
 from cfsim.goruntime.sched import (DRAIN_CHECK_NS, FORCE_PREEMPT_NS, SchedCosts, Sysmon, lock_contenders, may_spin,
                                    netpoll_wakeups, smt_inflation)
 from cfsim.goruntime.syncpool import PerPPool
@@ -451,6 +452,10 @@ class GoRuntime(RuntimeReports):
         self.m_wakes = 0
         self.tlb_flushes = 0.0     # other CPUs' TLBs flushed by the process's releases of memory
         self.m_parks = 0
+        # the Ms' sleeps by the runtime path that put them to sleep (run_accounting.SLEEP_CAUSES),
+        # as the lab's lab.sleep_stacks_s counts them (cfsim.lab.sleeps); the ragged barrier's
+        # wait is counted here only, not among the parks above
+        self.m_sleeps_by = [0] * len(SLEEP_CAUSES)
         # the recent rate of wake-ups and parks [1/ns] (see _lock_ns), smoothed over
         # LOCK_RATE_WINDOW_NS, and when and at what counts it was last updated
         self._pw_rate = 0.0
@@ -980,6 +985,7 @@ class GoRuntime(RuntimeReports):
                 src.release_polled(-1)
             m.seg = PARK
             self.m_parks += 1
+            self.m_sleeps_by[SL_IDLE] += 1
             m.debt += self.c_park + self._lock_ns()
             self.idle_ms.append(m)
             return False
@@ -1108,7 +1114,7 @@ class GoRuntime(RuntimeReports):
             m.stopped = True
             self.stw_wait -= 1
             if self.params.stw_restart_chain:
-                self._stw_sleep(m)
+                self._stw_sleep(m, SL_STW_STOPPED)
             if self._stw_stopping:
                 self._pc_stop(_SEG_PC_L[ACK])
             return self._stw_check(m)
@@ -1118,7 +1124,7 @@ class GoRuntime(RuntimeReports):
                 # Ps still running towards their safe points: the coordinator sleeps on
                 # sched.stopnote until the last of them wakes it (stopTheWorldWithSema)
                 self.stw_coord_asleep = True
-                self._stw_sleep(m)
+                self._stw_sleep(m, SL_STW_COORDINATOR)
                 return None
             return self._stw_check(m)
         raise AssertionError(seg)
@@ -1197,6 +1203,9 @@ class GoRuntime(RuntimeReports):
             # findRunnable's last step: with no M in netpoll (sched.lastpoll != 0) this one blocks
             # there (lastpoll.Swap(0)), and the network's next data wakes it
             self.poller_blocked = True
+            self.m_sleeps_by[SL_NETPOLL] += 1
+        else:
+            self.m_sleeps_by[SL_IDLE] += 1
         return None
 
     # ------------------------------------------------------------------ user work
@@ -2081,6 +2090,7 @@ class GoRuntime(RuntimeReports):
                 # accumulate: what no GC counter holds) and no assist for the GC CPU limiter
                 self._pc_move(_SEG_PC_L[m.seg], PC_USER)
                 m.seg = PARK
+                self.m_sleeps_by[SL_RAGGED_BARRIER] += 1
                 self.mark_draining = True
                 self.engine.call_later(barrier, self._barrier_done, m)
                 return None
@@ -2221,7 +2231,7 @@ class GoRuntime(RuntimeReports):
                 and self.params.stw_restart_chain:
             # its work was done before the requests went out: it sleeps on sched.stopnote too
             self.stw_coord_asleep = True
-            self._stw_sleep(coord)
+            self._stw_sleep(coord, SL_STW_COORDINATOR)
         if self.stw_wait == 0 and self.stw_coord_done:
             # nobody to wait for and the coordinator already blocked: restart from here
             w = self._stw_check(coord)
@@ -2256,10 +2266,12 @@ class GoRuntime(RuntimeReports):
             elif seg == IDLEW:
                 self.idlew_running -= 1
 
-    def _stw_sleep(self, m: _M) -> None:
-        """An M blocks during a stop (``stopm`` at its safe point; the coordinator on
-        ``sched.stopnote``): the park counts, and its CPU is owed until the M is woken."""
+    def _stw_sleep(self, m: _M, cause: int) -> None:
+        """An M blocks during a stop (``stopm`` at its safe point, ``cause`` SL_STW_STOPPED; the
+        coordinator on ``sched.stopnote``, SL_STW_COORDINATOR): the park counts, and its CPU is
+        owed until the M is woken."""
         self.m_parks += 1
+        self.m_sleeps_by[cause] += 1
         m.debt += self.c_park + self._lock_ns()
 
     def _stw_check(self, cur: _M) -> int | None:
@@ -2458,7 +2470,7 @@ class GoRuntime(RuntimeReports):
                 self.gc_cycles, self.heap_live, self.goal, usage, max(usage, self.mem_hwm),
                 0 if self.dead else gmem.rss_bytes(mem), self.alloc_total, self.heap_marked,
                 self.m_wakes, self.m_parks, self.tlb_flushes, mem.paged_in_bytes // gmem.PAGE,
-                self.sm_sleeps, self.sm_cpu)
+                self.sm_sleeps, self.sm_cpu, *self.m_sleeps_by)
 
     def _sample(self) -> None:
         if self.sysmon is not None:

@@ -3,6 +3,7 @@ in the README is typed by hand): counts, calibration drift, repeat spread, and p
 
     python -m cfsim.lab.report data/lab/gc-memory [--pivot KEY ROW COL]... [--rows COL,COL,...]
     python -m cfsim.lab.report data/lab/kernel-switches --perf   (runs with lab.perf_s)
+    python -m cfsim.lab.report data/lab/sleep-causes --sleeps    (runs with lab.sleep_stacks_s)
     python -m cfsim.lab.report --manifest data/lab GRID...   (refresh data/lab/manifest.json entries)
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from cfsim.io.manifest import has_manifest, read_manifest
-from cfsim.lab import table
+from cfsim.lab import sleeps, table
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
@@ -146,6 +147,27 @@ def perf_rows(grid_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
+def sleep_rows(grid_dir: Path) -> list[dict[str, Any]]:
+    """Per run with a ``lab.sleep_stacks_s`` block: its threads' sleeps a record or request by cause
+    (:mod:`cfsim.lab.sleeps`), and the Ms' (all but sysmon's)."""
+    out = []
+    g = json.loads((grid_dir / "grid.json").read_text())
+    for name in g["order"]:
+        sp = grid_dir / name / "summary.json"
+        if not (has_manifest(grid_dir / name) and sp.exists()):
+            continue
+        s = json.loads(sp.read_text())
+        block = read_manifest(grid_dir / name).get("thread_sleeps") or {}
+        items = s.get("throughput_per_s")
+        per_item = sleeps.thread_sleeps_per_item(block, items)
+        if not per_item:
+            continue
+        out.append({"run": name, "gomaxprocs": s.get("gomaxprocs"), "throughput_per_s": items,
+                    "m_sleeps_per_item": block["m_sleeps_per_s"] / items,
+                    **{k.removeprefix("os_thread_sleeps_"): v for k, v in per_item.items()}})
+    return out
+
+
 def async_preempt_leaf_s(split: dict[str, Any]) -> float:
     """CPU [s] of the samples whose leaf is ``runtime.asyncPreempt`` (in profsplit's top leaves):
     where a signal-based preemption resumed the goroutine (signal_unix.go doSigPreempt points the
@@ -217,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in drift_lines(grid_dir):
         print("- " + line)
     df = table.grid_table(grid_dir)
-    needs = {"--match": 1, "--pivot": 3, "--rows": 1, "--profiles": 0, "--perf": 0}
+    needs = {"--match": 1, "--pivot": 3, "--rows": 1, "--profiles": 0, "--perf": 0, "--sleeps": 0}
     while args:
         if args[0] in needs and len(args) <= needs[args[0]]:
             raise SystemExit(f"error: {args[0]} needs {needs[args[0]]} value(s)")
@@ -245,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
                                                            "signals_per_s", "page_faults_per_s", "kernel_fraction",
                                                            "futex_per_s", "nanosleep_per_s", "epoll_pwait_per_s",
                                                            "sched_yield_per_s", "read_per_s", "write_per_s"]))
+        elif args[0] == "--sleeps":
+            del args[:1]
+            print()
+            print(rows(pd.DataFrame(sleep_rows(grid_dir)),
+                       ["run", "gomaxprocs", "throughput_per_s", "m_sleeps_per_item",
+                        *(f"{c}_per_item" for c in sleeps.CAUSES)]))
         elif args[0] == "--rows":
             cols = args[1].split(",")
             del args[:2]

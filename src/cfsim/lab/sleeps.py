@@ -145,6 +145,22 @@ def summarise_sleeps(counts: Counter, seconds: float) -> dict[str, Any]:
                      "(forEachP split into ragged_barrier / cache_flush by gcMarkDone / gcMarkTermination)"}
 
 
+def thread_sleeps_per_item(block: dict[str, Any], items_per_s: float | None) -> dict[str, float]:
+    """A manifest's ``thread_sleeps`` block as ``os_thread_sleeps_<cause>_per_item`` keys (every
+    cause of :data:`CAUSES`), the sleeps a second over the items a second; empty when the probe did
+    not run, failed, or no item completed.
+
+    >>> thread_sleeps_per_item({"per_s": {"idle": 300.0, "sysmon": 60.0}, "error": None}, 10_000.0)["os_thread_sleeps_idle_per_item"]
+    0.03
+    >>> thread_sleeps_per_item({"per_s": {"idle": 1.0}, "error": "PerfError: ..."}, 10.0)
+    {}
+    """
+    per_s = block.get("per_s")
+    if not per_s or block.get("error") or not items_per_s:
+        return {}
+    return {f"os_thread_sleeps_{c}_per_item": float(per_s.get(c, 0.0)) / items_per_s for c in CAUSES}
+
+
 class SleepProbe(threading.Thread):
     """``perf record`` of the voluntary switches of one pid's threads for ``seconds``, in the
     background; ``result`` is :func:`summarise_sleeps`'s block, ``error`` what went wrong."""

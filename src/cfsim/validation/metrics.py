@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from cfsim.goruntime.run_accounting import SLEEP_CAUSES
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -234,6 +236,13 @@ THREAD_METRICS: tuple[Metric, ...] = (
     Metric("sysmon_cpu_us_per_item", "relative", _per_item("sysmon_cpu_us_per_item", "sysmon_cpu_cores", 1e6), None,
            "sysmon's CPU per request or record [us] (lab: its thread's schedstat; model: its polls at "
            "go.sysmon_poll_us and its wake-ups from the deep sleep)"),
+    *(Metric(f"os_thread_sleeps_{cause}_per_item", "relative",
+             _per_item(f"os_thread_sleeps_{cause}_per_item", f"os_thread_sleeps_{cause}_per_s"), None,
+             f"the Ms' sleeps per request or record that the runtime path '{cause}' put them in (lab: "
+             "lab.sleep_stacks_s, each voluntary switch by the function that slept, cfsim.lab.sleeps; "
+             "model: the same path's sleeps). The lab's other paths (the forEachP of mark termination, "
+             "contended runtime locks, runqgrab's back-off) the model does not have")
+      for cause in SLEEP_CAUSES),
 )
 
 METRICS: tuple[Metric, ...] = (

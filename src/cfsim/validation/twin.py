@@ -87,6 +87,7 @@ from cfsim.lab.kinds import LAB_KINDS
 from cfsim.lab.loadgen_cost import loadgen_cpu_us
 from cfsim.lab.perf import PERF_SAMPLES_FILE, assist_cpu_share, read_perf_samples
 from cfsim.lab.threads import thread_split_per_item
+from cfsim.lab.sleeps import thread_sleeps_per_item
 from cfsim.scenario import Scenario, ScenarioError, load_scenario
 from cfsim.scenario.schema import SCHEMA
 from cfsim.simulation import SimulationResult, simulate
@@ -220,7 +221,8 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
     (:func:`cfsim.kernel.cpu_windows.gc_window_keys`); one with both the trace and perf's samples
     (``lab.perf_s``, runs since 2026-12-01) the GC's real CPU a cycle (:func:`_gc_cpu_observed`);
     one with perf's samples, with or without the trace, the assists' share of the mark's real CPU
-    (:func:`cfsim.lab.perf.assist_cpu_share`)."""
+    (:func:`cfsim.lab.perf.assist_cpu_share`); one with ``lab.sleep_stacks_s`` its Ms' sleeps per item
+    by cause (:func:`cfsim.lab.sleeps.thread_sleeps_per_item`)."""
     out = read_summary(run_dir)
     manifest = run_manifest(run_dir)
     if not out.get("oom_kills"):
@@ -234,6 +236,7 @@ def observed_summary(run_dir: Path) -> dict[str, Any]:
         out["os_thread_sleeps_per_item"] = split["m_sleeps"]
         out["sysmon_sleeps_per_item"] = split["sysmon_sleeps"]
         out["sysmon_cpu_us_per_item"] = split["sysmon_cpu_us"]
+    out.update(thread_sleeps_per_item(manifest.get("thread_sleeps") or {}, out.get("throughput_per_s")))
     watch = run_dir / CPU_WATCH_FILE
     w = pd.read_csv(watch) if watch.is_file() else None
     if w is not None:
