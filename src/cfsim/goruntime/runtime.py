@@ -1199,9 +1199,10 @@ class GoRuntime(RuntimeReports):
         self.m_parks += 1
         m.debt += self.c_park + self._lock_ns(int(searched))
         self.idle_ms.append(m)
-        if self.poll_m is None:
-            # findRunnable's last step: with no M in netpoll (sched.lastpoll != 0) this one blocks
-            # there (lastpoll.Swap(0)), and the network's next data wakes it
+        # findRunnable's last step: with no M in netpoll (sched.lastpoll != 0) this one blocks
+        # there (lastpoll.Swap(0)), and the network's next data wakes it; with one there already,
+        # it sleeps in stopm as an idle M
+        if self.poll_m is None and not self.poller_blocked:
             self.poller_blocked = True
             self.m_sleeps_by[SL_NETPOLL] += 1
         else:
