@@ -36,7 +36,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from typing import Any
 import pandas as pd
 
 from cfsim.io.errors import CfsimParseError
+from cfsim.lab.probe import WindowProbe
 
 #: counted by ``perf stat``: software events and tracepoints (no PMU needed, so they work in VMs).
 #: The system calls are where an M's context switches come from: ``futex`` (``futexsleep`` /
@@ -201,33 +201,25 @@ def assist_cpu_share(samples: pd.DataFrame, span: tuple[float, float]) -> float 
     return assist / (assist + worker)
 
 
-class PerfProbe(threading.Thread):
+class PerfProbe(WindowProbe):
     """``perf stat`` and ``perf record`` on one pid for ``seconds``, in the background. With the
     lab's ``profsplit`` binary and a ``series_path``, the recording's call chains are split into
     user / scheduler / GC CPU and each sample is written to ``series_path`` with its time on the
     clock that starts at ``origin_unix_s``."""
 
+    errors = (OSError, PerfError, ValueError, subprocess.SubprocessError)
+
     def __init__(self, pid: int, seconds: float, profsplit: Path | None = None, series_path: Path | None = None,
                  origin_unix_s: float = 0.0):
-        super().__init__(daemon=True, name="cfsim-lab-perf")
+        super().__init__("cfsim-lab-perf")
         self.pid, self.seconds = pid, seconds
         self.profsplit, self.series_path, self.origin_unix_s = profsplit, series_path, origin_unix_s
-        self.error: str | None = None
-        self.result: dict[str, Any] | None = None
-        self.t0 = self.t1 = 0.0
         # CLOCK_MONOTONIC (the samples' clock) on the wall clock, read once at the start
         self.mono_to_unix_s = 0.0
 
-    def run(self) -> None:
-        self.t0 = time.time()
-        self.mono_to_unix_s = self.t0 - time.monotonic()
-        try:
-            self.result = self._measure(perf_binary())
-        except (OSError, PerfError, ValueError, subprocess.SubprocessError) as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
-        self.t1 = time.time()
-
-    def _measure(self, perf: str) -> dict[str, Any]:
+    def measure(self) -> dict[str, Any]:
+        self.mono_to_unix_s = time.time() - time.monotonic()
+        perf = perf_binary()
         secs = f"{self.seconds:g}"
         with tempfile.TemporaryDirectory(prefix="cfsim-perf-") as tmp:
             data = Path(tmp) / "perf.data"

@@ -12,7 +12,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 
@@ -125,18 +125,23 @@ def profile_rows(grid_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def perf_rows(grid_dir: Path) -> list[dict[str, Any]]:
-    """Per run with a ``lab.perf_s`` block: the kernel's counters per second and its CPU share."""
-    out = []
+def _probe_blocks(grid_dir: Path, key: str) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """``(run, summary, block)`` for each finished run of the grid, in its order, whose manifest's
+    probe block ``key`` holds rates (``per_s``)."""
     g = json.loads((grid_dir / "grid.json").read_text())
     for name in g["order"]:
         sp = grid_dir / name / "summary.json"
         if not (has_manifest(grid_dir / name) and sp.exists()):
             continue
-        block = read_manifest(grid_dir / name).get("perf") or {}
-        if not block.get("per_s"):
-            continue
-        s = json.loads(sp.read_text())
+        block = read_manifest(grid_dir / name).get(key) or {}
+        if block.get("per_s"):
+            yield name, json.loads(sp.read_text()), block
+
+
+def perf_rows(grid_dir: Path) -> list[dict[str, Any]]:
+    """Per run with a ``lab.perf_s`` block: the kernel's counters per second and its CPU share."""
+    out = []
+    for name, s, block in _probe_blocks(grid_dir, "perf"):
         rate = block["per_s"]
         out.append({"run": name, "gomaxprocs": s.get("gomaxprocs"), "throughput_per_s": s.get("throughput_per_s"),
                     "cpu_usage_cores": s.get("cpu_usage_cores"), "context_switches_per_s": rate.get("context-switches"),
@@ -151,13 +156,7 @@ def sleep_rows(grid_dir: Path) -> list[dict[str, Any]]:
     """Per run with a ``lab.sleep_stacks_s`` block: its threads' sleeps a record or request by cause
     (:mod:`cfsim.lab.sleeps`), and the Ms' (all but sysmon's)."""
     out = []
-    g = json.loads((grid_dir / "grid.json").read_text())
-    for name in g["order"]:
-        sp = grid_dir / name / "summary.json"
-        if not (has_manifest(grid_dir / name) and sp.exists()):
-            continue
-        s = json.loads(sp.read_text())
-        block = read_manifest(grid_dir / name).get("thread_sleeps") or {}
+    for name, s, block in _probe_blocks(grid_dir, "thread_sleeps"):
         items = s.get("throughput_per_s")
         per_item = sleeps.thread_sleeps_per_item(block, items)
         if not per_item:

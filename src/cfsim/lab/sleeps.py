@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
-import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
 from cfsim.lab.perf import PerfError, perf_binary
+from cfsim.lab.probe import WindowProbe
 
 #: the causes, in the order a call chain is tested for them: the first whose function is on the
 #: chain wins (a contended lock inside ``stopm`` is the lock's sleep; a ``stopm`` inside
@@ -161,26 +160,18 @@ def thread_sleeps_per_item(block: dict[str, Any], items_per_s: float | None) -> 
     return {f"os_thread_sleeps_{c}_per_item": float(per_s.get(c, 0.0)) / items_per_s for c in CAUSES}
 
 
-class SleepProbe(threading.Thread):
+class SleepProbe(WindowProbe):
     """``perf record`` of the voluntary switches of one pid's threads for ``seconds``, in the
     background; ``result`` is :func:`summarise_sleeps`'s block, ``error`` what went wrong."""
 
+    errors = (OSError, PerfError, ValueError, subprocess.SubprocessError)
+
     def __init__(self, pid: int, seconds: float):
-        super().__init__(daemon=True, name="cfsim-lab-sleeps")
+        super().__init__("cfsim-lab-sleeps")
         self.pid, self.seconds = pid, seconds
-        self.error: str | None = None
-        self.result: dict[str, Any] | None = None
-        self.t0 = self.t1 = 0.0
 
-    def run(self) -> None:
-        self.t0 = time.time()
-        try:
-            self.result = self._measure(perf_binary())
-        except (OSError, PerfError, ValueError, subprocess.SubprocessError) as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
-        self.t1 = time.time()
-
-    def _measure(self, perf: str) -> dict[str, Any]:
+    def measure(self) -> dict[str, Any]:
+        perf = perf_binary()
         with tempfile.TemporaryDirectory(prefix="cfsim-sleeps-") as tmp:
             data = Path(tmp) / "perf.data"
             rec = subprocess.run([perf, "record", "-q", "-e", "sched:sched_switch", "--filter", "prev_state == 1",

@@ -31,7 +31,6 @@ import json
 import os
 import platform
 import re
-import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any, Iterable
 
 from cfsim.io.manifest import read_manifest
 from cfsim.lab.benchout import json_lines, require
+from cfsim.lab.probe import WindowProbe
 
 TRACEFS = Path("/sys/kernel/tracing")
 _FIELDS = ("round", "gomaxprocs", "wakes_other_idle", "wakes_other_idle_to_waker", "wakes_other_busy",
@@ -220,27 +220,20 @@ def shares(counts: dict[str, int]) -> dict[str, float | None]:
             "wake_preempt_share": _share([counts], "wakes_to_waker_preempting", "wakes_to_waker", 4)}
 
 
-class SchedTraceProbe(threading.Thread):
+class SchedTraceProbe(WindowProbe):
     """``lab.sched_trace_s``: the kernel's placement of the workload's own wake-ups over
     ``seconds`` in the background (:func:`trace_window`, :func:`count_placements` on the
     workload's command name ``comm``), for the manifest's ``wake_placement``."""
 
-    def __init__(self, seconds: float, comm: str, cpus: int):
-        super().__init__(daemon=True, name="cfsim-lab-sched-trace")
-        self.seconds, self.comm, self.cpus = seconds, comm, cpus
-        self.error: str | None = None
-        self.result: dict[str, Any] | None = None
-        self.t0 = self.t1 = 0.0
+    errors = (OSError, WakeplaceError)
 
-    def run(self) -> None:
-        self.t0 = time.time()
-        try:
-            text = trace_window(self.seconds)
-            counts = count_placements(text.splitlines(), self.comm, self.cpus)
-            self.result = {**counts, **shares(counts)}
-        except (OSError, WakeplaceError) as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
-        self.t1 = time.time()
+    def __init__(self, seconds: float, comm: str, cpus: int):
+        super().__init__("cfsim-lab-sched-trace")
+        self.seconds, self.comm, self.cpus = seconds, comm, cpus
+
+    def measure(self) -> dict[str, Any]:
+        counts = count_placements(trace_window(self.seconds).splitlines(), self.comm, self.cpus)
+        return {**counts, **shares(counts)}
 
 
 def rows_from_runs(runs: Iterable[Path]) -> str:
