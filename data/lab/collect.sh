@@ -13,7 +13,7 @@
 #   idle-cost 32, gc-limiter 10, gc-limiter-quota 22, gc-idle-workers 7, gc-memory-path 13,
 #   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53,
 #   profiles-low-load 15, sleeps-trace 5, wake-placement 8, gc-page-cycle 14, gc-scan-split 10,
-#   gc-mark-split 10, gc-mark-split-limit 6, sleep-causes 7.
+#   gc-mark-split 10, gc-mark-split-limit 6, sleep-causes 7, sleep-causes-service 6.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -199,3 +199,6 @@ if [ -z "$ARGS" ] || want gc-mark-split-limit; then
   grid $S/gc-memory.toml --design $S/gc-mark-split-limit.designs.toml --out data/lab/gc-mark-split-limit; fi
 if [ -z "$ARGS" ] || want sleep-causes; then
   grid $S/gc-memory.toml --design $S/sleep-causes.designs.toml --out data/lab/sleep-causes; fi
+if [ -z "$ARGS" ] || want sleep-causes-service; then
+  grid $S/open-latency.toml --design $S/sleep-causes-service.designs.toml --set lab.quiet_host_cores=0.3 \
+    --out data/lab/sleep-causes-service; fi
