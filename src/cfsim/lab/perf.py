@@ -80,6 +80,17 @@ def perf_binary() -> str:
     return path
 
 
+def run_tool(argv: list[str], what: str, timeout: float, stdout: Any = subprocess.PIPE,
+             makes: Path | None = None) -> str:
+    """Run one of a probe's tools (``perf``, ``profsplit``) to the end and return its standard
+    output (``stdout``: where it goes instead, e.g. an open file); a PerfError naming ``what``, its
+    exit status and the tail of its standard error when it fails or does not write ``makes``."""
+    res = subprocess.run(argv, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if res.returncode != 0 or (makes is not None and not makes.exists()):
+        raise PerfError(f"{what} exited {res.returncode}: {res.stderr.strip()[-300:]}")
+    return res.stdout or ""
+
+
 def parse_perf_stat(text: str, source: str = "perf stat") -> dict[str, float | None]:
     """``perf stat -x,`` output -> ``{event: value}`` (``None`` for '<not supported>' or
     '<not counted>'). task-clock is in milliseconds as perf gives it.
@@ -237,11 +248,8 @@ class PerfProbe(WindowProbe):
                 raise PerfError(f"perf record exited {rec.returncode}: {rec.stderr.strip()[-300:]}")
 
             def report(sort: str) -> list[tuple[float, str]]:
-                res = subprocess.run([perf, "report", "-i", str(data), "--stdio", "--no-children", "--sort", sort],
-                                     capture_output=True, text=True, timeout=120)
-                if res.returncode != 0:
-                    raise PerfError(f"perf report --sort {sort} exited {res.returncode}: {res.stderr.strip()[-300:]}")
-                return parse_perf_report(res.stdout)
+                return parse_perf_report(run_tool([perf, "report", "-i", str(data), "--stdio", "--no-children",
+                                                   "--sort", sort], f"perf report --sort {sort}", 120))
             out = summarise(counters, self.seconds, report("dso"), report("dso,sym"))
             if self.profsplit is not None and self.series_path is not None:
                 out["stack_split"] = self._stack_split(perf, data, Path(tmp))
@@ -251,15 +259,9 @@ class PerfProbe(WindowProbe):
         """profsplit's user / scheduler / GC split of the recording, and its samples on the run's clock."""
         script, series = tmp / "perf.script", tmp / "series.csv"
         with open(script, "w") as fh:
-            res = subprocess.run([perf, "script", "-i", str(data), "-F", "tid,time,ip,sym"], stdout=fh,
-                                 stderr=subprocess.PIPE, text=True, timeout=300)
-        if res.returncode != 0:
-            raise PerfError(f"perf script exited {res.returncode}: {res.stderr.strip()[-300:]}")
-        res = subprocess.run([str(self.profsplit), "-perf-script", str(script), "-hz", str(RECORD_HZ),
-                              "-series", str(series)], capture_output=True, text=True, timeout=300)
-        if res.returncode != 0:
-            raise PerfError(f"profsplit -perf-script exited {res.returncode}: {res.stderr.strip()[-300:]}")
-        split = json.loads(res.stdout)
+            run_tool([perf, "script", "-i", str(data), "-F", "tid,time,ip,sym"], "perf script", 300, stdout=fh)
+        split = json.loads(run_tool([str(self.profsplit), "-perf-script", str(script), "-hz", str(RECORD_HZ),
+                                     "-series", str(series)], "profsplit -perf-script", 300))
         s = pd.read_csv(series)
         s["t_s"] = (s["t_s"] + self.mono_to_unix_s - self.origin_unix_s).round(4)
         with gzip.GzipFile(self.series_path, "wb", mtime=0) as gz:

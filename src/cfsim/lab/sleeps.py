@@ -38,7 +38,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from cfsim.lab.perf import PerfError, perf_binary
+from cfsim.lab.perf import PerfError, perf_binary, run_tool
 from cfsim.lab.probe import WindowProbe
 
 #: the causes, in the order a call chain is tested for them: the first whose function is on the
@@ -174,14 +174,8 @@ class SleepProbe(WindowProbe):
         perf = perf_binary()
         with tempfile.TemporaryDirectory(prefix="cfsim-sleeps-") as tmp:
             data = Path(tmp) / "perf.data"
-            rec = subprocess.run([perf, "record", "-q", "-e", "sched:sched_switch", "--filter", "prev_state == 1",
-                                  "-g", "-p", str(self.pid), "-o", str(data), "--", "sleep", f"{self.seconds:g}"],
-                                 capture_output=True, text=True, timeout=self.seconds + 60)
-            if rec.returncode != 0 or not data.exists():
-                raise PerfError(f"perf record -e sched:sched_switch exited {rec.returncode}: "
-                                f"{rec.stderr.strip()[-300:]}")
-            script = subprocess.run([perf, "script", "-i", str(data), "-F", "tid,ip,sym"], capture_output=True,
-                                    text=True, timeout=300)
-            if script.returncode != 0:
-                raise PerfError(f"perf script exited {script.returncode}: {script.stderr.strip()[-300:]}")
-            return summarise_sleeps(parse_switch_script(script.stdout), self.seconds)
+            run_tool([perf, "record", "-q", "-e", "sched:sched_switch", "--filter", "prev_state == 1", "-g",
+                      "-p", str(self.pid), "-o", str(data), "--", "sleep", f"{self.seconds:g}"],
+                     "perf record -e sched:sched_switch", self.seconds + 60, makes=data)
+            script = run_tool([perf, "script", "-i", str(data), "-F", "tid,ip,sym"], "perf script", 300)
+            return summarise_sleeps(parse_switch_script(script), self.seconds)

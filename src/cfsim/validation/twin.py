@@ -86,8 +86,8 @@ from cfsim.lab.buckets import recorded_layout
 from cfsim.lab.kinds import LAB_KINDS
 from cfsim.lab.loadgen_cost import loadgen_cpu_us
 from cfsim.lab.perf import PERF_SAMPLES_FILE, assist_cpu_share, read_perf_samples
-from cfsim.lab.threads import thread_split_per_item
 from cfsim.lab.sleeps import thread_sleeps_per_item
+from cfsim.lab.threads import thread_split_per_item
 from cfsim.scenario import Scenario, ScenarioError, load_scenario
 from cfsim.scenario.schema import SCHEMA
 from cfsim.simulation import SimulationResult, simulate
