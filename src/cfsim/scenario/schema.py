@@ -280,8 +280,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "gc_parallel_cost": Key(0.0, "float", "extra mark CPU per byte the cache holds when the scan's lines come "
                                               "from other CPUs' caches (mark bits, work buffers, heap lines): x "
                                               "(1 + c x (1 - 1/n)) with n = min(GOMAXPROCS, CPUs) marking at once; "
-                                              "0 = off (the lab host's fit, 0.77 x/÷ 1.10, is what the lab's twins "
-                                              "take: docs/params/gc-parallel.toml)", _between(0, 10)),
+                                              "0 = off (the lab host's fit on the GC's CPU a cycle, 0.49 x/÷ 1.10, is "
+                                              "what the lab's twins take: docs/params/gc-parallel.toml)", _between(0, 10)),
         "gc_scan_miss_factor": Key(1.0, "float", "mark CPU per byte of a live heap far larger than the host's "
                                                  "last-level cache, relative to one that fits (pointer targets "
                                                  "missed in the cache: scan rate / (1 + (f - 1) x max(0, 1 - "
