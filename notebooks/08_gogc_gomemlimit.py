@@ -106,7 +106,8 @@ if PARAMS is None:
     PARAMS.update(fixed)
     print(f"lab host, measured: {fixed}")
     # the lab host's extra mark CPU when its two CPUs mark at once (docs/params/gc-parallel.toml,
-    # fitted on the GC's own CPU a cycle, perf's samples, of five grids' GOMAXPROCS-2 runs): the lab's twins take it as a fourth file
+    # fitted on the GC's own CPU a cycle, perf's samples, of five grids' GOMAXPROCS-2 runs): the
+    # lab's twins take it as a fourth file
     sharing = tomllib.loads((repo_root() / "docs" / "params" / "gc-parallel.toml").read_text())["params"]
     PARAMS.update({k: float(v) for k, v in sharing.items()})
     print(f"lab host, two CPUs marking: {sharing}")
@@ -187,8 +188,8 @@ fig.tight_layout()
 # is returned while another CPU runs the process (`docs/params/lab-host-memory.toml`, `cfsim lab tlb`: at
 # GOMAXPROCS >= 2 a heap held at its GOMEMLIMIT releases and refaults nearly every page it
 # allocates, and every release interrupts the other CPU), the extra mark CPU of two CPUs marking at
-# once (`docs/params/gc-parallel.toml`, fitted on the GC's own CPU a cycle where perf sampled it), and what a page the
-# runtime gives back and faults in again costs there (`docs/params/lab-host-scavenge.toml`, `cfsim lab
+# once (`docs/params/gc-parallel.toml`, fitted on the GC's own CPU a cycle where perf sampled
+# it), and what a page the runtime gives back and faults in again costs there (`docs/params/lab-host-scavenge.toml`, `cfsim lab
 # scav`: the fault 1.65 us, the runtime's own work 0.12 us a page, measured by `lab/cmd/scavbench`). Errors per metric as `cfsim validate` computes them: GC cycles per second, the heap
 # goal averaged over the window, throughput, the memory cgroup's usage averaged over the window (its
 # end value is one point of the heap's saw-tooth), and the OOM kill (exact). A run the kernel

@@ -327,9 +327,9 @@ def scan_slowdown(live_bytes: int, llc_bytes: int, miss_factor: float, procs: in
     in the L3), 1 : 0.95 with 256 MiB (7/8 beyond it). Ps beyond the CPUs add no per-byte cost
     there: a per-P term fitted on the same grid's GOMAXPROCS 8 runs came out under 0.01. Only
     n = 2 was measured; the ``1 - 1/n`` growth beyond it is the model's. The default is 0 (no host
-    measured but the lab's); the lab's twins take the lab host's 0.49, fitted on the GC's own CPU a cycle as perf samples
-    it (docs/params/gc-parallel.toml), on the share of the scan their grid's cache still served (docs/model-notes.md, "The CPUs
-    marking at once")."""
+    measured but the lab's); the lab's twins take the lab host's 0.49, fitted on the GC's own CPU
+    a cycle as perf samples it (docs/params/gc-parallel.toml), on the share of the scan their
+    grid's cache still served (docs/model-notes.md, "The CPUs marking at once")."""
     miss = cache_missed_share(live_bytes, llc_bytes)
     sharing = 1.0 + parallel_cost * (1.0 - 1.0 / max(1, min(procs, cpus)))
     return (1.0 - miss) * sharing + miss * max(1.0, miss_factor)
