@@ -47,12 +47,18 @@ def test_summary_gives_rates_and_the_kernel_share():
     assert s["top_symbols"][1] == {"fraction": 0.12, "symbol": "[kernel.kallsyms] [k] finish_task_switch"}
 
 
-def test_perf_window_must_fit_and_perf_must_exist(monkeypatch):
-    with pytest.raises(ScenarioError, match="lab.perf_s"):
-        check_scenario(load_scenario({"lab": {"perf_s": 100}, "run": {"duration_s": 25, "warmup_s": 5}}))
+@pytest.mark.parametrize("key, missing", [
+    ("perf_s", "lab.perf_s needs the perf tool: apt-get install linux-perf"),
+    ("sleep_stacks_s", "lab.sleep_stacks_s.*apt-get install linux-perf"),
+])
+def test_a_perf_window_must_fit_and_perf_must_exist(monkeypatch, key, missing):
+    """Both probes that run perf in the measured window (lab.perf_s and the threads' sleeps,
+    lab.sleep_stacks_s) share the runner's checks."""
+    with pytest.raises(ScenarioError, match=f"lab.{key}"):
+        check_scenario(load_scenario({"lab": {key: 100}, "run": {"duration_s": 25, "warmup_s": 5}}))
     monkeypatch.setattr(perf.shutil, "which", lambda name: None)
-    with pytest.raises(ScenarioError, match="lab.perf_s needs the perf tool: apt-get install linux-perf"):
-        check_scenario(load_scenario({"lab": {"perf_s": 5}}))
+    with pytest.raises(ScenarioError, match=missing):
+        check_scenario(load_scenario({"lab": {key: 5}}))
 
 
 SCRIPT = """30493 74080.389057: 

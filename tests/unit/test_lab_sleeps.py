@@ -3,9 +3,7 @@ from collections import Counter
 
 import pytest
 
-from cfsim.lab import perf, sleeps
-from cfsim.lab.runner import check_scenario
-from cfsim.scenario import ScenarioError, load_scenario
+from cfsim.lab import sleeps
 
 KERNEL = ("\tffffffff82246e88 __schedule\n\tffffffff822477f3 schedule\n\tffffffff8144fcd6 futex_do_wait\n")
 
@@ -58,14 +56,6 @@ def test_summary_is_per_second_with_every_cause_and_the_ms_sleeps_without_sysmon
 def test_a_block_without_a_thread_id_names_the_line():
     with pytest.raises(ValueError, match=r"perf script line 1: expected a thread id"):
         sleeps.parse_switch_script("\truntime.stopm\n")
-
-
-def test_the_probe_must_fit_the_window_and_needs_perf(monkeypatch):
-    with pytest.raises(ScenarioError, match="lab.sleep_stacks_s"):
-        check_scenario(load_scenario({"lab": {"sleep_stacks_s": 100}, "run": {"duration_s": 25, "warmup_s": 5}}))
-    monkeypatch.setattr(perf.shutil, "which", lambda name: None)
-    with pytest.raises(ScenarioError, match="lab.sleep_stacks_s.*apt-get install linux-perf"):
-        check_scenario(load_scenario({"lab": {"sleep_stacks_s": 5}}))
 
 
 def test_the_grids_sleeps_a_record_grow_with_gomaxprocs_and_the_twin_reads_them():
