@@ -248,6 +248,7 @@ class GoParams:
     stw_restart_chain: bool = False   # stopped Ms sleep and restart through the spinning chain
     mark_work_shared: bool = False  # assists take workers' unscanned claims, workers credit as they go
     bg_credit_as_scanned: bool = False  # workers credit as they go (without sharing their claims)
+    revise_last_scan: bool = True  # the pacer expects the last cycle's scan work (lastHeapScan)
     cycle_base_ns: float = 20_000.0
     cycle_per_p_ns: float = 10_000.0
     costs: SchedCosts = SchedCosts()
@@ -287,6 +288,7 @@ class GoParams:
                    stw_base_ns=go["gc_stw_base_us"] * 1e3, stw_per_p_ns=go["gc_stw_per_p_us"] * 1e3,
                    preempt_ns=go["gc_preempt_us"] * 1e3, stw_restart_chain=go["stw_restart_chain"],
                    mark_work_shared=go["mark_work_shared"], bg_credit_as_scanned=go["bg_credit_as_scanned"],
+                   revise_last_scan=go["revise_last_scan"],
                    cycle_base_ns=go["gc_cycle_base_us"] * 1e3,
                    cycle_per_p_ns=go["gc_cycle_per_p_us"] * 1e3, costs=SchedCosts.from_go_section(go),
                    threads_per_core=sc["host.threads_per_core"], smt_slowdown=sc["host.smt_slowdown"],
@@ -482,6 +484,12 @@ class GoRuntime(RuntimeReports):
         self.heap_marked = self.base_live
         self.heap_live = self.base_live
         self.noscan_live = 0     # of base_live: pointer-free objects kept for the run (retain)
+        # the pacer's heapScan (scannable heap: the last cycle's scan work, plus pointerful objects
+        # allocated since) and lastHeapScan (the last cycle's heap scan work, revise's expectation):
+        # zero before a process's first cycle (it builds its heap), the heap it starts with where
+        # the run starts in a steady state
+        self.last_heap_scan = 0 if params.heap_built_at_start else self.base_live
+        self.heap_scan = self.base_live
         self._retained_in_mark = 0   # retained during the current mark, live from the next cycle on
         self._kept_in_mark = 0       # the same for pointerful objects (keep_live)
         # sync.Pools of large objects (new_pool): what their caches hold is live heap the cycle marks
@@ -1439,6 +1447,7 @@ class GoRuntime(RuntimeReports):
         building its live heap at start-up, ``go.heap_built_at_start``). Allocated during a mark
         they are black (``gcmarknewobject``): that cycle's marked heap counts them with the rest of
         its allocation, and the next cycle scans them."""
+        self.heap_scan += heap_bytes
         if self.phase in (MARK, MARKTERM):
             self._kept_in_mark += heap_bytes
         else:
@@ -1518,7 +1527,10 @@ class GoRuntime(RuntimeReports):
         """``commit``: the GOGC goal and the runway, then the goal and trigger (``trigger``)."""
         p = self.params
         self.gogc_goal = gcpacer.gogc_heap_goal(self.heap_marked, p.roots_bytes, 0, p.gogc)
-        self.runway_bytes = gcpacer.runway(self.cons.value, self.base_live, p.roots_bytes, 0)
+        # the runway scales the last cycle's scan work (lastHeapScan); without revise_last_scan the
+        # live heap, pointer-free objects included
+        scanned = self.last_heap_scan if p.revise_last_scan else self.base_live
+        self.runway_bytes = gcpacer.runway(self.cons.value, scanned, p.roots_bytes, 0)
         self._update_goal()
         self._claim_cap()
 
@@ -1543,9 +1555,15 @@ class GoRuntime(RuntimeReports):
         p = self.params
         if (p.mark_work_shared or p.bg_credit_as_scanned) and self.phase == MARK:
             self._flush_workers()
-        exp = int(self.mark_total)
+        exp = most = int(self.mark_total)
+        if p.revise_last_scan:
+            # revise: scanWorkExpected is the last cycle's work and maxScanWork the scannable heap
+            # now (heapScan + maxStackScan + globalsScan), each with this cycle's fixed overheads
+            fixed = exp - int(self.scan_expected)
+            exp = self.last_heap_scan + p.roots_bytes + fixed
+            most = self.heap_scan + p.roots_bytes + fixed
         self.assist_work_per_byte = gcpacer.assist_work_per_byte(self.heap_live, self.goal, self.triggered, int(self.scan_done),
-                                                 exp, exp, self.params.gogc)
+                                                 exp, most, self.params.gogc)
 
     def _assist(self, m: _M, c: Claim, t0: int, debt: float) -> int | None:
         """One pass of ``gcAssistAlloc``'s retry loop for a debt left after stealing credit:
@@ -1902,6 +1920,9 @@ class GoRuntime(RuntimeReports):
         self._retained_in_mark = 0
         self.base_live += self._kept_in_mark
         self._kept_in_mark = 0
+        # resetLive: heapScan and lastHeapScan become this cycle's heap scan work (objects allocated
+        # black during the mark were not scanned, so the next cycle may scan more than expected)
+        self.last_heap_scan = self.heap_scan = int(self.scan_expected) - self.params.roots_bytes
         self.mem.sweep(self.heap_marked)
         if p_sweep := self.params.sweep_ns_per_page:
             # every P that allocates sweeps (_sweep_take), as many at once as there are CPUs to run

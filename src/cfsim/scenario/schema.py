@@ -297,6 +297,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                  "mcache flush, worker start/stop)", _between(0, 100_000)),
         "gc_preempt_us": Key(2.0, "float", "CPU for a running M to reach a safe point [us] (async preemption)",
                              _between(0, 10_000)),
+        "revise_last_scan": Key(True, "bool", "the pacer expects the last cycle's scan work (lastHeapScan: "
+                                              "revise's scanWorkExpected and commit's runway, "
+                                              "src/runtime/mgcpacer.go), so a cycle that scans more than the "
+                                              "one before (a heap still being built) extends its goal toward "
+                                              "the scannable heap (extHeapGoal, up to the hard goal) and "
+                                              "overshoots; off: a cycle paces on its own scan work, as if it "
+                                              "knew it, and the runway scales the live heap (the rule before "
+                                              "2026-12-07)"),
         "bg_credit_as_scanned": Key(False, "bool", "the background mark workers credit their scan work as "
                                                    "they scan (gcFlushBgCredit each gcCreditSlack, mgcmark.go), "
                                                    "so an allocating goroutine steals it before it assists; off "
