@@ -537,11 +537,11 @@ def test_the_ragged_barrier_wait_is_user_p_time(monkeypatch):
     seen = []
     begin = rt.GoRuntime._barrier_done
 
-    def check(self, m):
+    def check(self, m, first=True):
         marking = sum(1 for h in self.holders if h.seg in rt._MARK_SEGS)
         gc_classes = self.n_pc[rt.PC_DED] + self.n_pc[rt.PC_ASSIST] + self.n_pc[rt.PC_IDLEMARK]
         seen.append((gc_classes, marking, m.seg))
-        return begin(self, m)
+        return begin(self, m, first)
     monkeypatch.setattr(rt.GoRuntime, "_barrier_done", check)
     # GOMAXPROCS 8 on 2 CPUs: barriers wait at every seed (150-256 in 3 s); at 2 whether they wait
     # at all turns on whether the mark ends while the other CPU's silo is dry (0 or 50-100 by seed)

@@ -492,6 +492,8 @@ class GoRuntime(RuntimeReports):
         self.heap_scan = self.base_live
         self._retained_in_mark = 0   # retained during the current mark, live from the next cycle on
         self._kept_in_mark = 0       # the same for pointerful objects (keep_live)
+        # the ragged barrier's throttled holders (thread id -> its CPU when the barrier began)
+        self._barrier_wait: dict[int, int] = {}
         # sync.Pools of large objects (new_pool): what their caches hold is live heap the cycle marks
         self.pools: list[PerPPool] = []
         self._pool_marked = 0        # pooled bytes the current cycle marks, allocated before its mark
@@ -2150,19 +2152,32 @@ class GoRuntime(RuntimeReports):
     def _holder_throttled(self, coord: _M) -> bool:
         """Whether a P other than ``coord``'s is held by a thread the kernel has throttled: it
         cannot run ``forEachP``'s flush (or reach any safe point) before the group's quota is
-        refilled."""
+        refilled. Those threads and their CPU time so far are what the barrier waits for
+        (:meth:`_barrier_done`)."""
         eng = self.engine
-        return any(m is not coord and eng.is_throttled(m.tid) for m in self.holders)
+        self._barrier_wait = {m.tid: eng.thread_cpu_ns(m.tid) for m in self.holders
+                              if m is not coord and eng.is_throttled(m.tid)}
+        return bool(self._barrier_wait)
 
-    def _barrier_done(self, m: _M) -> None:
-        """The ragged barrier's wait is over unless a P's thread is throttled: ``forEachP``
-        returns only when every P has run its flush, so the mark phase (write barriers on,
-        allocation black, assists with no work left waiting on the mark's end) lasts until the
-        kernel runs that thread again, and the mark termination's stop-the-world starts only
-        then (looked at each tick)."""
-        if self.phase == MARK and not self.dead and self._holder_throttled(m):
-            self.engine.call_later(self.engine.tick_ns, self._barrier_done, m)
-            return
+    def _barrier_done(self, m: _M, first: bool = True) -> None:
+        """The ragged barrier's wait is over once each P's thread that was throttled when it
+        came to an end has run again: ``forEachP`` runs the flush once on every P, so the mark
+        phase (write barriers on, allocation black, assists with no work left waiting on the
+        mark's end) lasts until the kernel runs each such thread, and the mark termination's
+        stop-the-world starts only then (looked at each tick). A thread that ran, flushed and was
+        throttled again does not hold the barrier: waiting on whichever holder is throttled at
+        each tick could outlast a run whose quota throttles some CPU at nearly every tick."""
+        if self.phase == MARK and not self.dead:
+            eng = self.engine
+            if first:
+                self._holder_throttled(m)
+            else:
+                held = {h.tid for h in self.holders}
+                self._barrier_wait = {tid: cpu for tid, cpu in self._barrier_wait.items()
+                                      if tid in held and eng.thread_cpu_ns(tid) <= cpu}
+            if self._barrier_wait:
+                eng.call_later(eng.tick_ns, self._barrier_done, m, False)
+                return
         self._mark_term_begin(m)
 
     def _mark_term_begin(self, m: _M) -> int | None:
