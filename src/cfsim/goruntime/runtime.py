@@ -492,7 +492,7 @@ class GoRuntime(RuntimeReports):
         self.heap_scan = self.base_live
         self._retained_in_mark = 0   # retained during the current mark, live from the next cycle on
         self._kept_in_mark = 0       # the same for pointerful objects (keep_live)
-        # the ragged barrier's throttled holders (thread id -> its CPU when the barrier began)
+        # the ragged barrier's throttled holders (thread id -> its CPU when its flush wait ended)
         self._barrier_wait: dict[int, int] = {}
         # sync.Pools of large objects (new_pool): what their caches hold is live heap the cycle marks
         self.pools: list[PerPPool] = []
