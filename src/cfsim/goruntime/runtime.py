@@ -2106,7 +2106,7 @@ class GoRuntime(RuntimeReports):
                 self.idlew_running -= 1
             self._work_done_ns = self.engine.now
             barrier = self._ragged_barrier_ns(m)
-            if barrier > 0 or self._holder_throttled(m):
+            if barrier > 0 or self._throttled_holders(m):
                 # gcMarkDone's forEachP: m sleeps holding its P until every P has flushed. The
                 # runtime calls gcMarkDone once a worker's drain is timed (gcBgMarkWorker:
                 # markWorkerStop, src/runtime/mgc.go) or an assist's (gcAssistAlloc1's duration,
@@ -2149,15 +2149,13 @@ class GoRuntime(RuntimeReports):
         k = running / self.cpus + self.wake_busy
         return barrier_wait_ns(k, eng.now, eng.tick_ns, self.wake_slice_ns, int(self.params.preempt_ns))
 
-    def _holder_throttled(self, coord: _M) -> bool:
-        """Whether a P other than ``coord``'s is held by a thread the kernel has throttled: it
-        cannot run ``forEachP``'s flush (or reach any safe point) before the group's quota is
-        refilled. Those threads and their CPU time so far are what the barrier waits for
-        (:meth:`_barrier_done`)."""
+    def _throttled_holders(self, coord: _M) -> dict[int, int]:
+        """The threads other than ``coord``'s that hold a P and that the kernel has throttled, with
+        their CPU time so far: they cannot run ``forEachP``'s flush (or reach any safe point)
+        before the group's quota is refilled, so the barrier waits for them (:meth:`_barrier_done`)."""
         eng = self.engine
-        self._barrier_wait = {m.tid: eng.thread_cpu_ns(m.tid) for m in self.holders
-                              if m is not coord and eng.is_throttled(m.tid)}
-        return bool(self._barrier_wait)
+        return {m.tid: eng.thread_cpu_ns(m.tid) for m in self.holders
+                if m is not coord and eng.is_throttled(m.tid)}
 
     def _barrier_done(self, m: _M, first: bool = True) -> None:
         """The ragged barrier's wait is over once each P's thread that was throttled when it
@@ -2170,7 +2168,7 @@ class GoRuntime(RuntimeReports):
         if self.phase == MARK and not self.dead:
             eng = self.engine
             if first:
-                self._holder_throttled(m)
+                self._barrier_wait = self._throttled_holders(m)
             else:
                 held = {h.tid for h in self.holders}
                 self._barrier_wait = {tid: cpu for tid, cpu in self._barrier_wait.items()
