@@ -10,7 +10,7 @@
 #   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
 #   gc-near-limit-256 7, gc-near-limit-256-gmp8 11, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, gc-burst-busy 6, gc-burst-load 9,
-#   gc-burst-repeat 9,
+#   gc-burst-repeat 9, gc-burst-bigreq 7,
 #   tenant-root 29, idle-cost 32, gc-limiter 10, gc-limiter-quota 22, gc-idle-workers 7, gc-memory-path 13,
 #   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53,
 #   profiles-low-load 15, sleeps-trace 5, wake-placement 8, gc-page-cycle 14, gc-scan-split 10,
@@ -149,6 +149,10 @@ if [ -z "$ARGS" ] || want gc-burst-repeat; then
   # gc-burst-busy's GOMAXPROCS 2 and 8 points three times each, interleaved
   grid $S/open-latency.toml --design $S/gc-burst-repeat.designs.toml --set lab.quiet_host_cores=0.3 \
     --set lab.gctrace=true --set lab.perf_s=25 --set run.duration_s=30 --out data/lab/gc-burst-repeat; fi
+if [ -z "$ARGS" ] || want gc-burst-bigreq; then
+  # gc-burst-repeat's CPU and allocation a second in requests ten times as large (225/s)
+  grid $S/open-latency.toml --design $S/gc-burst-bigreq.designs.toml --set lab.quiet_host_cores=0.3 \
+    --set lab.gctrace=true --set lab.perf_s=25 --set run.duration_s=30 --out data/lab/gc-burst-bigreq; fi
 if [ -z "$ARGS" ] || want gc-idle-workers; then
   # idle mark workers at GOMAXPROCS 8-64 on two CPUs: sched-overhead-fanout8's service with the
   # gctrace and a 4 s execution trace, quiet host
