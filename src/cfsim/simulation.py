@@ -161,6 +161,13 @@ def simulate(scenario: Scenario | str | Path, overrides: Iterable[str] = (),
     seeds = np.random.SeedSequence(scenario["run.seed"]).spawn(2)
     engine = new_engine(scenario, int(seeds[0].generate_state(1)[0]))
     workload = get_builder(scenario["workload.kind"])(engine, scenario, np.random.default_rng(seeds[1]))
+    rt = getattr(workload, "rt", None)
+    if rt is not None and rt.build_pending() and scenario["lab.quota_at"] == "run" and engine.bandwidth is not None:
+        # the lab sets the quota once the workload is ready (lab.quota_at = "run"): a heap built
+        # before the load is built without it
+        bw0 = engine.bandwidth
+        engine.set_bandwidth(None)
+        rt.after_build(lambda: engine.set_bandwidth(bw0))
 
     for t_s, lim in scenario["cgroup.limit_schedule"] or []:
         bw = bandwidth_for(scenario, lim) if lim is not None else None

@@ -18,6 +18,9 @@ MIN_TRIGGER_RATIO_NUM: Final = 45            # ~0.70
 MAX_TRIGGER_RATIO_NUM: Final = 61            # ~0.95
 DEFAULT_HEAP_MINIMUM: Final = 4 << 20        # defaultHeapMinimum (x GOGC/100)
 GC_OVER_ASSIST_WORK: Final = 64 << 10        # gcOverAssistWork: minimum scan work per assist
+#: heapGoalInternal's minRunway: during a cycle (outside the memory limit's regime) the goal is at
+#: least the heap the cycle was triggered at plus this
+MIN_RUNWAY: Final = 64 << 10
 MAX_OVERSHOOT: Final = 1.1                   # revise: past the goal, extend it by 10 %
 REVISE_GOGC_OFF: Final = 100_000             # revise: GOGC off (a forced or memory-limit cycle) acts as this
 MEMLIMIT_HEADROOM_PERCENT: Final = 3         # memoryLimitHeapGoalHeadroomPercent

@@ -83,7 +83,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Callable, Final
 
 import numpy as np
 
@@ -417,6 +417,10 @@ class GoRuntime(RuntimeReports):
         self.wake_rng = np.random.default_rng(int(engine.rng.integers(2**62))) if self.wake_busy > 0 else None
         self.nprocs = gmp.gomaxprocs_value(params.gomaxprocs, base_limit, cpus, params.version,
                                            params.round, period_us)
+        # a heap built before the load holds pointer-free objects until it is linked: its marks
+        # scan at the cache-held price (go.heap_build = "before-load"; link_heap, after_build)
+        self.heap_unlinked = False
+        self._after_build: list[Callable[[], None]] | None = None
         self._costs_for(self.nprocs)
         self.updates = gmp.container_aware(params.gomaxprocs, params.version)
         self.ms: dict[int, _M] = {}
@@ -603,9 +607,10 @@ class GoRuntime(RuntimeReports):
         # once (in bursts under a quota); each CPU-second then scans less of a heap the cache
         # holds (scan_slowdown; go.gc_parallel_cost, 0 unless set)
         pr = self.params
+        # nodes whose pointers are still nil send the scan to no other object: none of it misses
+        live = 0 if self.heap_unlinked else pr.live_heap_bytes + pr.process_heap_bytes
         self.scan_rate = pr.scan_bytes_per_ns / scan_slowdown(
-            pr.live_heap_bytes + pr.process_heap_bytes, pr.llc_bytes, pr.gc_scan_miss_factor, procs, self.cpus,
-            pr.gc_parallel_cost)
+            live, pr.llc_bytes, pr.gc_scan_miss_factor, procs, self.cpus, pr.gc_parallel_cost)
         c = self.costs
         self.c_wake, self.c_park, self.c_switch = c.wake(), c.park(), c.switch()
         self.c_spin, self.c_steal = c.spin(procs, self.cpus), c.steal(procs, self.cpus)
@@ -651,6 +656,35 @@ class GoRuntime(RuntimeReports):
                              self.params.smt_slowdown)
 
     # ------------------------------------------------------------------ setup
+    def build_before_load(self) -> None:
+        """The live heap is built before the load starts, as the lab's workload does it
+        (``buildLiveHeap`` before ``/ready``, lab/cmd/workload): its objects hold no pointers until
+        the build links them, and the load waits for :meth:`link_heap`."""
+        self.heap_unlinked = True
+        self._after_build = []
+        self._costs_for(self.nprocs)
+
+    def link_heap(self) -> None:
+        """The build linked its objects (a random graph from now on: the scan pays its cache
+        misses) and the load starts: the callbacks :meth:`after_build` held run now."""
+        self.heap_unlinked = False
+        self._costs_for(self.nprocs)
+        waiting, self._after_build = self._after_build or [], None
+        for fn in waiting:
+            fn()
+
+    def build_pending(self) -> bool:
+        """Whether the load waits for a heap still being built (:meth:`build_before_load`)."""
+        return self._after_build is not None
+
+    def after_build(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` (a workload starting its load) once the heap is built, or now when no build
+        is pending."""
+        if self._after_build is None:
+            fn()
+        else:
+            self._after_build.append(fn)
+
     def start(self) -> None:
         self.engine.call_at(0, self._sample)
         if self.updates:
@@ -1546,6 +1580,11 @@ class GoRuntime(RuntimeReports):
                                           self.heap_marked)
         if lim_goal is not None and (goal is None or lim_goal < goal):
             goal = lim_goal
+        elif goal is not None and self.phase in (MARK, MARKTERM):
+            # outside the memory limit's regime a cycle's goal stays a little above the heap it
+            # was triggered at (minRunway): a cycle that starts past its goal (after a large
+            # allocation, or a start the quota delayed) paces its assists to that runway
+            goal = max(goal, self.triggered + gcpacer.MIN_RUNWAY)
         if goal is None:
             self.goal = 0
             self.trigger_bytes = 1 << 62
@@ -1873,6 +1912,7 @@ class GoRuntime(RuntimeReports):
         self.worker_counts = gcpacer.worker_counts(self.nprocs, self.periodic)
         self.mark_start = self.engine.now
         self.triggered = self.heap_live
+        self._update_goal()     # startCycle's triggered enters heapGoal (minRunway)
         # gcStart's clearpools, with the world stopped: the primary caches become the victims the
         # cycle marks (pointer-free buffers: marked, not scanned)
         self._pool_marked = sum(pool.clear() for pool in self.pools)

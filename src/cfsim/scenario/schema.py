@@ -227,6 +227,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                                   "four cycles (max of the last five, mgcpacer.go endCycle) and "
                                                   "which starts them at the trigger's lower bound; false: a "
                                                   "process in its steady state"),
+        "heap_build": Key("beside-load", "str", "with heap_built_at_start, how the build meets the load: "
+                                              "'beside-load' = one goroutine allocates the live heap at the "
+                                              "allocator's price from t = 0 while the load runs; 'before-load' "
+                                              "= as the lab's workload (buildLiveHeap, lab/cmd/workload/heap.go): "
+                                              "a slice of one pointer an object first (1/9 of the heap), then the "
+                                              "64-byte objects with nil pointers at the lab's measured pace (scanned "
+                                              "without cache misses until linked), and the load only once the "
+                                              "heap is built", choices=("beside-load", "before-load")),
         "gc_cpu_limiter": Key(True, "bool", "model the GC CPU limiter (Go >= 1.19)"),
         # the runtime's memory outside the live heap (cfsim.goruntime.memory; calibrated priors)
         "mem_base_mb": Key(5.0, "float", "runtime memory that does not grow with the heap [MiB] (profiling buckets, "

@@ -97,6 +97,7 @@ class WithSideWork(WorkSource):
         self.main = main
         self.rt = rt   # told what a side goroutine that keeps its objects allocated
         self.side: list[_SideG] = []
+        self.building = 0   # build goroutines the load waits for (GoRuntime.link_heap)
 
     def inject(self, g: _SideG) -> None:
         self.side.append(g)
@@ -131,6 +132,11 @@ class WithSideWork(WorkSource):
                 self.side.append(g)
             elif g.pool is not None:
                 g.pool.put(max(claim.p, 0))
+            if self.building and g.keeps and g.left <= 0:
+                # a build goroutine is done; the last one to finish lets the load start
+                self.building -= 1
+                if self.building == 0 and self.rt is not None:
+                    self.rt.link_heap()
             return
         self.main.done(claim, t0, t1)
 
@@ -185,17 +191,35 @@ class Scrapes:
         self.engine.call_later(self.interval_ns, self._scrape)
 
 
-def heap_build(scenario) -> _SideG | None:
-    """The goroutine that allocates the live heap at the start (``go.heap_built_at_start``), or
-    None: ``go.live_heap_mb`` of objects that stay reachable, at the allocator's CPU a byte
-    (``go.alloc_ns_per_kb``). The lab's workload (``buildLiveHeap``) allocates 64-byte nodes and
-    links them at random, about ten times slower than that; the pacer's response to the build
-    does not depend on its speed once the cons/mark it measures puts the trigger at its lower
-    bound (a cons/mark above ~0.1 does; the lab's builds measured 0.05-2.3)."""
+#: the lab workload's build (``buildLiveHeap``, lab/cmd/workload/heap.go): a ``[]*node`` slice of one
+#: 8-byte pointer a node, then the 64-byte nodes, so the slice is 8 of every 72 bytes
+LAB_BUILD_SLICE_FRACTION: Final = 8 / 72
+#: CPU a KiB of the lab workload's nodes takes to build: 1.06 MiB a millisecond at the median
+#: (quartiles 0.79-1.09) between the build's GC cycles in the lab's 256 MiB runs' gctraces
+#: (docs/model-notes.md, "How the lab's workload builds its live heap")
+LAB_BUILD_NS_PER_KB: Final = 921.0
+
+
+def heap_build(scenario) -> list[_SideG]:
+    """The goroutines that allocate the live heap at the start (``go.heap_built_at_start``; none
+    without it): ``go.live_heap_mb`` of objects that stay reachable.
+
+    * ``go.heap_build = "beside-load"``: one goroutine at the allocator's CPU a byte
+      (``go.alloc_ns_per_kb``), beside the load from t = 0. The pacer's response to the build
+      does not depend on its speed once the cons/mark it measures puts the trigger at its lower
+      bound (a cons/mark above ~0.1 does; the lab's builds measured 0.05-2.3).
+    * ``"before-load"``: as the lab's workload, the slice first (one allocation), then the nodes at
+      the lab's pace; the runtime holds the load until the build is done
+      (:meth:`GoRuntime.build_before_load`)."""
     live = scenario["go.live_heap_mb"] * MiB
     if not scenario["go.heap_built_at_start"] or live <= 0:
-        return None
-    return _SideG(max(1, int(round(live / 1024 * scenario["go.alloc_ns_per_kb"]))), live, keeps=True)
+        return []
+    if scenario["go.heap_build"] == "beside-load":
+        return [_SideG(max(1, int(round(live / 1024 * scenario["go.alloc_ns_per_kb"]))), live, keeps=True)]
+    slice_bytes = live * LAB_BUILD_SLICE_FRACTION
+    nodes = live - slice_bytes
+    return [_SideG(1, slice_bytes, keeps=True),
+            _SideG(max(1, int(round(nodes / 1024 * LAB_BUILD_NS_PER_KB))), nodes, keeps=True)]
 
 
 def with_side_work(engine, rt: GoRuntime, source, scenario) -> Scrapes | None:
@@ -208,13 +232,16 @@ def with_side_work(engine, rt: GoRuntime, source, scenario) -> Scrapes | None:
     pool_bytes = int(round(scenario["workload.scrape_pool_kb"] * 1024))
     build = heap_build(scenario)
     scraped = bool(interval) and cpu_ms > 0
-    if not scraped and build is None:
+    if not scraped and not build:
         rt.source = source
         return None
     side = WithSideWork(source, rt)
     rt.source = side
-    if build is not None:
-        side.inject(build)
+    for g in build:
+        side.inject(g)
+    if build and scenario["go.heap_build"] == "before-load":
+        side.building = len(build)
+        rt.build_before_load()
     if not scraped:
         return None
     interval_ns = int(round(interval * 1e9))

@@ -33,8 +33,14 @@ class ClosedWorkload(RequestWorkload):
 
     def start(self) -> None:
         super().start()
+        self.rt.after_build(self._begin)
+
+    def _begin(self) -> None:
+        """The clients start: at t = 0, or once a heap built before the load is done
+        (``go.heap_build = "before-load"``)."""
+        now = self.engine.now
         for c in range(self.clients):
-            self.engine.call_at(0, lambda c=c: self.src.arrive(self.engine.now, c))
+            self.engine.call_at(now, lambda c=c: self.src.arrive(self.engine.now, c))
 
     def _on_response(self, req, t_ns: int) -> None:
         # the response travels back, the client thinks, the next request travels in

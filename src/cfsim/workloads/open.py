@@ -3,6 +3,8 @@ Poisson process (default; a time-varying rate by time change of a unit-rate proc
 spacing (``arrivals = "fixed"``), whatever the service's state. Same request shape as ``closed``."""
 from __future__ import annotations
 
+import bisect
+
 from array import array
 
 import numpy as np
@@ -52,8 +54,15 @@ class OpenWorkload(RequestWorkload):
 
     def start(self) -> None:
         super().start()
-        if self.times_ns:
-            self.engine.call_at(self.times_ns[0], self._arrive)
+        self.rt.after_build(self._begin)
+
+    def _begin(self) -> None:
+        """The load generator starts: at t = 0, or once a heap built before the load is done
+        (``go.heap_build = "before-load"``), from the first arrival due then."""
+        times, now = self.times_ns, self.engine.now
+        self.i = bisect.bisect_left(times, now) if now > 0 else 0
+        if self.i < len(times):
+            self.engine.call_at(times[self.i], self._arrive)
 
     def _arrive(self) -> None:
         now = self.engine.now

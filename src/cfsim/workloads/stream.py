@@ -97,6 +97,7 @@ class RecordStream(WorkSource):
         self.running = 0              # workers busy with a chunk
         self.requeued: list[list] = []  # [n0, k, work_ns] partial chunks, taken first
         self.deps = DepartureLog()
+        self.start_s = 0.0            # when production starts (after a heap built before the load)
         self.parallel = 1             # workers that can run at once (set by the owner)
         self.share = 1                # records per chunk: the waiting records split evenly
         self.cv = float(cpu_cv)       # per-record CPU: gamma with this coefficient of variation
@@ -151,7 +152,7 @@ class RecordStream(WorkSource):
     # arrivals ------------------------------------------------------------------------
     def deliver(self, t_ns: int) -> int:
         """Bring records produced up to ``t_ns`` into the process; returns how many."""
-        total = self.initial + int(math.floor(self.rate.cum_scalar(t_ns / 1e9) + 1e-9))
+        total = self.initial + int(math.floor(self.rate.cum_scalar(max(0.0, t_ns / 1e9 - self.start_s)) + 1e-9))
         new = total - self.arrived
         if new > 0:
             self.arrived = total
@@ -168,7 +169,7 @@ class RecordStream(WorkSource):
         idx = np.asarray(idx, dtype=float)
         out = np.zeros_like(idx)
         m = idx >= self.initial
-        out[m] = self.rate.inverse(idx[m] - self.initial + 1)
+        out[m] = self.rate.inverse(idx[m] - self.initial + 1) + self.start_s
         return out
 
     def completion_table(self) -> tuple[np.ndarray, np.ndarray]:
@@ -194,7 +195,7 @@ class RecordStream(WorkSource):
         oldest = self.completed if not self.requeued else min(self.completed, min(r[0] for r in self.requeued))
         if oldest < self.initial:
             return t_ns / 1e9
-        t_a = float(np.interp(oldest - self.initial + 1, self.rate.grid_c, self.rate.grid_t))
+        t_a = float(np.interp(oldest - self.initial + 1, self.rate.grid_c, self.rate.grid_t)) + self.start_s
         return max(0.0, t_ns / 1e9 - t_a)
 
 
@@ -218,8 +219,18 @@ class StreamWorkload:
         if self.scrapes is not None:
             self.scrapes.start()
         self.rt.start()
-        self.engine.call_at(0, self._fetch)
+        self.rt.after_build(self._begin)
         self.engine.call_at(0, self._sample)
+
+    def _begin(self) -> None:
+        """The records start to arrive: at t = 0, or once a heap built before the load is done
+        (``go.heap_build = "before-load"``: the lab's stream starts when the harness says so)."""
+        now = self.engine.now
+        if now == 0:
+            self.engine.call_at(0, self._fetch)
+            return
+        self.stream.start_s = now / 1e9
+        self._fetch()
 
     def _fetch(self) -> None:
         self.stream.parallel = min(self.stream.workers, self.rt.nprocs)
@@ -239,7 +250,8 @@ class StreamWorkload:
     def summary(self, t0_ns: int, t1_ns: int) -> dict[str, Any]:
         s = self.stream
         span = (t1_ns - t0_ns) / 1e9
-        arrived_in = (s.initial if t0_ns <= 0 else 0) + float(s.rate.cum(t1_ns / 1e9) - s.rate.cum(t0_ns / 1e9))
+        arrived_in = (s.initial if t0_ns <= 0 else 0) + float(s.rate.cum(max(0.0, t1_ns / 1e9 - s.start_s))
+                                                              - s.rate.cum(max(0.0, t0_ns / 1e9 - s.start_s)))
         out = record_summary(s, self.samples, t0_ns, t1_ns, self.engine.now, self.sc["run.latency_buckets_s"])
         out["arrival_rate_per_s"] = arrived_in / span
         out.update(self.rt.summary(t0_ns, t1_ns))
