@@ -23,6 +23,10 @@ LIMITS=0.25,0.5,0.75,1.0,1.25,1.5,1.75,1.94,2.0
 want() { [ $# -eq 0 ] || [[ " $ARGS " == *" $1 "* ]]; }
 ARGS="$*"
 grid() { python3 -m cfsim lab grid "$@" --resume; }
+# open-latency's service under perf: the runtime's gctrace and 25 s of perf's call-chain samples in a
+# 30 s window, every run after waiting for a quiet host (the gc-burst-* grids)
+perf_grid() { grid $S/open-latency.toml --design $S/$1.designs.toml --set lab.quiet_host_cores=0.3 \
+    --set lab.gctrace=true --set lab.perf_s=25 --set run.duration_s=30 --out data/lab/$1; }
 if [ -z "$ARGS" ] || want quota-steps; then
   grid $S/quota-steps.toml --grid go.gomaxprocs=automaxprocs,go1.25 --out data/lab/quota-steps; fi
 if [ -z "$ARGS" ] || want closed-menu; then
@@ -137,22 +141,17 @@ if [ -z "$ARGS" ] || want gc-burst; then
   grid $S/open-latency.toml --design $S/gc-burst.designs.toml --set lab.quiet_host_cores=0.3 \
     --set lab.gctrace=true --set lab.perf_s=14 --out data/lab/gc-burst; fi
 if [ -z "$ARGS" ] || want gc-burst-busy; then
-  # the same at a busier service (60 % of 1.5 cores: 2,250 requests/s) at GOMAXPROCS 2, 8 and 32,
-  # 25 s of perf in a 30 s window, quiet host
-  grid $S/open-latency.toml --design $S/gc-burst-busy.designs.toml --set lab.quiet_host_cores=0.3 \
-    --set lab.gctrace=true --set lab.perf_s=25 --set run.duration_s=30 --out data/lab/gc-burst-busy; fi
+  # the same at a busier service (60 % of 1.5 cores: 2,250 requests/s) at GOMAXPROCS 2, 8 and 32
+  perf_grid gc-burst-busy; fi
 if [ -z "$ARGS" ] || want gc-burst-load; then
   # the same service at 20 and 40 % of 1.5 cores (750 and 1,500 requests/s) at GOMAXPROCS 2, 8, 32
-  grid $S/open-latency.toml --design $S/gc-burst-load.designs.toml --set lab.quiet_host_cores=0.3 \
-    --set lab.gctrace=true --set lab.perf_s=25 --set run.duration_s=30 --out data/lab/gc-burst-load; fi
+  perf_grid gc-burst-load; fi
 if [ -z "$ARGS" ] || want gc-burst-repeat; then
   # gc-burst-busy's GOMAXPROCS 2 and 8 points three times each, interleaved
-  grid $S/open-latency.toml --design $S/gc-burst-repeat.designs.toml --set lab.quiet_host_cores=0.3 \
-    --set lab.gctrace=true --set lab.perf_s=25 --set run.duration_s=30 --out data/lab/gc-burst-repeat; fi
+  perf_grid gc-burst-repeat; fi
 if [ -z "$ARGS" ] || want gc-burst-bigreq; then
   # gc-burst-repeat's CPU and allocation a second in requests ten times as large (225/s)
-  grid $S/open-latency.toml --design $S/gc-burst-bigreq.designs.toml --set lab.quiet_host_cores=0.3 \
-    --set lab.gctrace=true --set lab.perf_s=25 --set run.duration_s=30 --out data/lab/gc-burst-bigreq; fi
+  perf_grid gc-burst-bigreq; fi
 if [ -z "$ARGS" ] || want gc-idle-workers; then
   # idle mark workers at GOMAXPROCS 8-64 on two CPUs: sched-overhead-fanout8's service with the
   # gctrace and a 4 s execution trace, quiet host
