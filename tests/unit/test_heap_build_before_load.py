@@ -26,7 +26,7 @@ STREAM = {"host": {"cpus": 2}, "cgroup": {"cpu_limit": 1.0},
           "workload": {"kind": "stream", "rate_per_s": 5000.0, "workers": 8, "cpu_ms_per_item": 0.05,
                        "alloc_kb_per_item": 64.0},
           "run": {"duration_s": 4.0, "warmup_s": 0.0, "seed": 1}}
-RATE = 5000.0
+RATE = STREAM["workload"]["rate_per_s"]
 
 
 @pytest.fixture(scope="module")

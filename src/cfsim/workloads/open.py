@@ -59,8 +59,8 @@ class OpenWorkload(RequestWorkload):
     def _begin(self) -> None:
         """The load generator starts: at t = 0, or once a heap built before the load is done
         (``go.heap_build = "before-load"``), from the first arrival due then."""
-        times, now = self.times_ns, self.engine.now
-        self.i = bisect.bisect_left(times, now) if now > 0 else 0
+        times = self.times_ns
+        self.i = bisect.bisect_left(times, self.engine.now)
         if self.i < len(times):
             self.engine.call_at(times[self.i], self._arrive)
 
