@@ -10,7 +10,7 @@
 #   gc-memory-near16 19, gc-memory-quiet 82, gc-memory-profile 15, gc-near-limit 7, gc-vector-scan 14,
 #   gc-near-limit-256 7, gc-near-limit-256-gmp8 11, gc-faults 8, gc-exectrace 9, open-spread 26, gc-oom-edge 20,
 #   loadgen-cost 12, open-latency-quiet 50, open-tail-split 12, open-pacer 14, gc-burst 18, gc-burst-busy 6, gc-burst-load 9,
-#   gc-burst-repeat 9, gc-burst-bigreq 7, gc-spiral-state 13,
+#   gc-burst-repeat 9, gc-burst-bigreq 7, gc-spiral-state 13, gc-spiral-probe 13,
 #   tenant-root 29, idle-cost 32, gc-limiter 10, gc-limiter-quota 22, gc-idle-workers 7, gc-memory-path 13,
 #   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53,
 #   profiles-low-load 15, sleeps-trace 5, wake-placement 8, gc-page-cycle 14, gc-scan-split 10,
@@ -117,6 +117,11 @@ if [ -z "$ARGS" ] || want gc-spiral-state; then
   # GOGC 100 beside at both twice, with the cycle trace: how far the spiral's own runs spread
   grid $S/gc-memory.toml --design $S/gc-spiral-state.designs.toml --set lab.quiet_host_cores=0.3 \
     --out data/lab/gc-spiral-state; fi
+if [ -z "$ARGS" ] || want gc-spiral-probe; then
+  # the spiral at GOMAXPROCS 1 eight times, GOGC 100 three times, each with its probes before the load:
+  # does the chase (host_memory_latency) or the heap walk (heap_walk_ns_per_hop) tell the mark's speed?
+  grid $S/gc-memory.toml --design $S/gc-spiral-probe.designs.toml --set lab.quiet_host_cores=0.3 \
+    --out data/lab/gc-spiral-probe; fi
 if [ -z "$ARGS" ] || want gc-faults; then
   # the stream's minor page faults per record near a 16 and a 256 MiB heap's GOMEMLIMIT and at GOGC 100
   grid $S/gc-memory.toml --design $S/gc-faults.designs.toml --out data/lab/gc-faults; fi

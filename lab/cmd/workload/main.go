@@ -143,6 +143,7 @@ func main() {
 	reg, m := newRegistry()
 	nodes := buildLiveHeap(cfg.liveHeapMB, rng)
 	roundsPerCPUMs := calibrate()
+	heapWalk := heapWalkNs(liveHeap, 200_000, 5)
 	b := burner{roundsPerCPUMs: roundsPerCPUMs}
 	calib := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "cfsim_burn_calibration_rounds_per_cpu_ms",
@@ -164,7 +165,7 @@ func main() {
 		json.NewEncoder(w).Encode(map[string]any{
 			"kind": cfg.kind, "gomaxprocs": runtime.GOMAXPROCS(0), "num_cpu": runtime.NumCPU(),
 			"go_version": runtime.Version(), "calibration_rounds_per_cpu_ms": roundsPerCPUMs,
-			"live_heap_nodes": nodes, "started": started.Load(), "gomemlimit_bytes": debug.SetMemoryLimit(-1),
+			"heap_walk_ns_per_hop": heapWalk, "live_heap_nodes": nodes, "started": started.Load(), "gomemlimit_bytes": debug.SetMemoryLimit(-1),
 			"pid": os.Getpid(),
 		})
 	})
@@ -188,8 +189,8 @@ func main() {
 	})
 	info, _ := json.Marshal(map[string]any{
 		"event": "ready", "gomaxprocs": runtime.GOMAXPROCS(0), "num_cpu": runtime.NumCPU(),
-		"calibration_rounds_per_cpu_ms": roundsPerCPUMs, "live_heap_nodes": nodes, "go_version": runtime.Version(),
-		"gomemlimit_bytes": debug.SetMemoryLimit(-1), "pid": os.Getpid(),
+		"calibration_rounds_per_cpu_ms": roundsPerCPUMs, "heap_walk_ns_per_hop": heapWalk, "live_heap_nodes": nodes,
+		"go_version": runtime.Version(), "gomemlimit_bytes": debug.SetMemoryLimit(-1), "pid": os.Getpid(),
 	})
 	fmt.Fprintln(os.Stdout, string(info))
 	srv := &http.Server{Addr: cfg.listen, Handler: mux,

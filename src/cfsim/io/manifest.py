@@ -90,7 +90,8 @@ def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
 #: the manifest's sections that are JSON objects (or null) whenever the lab writes them: readers
 #: take ``manifest.get(section) or {}`` and look inside
 _OBJECT_SECTIONS = ("cgroup", "cgroup_counters", "code", "cpu_watch", "exectrace", "exports", "gctrace", "gomaxprocs",
-                    "gomemlimit", "host", "host_c2c", "host_cpu", "host_interrupts", "host_memory_path", "host_quiet",
+                    "gomemlimit", "host", "host_c2c", "host_cpu", "host_interrupts", "host_memory_latency",
+                    "host_memory_path", "host_quiet",
                     "loadavg", "memory_counters", "oom", "perf", "process_memory", "processes", "profile",
                     "scenario", "scrapes", "snapshot_reads", "summary_notes", "tenant", "threads", "times",
                     "window_samples")

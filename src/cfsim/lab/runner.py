@@ -63,6 +63,7 @@ from cfsim.lab import build, cgroup, derive, exporter, hostcpu, launch, perf, pr
 from cfsim.lab import threads as lab_threads
 from cfsim.lab import sleeps, wakeplace
 from cfsim.lab.c2c import measure_c2c
+from cfsim.lab.chase import measure_memory_latency
 from cfsim.lab.kinds import LAB_KINDS, lab_kind
 from cfsim.lab.lock import machine_lock
 from cfsim.lab.scav import measure_page_cycle
@@ -899,6 +900,9 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
         # where the VM's CPUs sit right now: a cache line's round trip between them, measured
         # before anything of the run starts (cfsim.lab.c2c)
         c2c = measure_c2c(bins["c2cbench"])
+        # and how dear a load that misses every cache is right now (a big heap's mark is bound by
+        # such loads, and their price moves from run to run on this VM: cfsim.lab.chase)
+        memory_latency = measure_memory_latency(bins["chasebench"])
         # and what the kernel charges for a page fault, a release and a TLB shootdown right now
         # (calibration runs: cfsim.lab.grid.CALIBRATION_MEMORY_PROBE_ROUNDS)
         memory_path = (measure_memory_path(bins["faultbench"], sc["lab.memory_probe_rounds"])
@@ -957,10 +961,12 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
             if mem is None or mem.oom_kills == 0:
                 raise
             # an OOM kill while building the heap: a result, with nothing measured
-            return _write_startup_oom(sc, out_dir, run_id, command, tools, mem, exc, c2c)
+            return _write_startup_oom(sc, out_dir, run_id, command, tools, mem, exc, c2c, memory_latency)
         log(f"[{run_id}] workload ready in {workload.setup_s:.1f} s: GOMAXPROCS={workload.info['gomaxprocs']} "
             f"GOMEMLIMIT={workload.info.get('gomemlimit_bytes')} "
-            f"calibration={workload.info['calibration_rounds_per_cpu_ms']:.0f} rounds/CPU-ms")
+            f"calibration={workload.info['calibration_rounds_per_cpu_ms']:.0f} rounds/CPU-ms "
+            f"heap walk={workload.info.get('heap_walk_ns_per_hop') or 0:.1f} ns/hop "
+            f"memory latency={memory_latency.get('ns_per_load_median') or 0:.1f} ns")
         watch = Watch(workload.proc, cgs)
         watch.start()
         cleanup.callback(watch.stop)
@@ -1048,6 +1054,7 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                            "at_ready_bytes": workload.info.get("gomemlimit_bytes")},
             "host": host_facts(sc["lab.godebug"]),
             "host_c2c": c2c,
+            "host_memory_latency": memory_latency,
             "host_memory_path": memory_path,
             "host_quiet": host_quiet,
             "code": code_version(),
@@ -1061,6 +1068,9 @@ def run(sc: Scenario, out_dir: Path, run_id: str | None = None, command: list[st
                        "memory_version": None if mem_cg is None else mem_cg.version},
             "calibration_rounds_per_cpu_ms": workload.info["calibration_rounds_per_cpu_ms"],
             "live_heap_nodes": workload.info.get("live_heap_nodes"),
+            # a walk through its own live heap at start-up, each hop a likely miss beyond the L3 [ns]
+            # (lab/cmd/workload heapWalkNs; absent before 2026-12-07)
+            "heap_walk_ns_per_hop": workload.info.get("heap_walk_ns_per_hop"),
             "times": {"launch_unix_s": workload.launch_unix_s, "setup_s": round(workload.setup_s, 3),
                       "start_unix_s": window.start_unix_s, "end_unix_s": window.end_unix_s,
                       "start_utc": _utc(window.start_unix_s), "end_utc": _utc(window.end_unix_s),
@@ -1186,14 +1196,17 @@ def _gzip_log(log: Path) -> Path | None:
 
 
 def _write_startup_oom(sc: Scenario, out_dir: Path, run_id: str, command: list[str], tools: preflight.Tools,
-                       mem: cgroup.MemoryStat, exc: WorkloadDied, c2c: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The workload was OOM-killed before it was ready (while building its live heap); ``c2c``:
-    the host's cache-line round trip measured before it started, as every run keeps it."""
+                       mem: cgroup.MemoryStat, exc: WorkloadDied, c2c: dict[str, Any] | None = None,
+                       memory_latency: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The workload was OOM-killed before it was ready (while building its live heap); ``c2c`` and
+    ``memory_latency``: the host's cache-line round trip and the price of a load that misses every
+    cache, measured before it started, as every run keeps them."""
     summ = dict.fromkeys(summary.SUMMARY_KEYS + summary.EXTRA_KEYS + summary.GC_MEMORY_KEYS)
     summ.update(cpu_limit_cores=initial_limit(sc), memory_limit_bytes=mem.limit_bytes, oom_kills=mem.oom_kills,
                 memory_max_usage_bytes=mem.max_usage_bytes, memory_at_oom_bytes=mem.max_usage_bytes, oom_time_s=None)
     manifest = {"run_id": run_id, "scenario_toml": sc.to_toml(), "scenario": sc.to_dict(), "overrides": sc.overrides,
-                "status": "oom", "host": host_facts(sc["lab.godebug"]), "host_c2c": c2c, "code": code_version(),
+                "status": "oom", "host": host_facts(sc["lab.godebug"]), "host_c2c": c2c,
+                "host_memory_latency": memory_latency, "code": code_version(),
                 "oom": {"status": "oom", "phase": "start-up (live heap build)", "returncode": exc.returncode,
                         "oom_kills": mem.oom_kills, "memory_after_kill": asdict(mem)},
                 "command": command, "command_line": shlex.join(command), "times": {"start_utc": _utc(time.time())},
