@@ -23,6 +23,9 @@ LIMITS=0.25,0.5,0.75,1.0,1.25,1.5,1.75,1.94,2.0
 want() { [ $# -eq 0 ] || [[ " $ARGS " == *" $1 "* ]]; }
 ARGS="$*"
 grid() { python3 -m cfsim lab grid "$@" --resume; }
+# gc-memory's stream, every run after waiting for a quiet host (the 256 MiB death-spiral grids)
+quiet_stream_grid() { grid $S/gc-memory.toml --design $S/$1.designs.toml --set lab.quiet_host_cores=0.3 \
+    --out data/lab/$1; }
 # open-latency's service under perf: the runtime's gctrace and 25 s of perf's call-chain samples in a
 # 30 s window, every run after waiting for a quiet host (the gc-burst-* grids)
 perf_grid() { grid $S/open-latency.toml --design $S/$1.designs.toml --set lab.quiet_host_cores=0.3 \
@@ -110,18 +113,15 @@ if [ -z "$ARGS" ] || want gc-near-limit-256; then
   grid $S/gc-memory.toml --design $S/gc-near-limit-256.designs.toml --out data/lab/gc-near-limit-256; fi
 if [ -z "$ARGS" ] || want gc-near-limit-256-gmp8; then
   # the same point at GOMAXPROCS 8 (the death spiral's worst twin): trace and pprof split twice, GOGC 100 beside
-  grid $S/gc-memory.toml --design $S/gc-near-limit-256-gmp8.designs.toml --set lab.quiet_host_cores=0.3 \
-    --out data/lab/gc-near-limit-256-gmp8; fi
+  quiet_stream_grid gc-near-limit-256-gmp8; fi
 if [ -z "$ARGS" ] || want gc-spiral-state; then
   # the death spiral at a 256 MiB heap (GOMEMLIMIT 1.1 x live) at GOMAXPROCS 8 three times and 1 four times,
   # GOGC 100 beside at both twice, with the cycle trace: how far the spiral's own runs spread
-  grid $S/gc-memory.toml --design $S/gc-spiral-state.designs.toml --set lab.quiet_host_cores=0.3 \
-    --out data/lab/gc-spiral-state; fi
+  quiet_stream_grid gc-spiral-state; fi
 if [ -z "$ARGS" ] || want gc-spiral-probe; then
   # the spiral at GOMAXPROCS 1 eight times, GOGC 100 three times, each with its probes before the load:
   # does the chase (host_memory_latency) or the heap walk (heap_walk_ns_per_hop) tell the mark's speed?
-  grid $S/gc-memory.toml --design $S/gc-spiral-probe.designs.toml --set lab.quiet_host_cores=0.3 \
-    --out data/lab/gc-spiral-probe; fi
+  quiet_stream_grid gc-spiral-probe; fi
 if [ -z "$ARGS" ] || want gc-faults; then
   # the stream's minor page faults per record near a 16 and a 256 MiB heap's GOMEMLIMIT and at GOGC 100
   grid $S/gc-memory.toml --design $S/gc-faults.designs.toml --out data/lab/gc-faults; fi

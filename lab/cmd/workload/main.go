@@ -165,8 +165,8 @@ func main() {
 		json.NewEncoder(w).Encode(map[string]any{
 			"kind": cfg.kind, "gomaxprocs": runtime.GOMAXPROCS(0), "num_cpu": runtime.NumCPU(),
 			"go_version": runtime.Version(), "calibration_rounds_per_cpu_ms": roundsPerCPUMs,
-			"heap_walk_ns_per_hop": heapWalk, "live_heap_nodes": nodes, "started": started.Load(), "gomemlimit_bytes": debug.SetMemoryLimit(-1),
-			"pid": os.Getpid(),
+			"heap_walk_ns_per_hop": heapWalk, "live_heap_nodes": nodes, "started": started.Load(),
+			"gomemlimit_bytes": debug.SetMemoryLimit(-1), "pid": os.Getpid(),
 		})
 	})
 	mux.HandleFunc("/work", handleWork(cfg, b, m))

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import platform
+import subprocess
 from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+T = TypeVar("T")
 
 
 def json_lines(text: str, source: str, error: type[ValueError]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -28,11 +32,57 @@ def json_lines(text: str, source: str, error: type[ValueError]) -> Iterator[tupl
             raise error(f"{source} line {i}: not JSON ({exc.msg} at column {exc.colno})") from None
 
 
+def run_probe(cmd: list[str], read: Callable[[str, str], T], error: type[ValueError],
+              timeout_s: float) -> T | dict[str, str]:
+    """Run a host benchmark just before a lab run and read its output with ``read(stdout, name)``;
+    ``{"error": ...}`` instead when it cannot start, times out, exits non-zero or prints what
+    ``read`` rejects (``error``), so a probe never fails the run it precedes.
+
+    >>> run_probe(["/no/such-bench"], lambda text, name: text, ValueError, 5.0)["error"][:15]
+    'such-bench: [Er'
+    """
+    name = Path(cmd[0]).name
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"{name}: {exc}"}
+    if res.returncode != 0:
+        return {"error": res.stderr.strip() or f"{name} exited {res.returncode}"}
+    try:
+        return read(res.stdout, name)
+    except error as exc:
+        return {"error": str(exc)}
+
+
 def require(obj: dict[str, Any], fields: Iterable[str], source: str, line: int, error: type[ValueError]) -> None:
     """``error`` naming the fields ``obj`` lacks, with its source and line."""
     missing = [k for k in fields if k not in obj]
     if missing:
         raise error(f"{source} line {line}: missing {', '.join(missing)}")
+
+
+def positive_rows(text: str, source: str, fields: tuple[str, ...], positive: str,
+                  error: type[ValueError]) -> list[dict[str, float]]:
+    """Every line of a benchmark's output as ``fields`` -> float, its ``positive`` field > 0;
+    ``error`` naming the source and line otherwise, and the source when there is no line at all.
+
+    >>> positive_rows('{"round": 0, "ns": 2}', "x", ("round", "ns"), "ns", ValueError)
+    [{'round': 0.0, 'ns': 2.0}]
+    >>> positive_rows('{"round": 0, "ns": 0}', "x.jsonl", ("round", "ns"), "ns", ValueError)
+    Traceback (most recent call last):
+    ...
+    ValueError: x.jsonl line 1: ns must be > 0 (got 0)
+    """
+    rows = []
+    for i, d in json_lines(text, source, error):
+        require(d, fields, source, i, error)
+        row = {k: float(d[k]) for k in fields}
+        if not row[positive] > 0:
+            raise error(f"{source} line {i}: {positive} must be > 0 (got {d[positive]!r})")
+        rows.append(row)
+    if not rows:
+        raise error(f"{source}: no measurements")
+    return rows
 
 
 def params_toml_text(about: Iterable[str], command: str, legend: Iterable[str], rows: Iterable[str],

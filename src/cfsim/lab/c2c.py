@@ -15,11 +15,10 @@ cannot run is recorded as an error.
 from __future__ import annotations
 
 import statistics
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from cfsim.lab.benchout import json_lines, require
+from cfsim.lab.benchout import positive_rows, run_probe
 
 _FIELDS = ("round", "cpu_a", "cpu_b", "trips", "round_trip_ns")
 
@@ -39,15 +38,7 @@ def read_c2cbench(text: str, source: str = "c2cbench output") -> tuple[list[dict
     ...
     cfsim.lab.c2c.C2cbenchError: c2c.jsonl line 1: missing cpu_b, trips, round_trip_ns
     """
-    rows = []
-    for i, d in json_lines(text, source, C2cbenchError):
-        require(d, _FIELDS, source, i, C2cbenchError)
-        row = {k: float(d[k]) for k in _FIELDS}
-        if not row["round_trip_ns"] > 0:
-            raise C2cbenchError(f"{source} line {i}: round_trip_ns must be > 0 (got {d['round_trip_ns']!r})")
-        rows.append(row)
-    if not rows:
-        raise C2cbenchError(f"{source}: no measurements")
+    rows = positive_rows(text, source, _FIELDS, "round_trip_ns", C2cbenchError)
     pairs = sorted({(int(r["cpu_a"]), int(r["cpu_b"])) for r in rows})
     return rows, {"source": source, "rounds": len({r["round"] for r in rows}), "pairs": pairs}
 
@@ -66,15 +57,9 @@ def c2c_summary(rows: list[dict[str, float]]) -> dict[str, Any]:
 def measure_c2c(binary: Path, rounds: int = 5, trips: int = 200_000, timeout_s: float = 30.0) -> dict[str, Any]:
     """Run ``c2cbench`` (a fraction of a second on the lab host) and summarise it; ``{"error": ...}``
     instead when it cannot run (no binary, one CPU, an affinity call refused)."""
-    cmd = [str(binary), "-rounds", str(rounds), "-trips", str(trips)]
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return {"error": f"{Path(binary).name}: {exc}"}
-    if res.returncode != 0:
-        return {"error": res.stderr.strip() or f"{Path(binary).name} exited {res.returncode}"}
-    try:
-        rows, meta = read_c2cbench(res.stdout, Path(binary).name)
-    except C2cbenchError as exc:
-        return {"error": str(exc)}
+    got = run_probe([str(binary), "-rounds", str(rounds), "-trips", str(trips)], read_c2cbench, C2cbenchError,
+                    timeout_s)
+    if isinstance(got, dict):
+        return got
+    rows, meta = got
     return {**c2c_summary(rows), "pairs": [list(p) for p in meta["pairs"]], "trips": trips}

@@ -16,11 +16,10 @@ benchmark that cannot run is recorded as an error.
 from __future__ import annotations
 
 import statistics
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from cfsim.lab.benchout import json_lines, require
+from cfsim.lab.benchout import positive_rows, run_probe
 
 _FIELDS = ("round", "mb", "loads", "ns_per_load")
 
@@ -40,15 +39,7 @@ def read_chasebench(text: str, source: str = "chasebench output") -> tuple[list[
     ...
     cfsim.lab.chase.ChasebenchError: chase.jsonl line 1: missing loads, ns_per_load
     """
-    rows = []
-    for i, d in json_lines(text, source, ChasebenchError):
-        require(d, _FIELDS, source, i, ChasebenchError)
-        row = {k: float(d[k]) for k in _FIELDS}
-        if not row["ns_per_load"] > 0:
-            raise ChasebenchError(f"{source} line {i}: ns_per_load must be > 0 (got {d['ns_per_load']!r})")
-        rows.append(row)
-    if not rows:
-        raise ChasebenchError(f"{source}: no measurements")
+    rows = positive_rows(text, source, _FIELDS, "ns_per_load", ChasebenchError)
     return rows, {"source": source, "rounds": len(rows), "mb": int(rows[0]["mb"])}
 
 
@@ -68,15 +59,9 @@ def measure_memory_latency(binary: Path, mb: int = 256, loads: int = 1_000_000, 
                            timeout_s: float = 60.0) -> dict[str, Any]:
     """Run ``chasebench`` (about 1.3 s and 260 MB on the lab host, before the workload starts) and
     summarise it; ``{"error": ...}`` instead when it cannot run."""
-    cmd = [str(binary), "-mb", str(mb), "-loads", str(loads), "-rounds", str(rounds)]
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return {"error": f"{Path(binary).name}: {exc}"}
-    if res.returncode != 0:
-        return {"error": res.stderr.strip() or f"{Path(binary).name} exited {res.returncode}"}
-    try:
-        rows, meta = read_chasebench(res.stdout, Path(binary).name)
-    except ChasebenchError as exc:
-        return {"error": str(exc)}
+    got = run_probe([str(binary), "-mb", str(mb), "-loads", str(loads), "-rounds", str(rounds)], read_chasebench,
+                    ChasebenchError, timeout_s)
+    if isinstance(got, dict):
+        return got
+    rows, meta = got
     return {**memory_latency_summary(rows), "mb": meta["mb"], "loads": loads}
