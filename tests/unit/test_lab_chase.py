@@ -42,3 +42,27 @@ def test_the_real_chasebench_times_loads_beyond_the_cache(tmp_path):
     small = measure_memory_latency(exe, mb=1, loads=200_000, rounds=3)
     assert big["n"] == 3 and big["mb"] == 256 and small["mb"] == 1
     assert big["ns_per_load_median"] > 2 * small["ns_per_load_median"] > 0
+
+
+def test_a_grid_table_row_carries_the_probes_taken_before_the_run(tmp_path):
+    """``python -m cfsim.lab.report GRID --rows run,memory_latency_ns,heap_walk_ns_per_hop`` reads
+    them from each run's manifest; a run that predates them has them blank."""
+    import gzip
+    import json
+
+    from cfsim.lab.table import grid_table
+
+    for name, extra in (("p000", {"host_c2c": {"round_trip_ns_median": 52.1},
+                                  "host_memory_latency": {"ns_per_load_median": 203.9},
+                                  "heap_walk_ns_per_hop": 459.3}),
+                        ("p001", {})):
+        run = tmp_path / name
+        run.mkdir()
+        (run / "summary.json").write_text(json.dumps({"throughput_per_s": 3785.8}))
+        with gzip.open(run / "manifest.json.gz", "wt") as f:
+            json.dump({"run_id": name, "scenario": {"go": {"gomaxprocs": 1}}, **extra}, f)
+    t = grid_table(tmp_path).set_index("run")
+    assert t.loc["p000", ["c2c_round_trip_ns", "memory_latency_ns", "heap_walk_ns_per_hop"]].tolist() == \
+        [52.1, 203.9, 459.3]
+    assert t.loc["p001", ["memory_latency_ns", "heap_walk_ns_per_hop"]].isna().all()
+    assert t.loc["p000", "throughput_per_s"] == 3785.8

@@ -39,6 +39,11 @@ def run_row(folder: Path) -> dict[str, Any] | None:
         "tenants_cores": host.get("tenants_cores"),
         "pre_run_tenants_cores": (host.get("pre_run") or {}).get("tenants_cores"),
         "gomaxprocs_expected": (man.get("gomaxprocs") or {}).get("expected_at_start"),
+        # the host probes taken before the run's load (cfsim.lab.c2c, cfsim.lab.chase, the workload's
+        # walk through its own heap): blank where the run predates them
+        "c2c_round_trip_ns": (man.get("host_c2c") or {}).get("round_trip_ns_median"),
+        "memory_latency_ns": (man.get("host_memory_latency") or {}).get("ns_per_load_median"),
+        "heap_walk_ns_per_hop": man.get("heap_walk_ns_per_hop"),
     }
     row.update(summ)
     return row
