@@ -14,7 +14,8 @@
 #   tenant-root 29, idle-cost 32, gc-limiter 10, gc-limiter-quota 22, gc-idle-workers 7, gc-memory-path 13,
 #   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53,
 #   profiles-low-load 15, sleeps-trace 5, wake-placement 8, gc-page-cycle 14, gc-scan-split 10,
-#   gc-mark-split 10, gc-mark-split-limit 6, sleep-causes 7, sleep-causes-service 6, gc-mark-split-256 8.
+#   gc-mark-split 10, gc-mark-split-limit 6, sleep-causes 7, sleep-causes-service 6, gc-mark-split-256 8,
+#   gc-eight-ms-gogc 20.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -227,6 +228,9 @@ if [ -z "$ARGS" ] || want gc-mark-split-limit; then
 if [ -z "$ARGS" ] || want gc-mark-split-256; then
   # gc-mark-split's question at a 256 MiB heap: GOGC 100, GOMAXPROCS 2 and 8 three times each, perf and gctrace
   quiet_stream_grid gc-mark-split-256; fi
+if [ -z "$ARGS" ] || want gc-eight-ms-gogc; then
+  # the 16 MiB stream at GOGC 50, 100 and 200 and GOMAXPROCS 2 and 8, three runs each, gctrace
+  quiet_stream_grid gc-eight-ms-gogc; fi
 if [ -z "$ARGS" ] || want sleep-causes; then
   grid $S/gc-memory.toml --design $S/sleep-causes.designs.toml --out data/lab/sleep-causes; fi
 if [ -z "$ARGS" ] || want sleep-causes-service; then
