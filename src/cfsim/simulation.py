@@ -128,6 +128,8 @@ def new_engine(scenario: Scenario, seed: int) -> CfsEngine:
         engine = CfsEngine(**kw)
     if scenario["host.wake_affine_share"] > 0 or scenario["host.wake_preempt_share"] > 0:
         engine.set_wake_placement(scenario["host.wake_affine_share"], scenario["host.wake_preempt_share"])
+    if scenario["host.neighbour_wake_share"] > 0 and isinstance(engine, SlicedCfsEngine):
+        engine.set_neighbour_wake_share(scenario["host.neighbour_wake_share"])
     return engine
 
 

@@ -182,6 +182,25 @@ def test_a_load_generator_on_the_host_costs_a_server_that_holds_every_cpu_not_on
     assert two["cpu_usage_cores"] == pytest.approx(alone["cpu_usage_cores"], rel=0.01)
 
 
+def test_a_neighbour_woken_beside_its_waker_takes_a_one_p_servers_cpu_though_the_other_is_idle():
+    """host.neighbour_wake_share: the lab's load generator, woken by the server's response, goes to
+    the server's CPU part of the time although the other CPU is idle (docs/model-notes.md, 'The
+    load generator beside a server at GOMAXPROCS 1'); off, a server at GOMAXPROCS 1 never waits for
+    it (the test above), the same to the bit as without the key."""
+    def summary(share: float) -> dict:
+        return simulate("cpu-bound-threads", _CLOSED + ["go.gomaxprocs=1", "cgroup.cpu_limit=null",
+                                                        f"host.neighbour_wake_share={share}"]).summary
+    off, some, all_ = summary(0.0), summary(0.2), summary(1.0)
+    assert off == simulate("cpu-bound-threads", _CLOSED + ["go.gomaxprocs=1", "cgroup.cpu_limit=null"]).summary
+    assert off["neighbour_preemptions_per_s"] < 0.01 * off["throughput_per_s"]
+    # each wake-up taken beside the server costs it the client's turn: less CPU, fewer requests
+    assert 0.05 * some["throughput_per_s"] < some["neighbour_preemptions_per_s"] < all_["neighbour_preemptions_per_s"]
+    assert all_["cpu_usage_cores"] < some["cpu_usage_cores"] < off["cpu_usage_cores"] - 0.01
+    assert all_["throughput_per_s"] < some["throughput_per_s"] < off["throughput_per_s"]
+    with pytest.raises(ScenarioError, match="host.neighbour_wake_share"):
+        load_scenario("cpu-bound-threads", _CLOSED + ["host.neighbour_wake_share=1.5"])
+
+
 def test_sliced_runs_are_deterministic():
     a = simulate("cpu-bound-threads", _CLOSED + ["go.gomaxprocs=8"]).summary
     b = simulate("cpu-bound-threads", _CLOSED + ["go.gomaxprocs=8"]).summary

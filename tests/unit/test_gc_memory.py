@@ -414,6 +414,68 @@ def test_death_spiral_ratios_pair_each_near_live_setting_with_its_designs_gogc_1
     assert "within 20% of the lab's in 2 of 3 pairs" in text and "| 1.275 (out) |" in text
 
 
+def test_death_spiral_pooled_over_grids_averages_each_grids_own_ratio():
+    """The pooled check takes each grid's ratio within that grid (both sides run there) and
+    averages them: a grid that ran only the GOGC-100 side, however fast its host was that day,
+    does not move the pooled ratio; the lab's per-grid range is carried beside it."""
+    from cfsim.validation.gcmemory import ALL_GRIDS, gc_by_regime, spiral_ratios_pooled
+
+    def run(grid, gml, lab, model):
+        sc = {"workload.kind": "stream", "cgroup.cpu_limit": 1.0, "go.gomaxprocs": 8, "go.live_heap_mb": 256.0,
+              "go.gogc": -1 if gml else 100, "go.gomemlimit_mb": gml, "cgroup.memory_limit_mb": 4096.0}
+        return {"grid": grid, "role": "point", "held_out": True, "scenario": sc,
+                "gc_regime": "gomemlimit-near-live" if gml else "gogc",
+                "observed": {"throughput_per_s": lab, "oom_killed": 0.0, "gc_cycles_per_s": 1.0},
+                "simulated": {"throughput_per_s": model, "oom_killed": 0.0}, "errors": {}}
+
+    runs = [run("a", None, 8000.0, 8000.0), run("a", 281.6, 3200.0, 2320.0),    # 0.40 / 0.29: out alone
+            run("b", None, 9000.0, 8000.0), run("b", 281.6, 2700.0, 2400.0),    # 0.30 / 0.30
+            run("c", None, 9500.0, 8000.0), run("c", 281.6, 3040.0, 2240.0),    # 0.32 / 0.28
+            run("d", None, 20000.0, 8000.0)]                                   # no spiral side here
+    out = spiral_ratios_pooled(runs)
+    assert len(out["pairs"]) == 1
+    p = out["pairs"][0]
+    assert p["grid"] == ALL_GRIDS and p["grids"] == 3 and (p["runs"], p["reference_runs"]) == (3, 3)
+    assert p["lab_ratio"] == pytest.approx(0.34) and p["model_ratio"] == pytest.approx(0.29)
+    assert p["lab_ratio_range"] == pytest.approx((0.30, 0.40))
+    assert p["within"] and out["summary"]["within"] == 1
+    g = gc_by_regime(runs)
+    assert g["spiral_pooled"] == out and g["spiral"]["summary"]["within"] == 2   # grid a's single pair is out
+    from cfsim.validation.report import _spiral_pooled_markdown
+    text = "\n".join(_spiral_pooled_markdown(out))
+    assert "in 1 of 1 designs" in text and "| 0.300-0.400 |" in text
+
+
+def test_oom_outcomes_are_pooled_per_design_over_the_grids_that_ran_it():
+    """A design run on two grids is one row with the lab's kills of all its runs beside the twins'
+    outcomes; automemlimit's GOMEMLIMIT (0.9 x the limit) and an explicit one of the same size are
+    one design only with the same policy; a design nobody came near killing is left out; the
+    report's GC section carries the rows and its markdown lists them."""
+    from cfsim.validation.gcmemory import gc_by_regime, oom_by_design
+
+    def run(grid, policy, killed, model_killed, peak_mb, limit=560.0):
+        sc = {"workload.kind": "stream", "cgroup.cpu_limit": 1.0, "go.gomaxprocs": 2, "go.live_heap_mb": 256.0,
+              "go.gogc": 100, "go.gomemlimit_policy": policy, "go.automemlimit_ratio": 0.9,
+              "cgroup.memory_limit_mb": limit, "go.gomemlimit_mb": 504.0 if policy == "explicit" else None}
+        return {"grid": grid, "role": "point", "held_out": True, "scenario": sc, "gc_regime": "memory-limit",
+                "observed": {"oom_killed": killed, "gc_cycles_per_s": 1.0}, "errors": {},
+                "simulated": {"oom_killed": model_killed, "memory_max_usage_bytes": peak_mb * 2**20}}
+
+    runs = [run("a", "automemlimit", 0.0, 1.0, 560.0), run("b", "automemlimit", 0.0, 0.0, 530.0),
+            run("b", "automemlimit", 1.0, 0.0, 540.0), run("a", "explicit", 0.0, 0.0, 530.0),
+            run("a", "automemlimit", 0.0, 0.0, 300.0, limit=4096.0)]
+    rows = oom_by_design(runs)
+    assert [(r["gomemlimit_policy"], r["grids"], r["runs"], r["lab_killed"], r["model"]) for r in rows] == [
+        ("automemlimit", 2, 3, 1, {"oom": 1, "near": 2, "ok": 0}),
+        ("explicit", 1, 1, 0, {"oom": 0, "near": 1, "ok": 0})]
+    assert rows[0]["gomemlimit_mb"] == pytest.approx(504.0) and rows[0]["memory_limit_mb"] == 560.0
+    g = gc_by_regime(runs)
+    assert g["oom_designs"] == rows
+    from cfsim.validation.report import ValidationReport, _gc_markdown
+    text = "\n".join(_gc_markdown(ValidationReport(runs=[], errors={}, gc=g)))
+    assert "OOM kills by design over every grid" in text and "| 2 | 3 | 1 | 1 / 2 / 0 |" in text
+
+
 def test_oom_outcomes_are_counted_per_point_over_its_repeats():
     """A point run three times whose lab runs disagree (killed once) is one row with a kill rate,
     beside its twins' outcomes; a point nobody came near killing, and a point run once, are not."""

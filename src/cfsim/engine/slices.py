@@ -66,8 +66,8 @@ class SlicedCfsEngine(CfsEngine):
     """
 
     __slots__ = ("_rq", "_t_left", "_slice_left", "_base_slice", "_switch_ns", "_nb_until", "_nb_next",
-                 "_nb_owed", "_nb_cap", "_last_ran", "_thread_switch_ns", "_idle_switch_ns", "_on_switch_in",
-                 "switches_voluntary",
+                 "_nb_owed", "_nb_cap", "_nb_wake_share", "_last_ran", "_thread_switch_ns", "_idle_switch_ns",
+                 "_on_switch_in", "switches_voluntary",
                  "switches_involuntary", "neighbour_preemptions")
 
     def __init__(self, cpus: int, hz: int = 1000, bandwidth: Bandwidth | None = None, seed: int = 0,
@@ -86,6 +86,7 @@ class SlicedCfsEngine(CfsEngine):
         self._nb_cap = [0] * cpus           # where its turn ends while a thread of the group waits
         self._nb_owed = [0] * cpus          # its backlog behind that turn
         self._nb_next = 0                   # where the search for a CPU to preempt starts
+        self._nb_wake_share = 0.0           # set_neighbour_wake_share: off, no draw
         self._last_ran = [-1] * cpus        # the thread that ran last on each CPU
         self._on_switch_in: dict[int, Callable[[], None]] = {}   # when_running's waiters, by thread
         self._base_slice = eevdf.base_slice_ns(cpus) if slice_ns is None else int(slice_ns)
@@ -103,6 +104,14 @@ class SlicedCfsEngine(CfsEngine):
     def set_wake_placement(self, affine_share: float, preempt_share: float) -> None:
         super().set_wake_placement(affine_share, preempt_share)
         self.wakes_preempting_enabled = preempt_share > 0.0
+
+    def set_neighbour_wake_share(self, share: float) -> None:
+        """The share of another process's wake-ups by the group's running thread, made while a
+        CPU is idle, that take the waker's CPU instead (``host.neighbour_wake_share``;
+        :meth:`_nb_beside_waker`)."""
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"host.neighbour_wake_share: must be in [0, 1] (got {share})")
+        self._nb_wake_share = float(share)
 
     def when_running(self, tid: int, fn: Callable[[], None]) -> None:
         c = self._t_cpu[tid]
@@ -135,13 +144,17 @@ class SlicedCfsEngine(CfsEngine):
             self._advance(c, self.now)
         return int(round(self._t_base[tid]))
 
-    def neighbour_burst(self, burst_ns: int) -> None:
-        """Another process's task wakes for ``burst_ns`` of CPU (see the module docstring)."""
+    def neighbour_burst(self, burst_ns: int, waker: int = -1) -> None:
+        """Another process's task wakes for ``burst_ns`` of CPU (see the module docstring).
+        ``waker``: the group's running thread whose write woke it (a server's response to a
+        load generator on the same host), or -1."""
         if burst_ns <= 0:
             return
         now = self.now
         nb, nq, thr = self._nb_until, self._queued, self._throttled
         n = self.ncpus
+        if waker >= 0 and self._nb_wake_share > 0.0 and self._nb_beside_waker(waker, now, burst_ns):
+            return
         for c in range(n):
             if nb[c] <= now and (nq[c] == 0 or thr[c]):
                 nb[c] = now + burst_ns   # a CPU the group leaves idle
@@ -183,6 +196,36 @@ class SlicedCfsEngine(CfsEngine):
         # it waits for its turn on every CPU: the work joins the smallest backlog
         c = min(range(n), key=lambda d: (owed[d], d))
         owed[c] += burst_ns
+
+    def _nb_beside_waker(self, waker: int, now: int, burst_ns: int) -> bool:
+        """The other process's task woken by the group's running thread ``waker`` while a CPU is
+        idle (so the engine would put it there) and that process runs nowhere (so a thread of it
+        must wake): with the share :meth:`set_neighbour_wake_share` set, the kernel puts it on the
+        waker's CPU instead (``select_task_rq_fair``'s wake-affine choice; this VM packs wakees
+        beside their waker, see :meth:`set_wake_placement`) and runs it at once (EEVDF's wake-up
+        preemption), and the waker waits for its turn, pays the switch back in and counts an
+        involuntary switch. True when it took the waker's CPU."""
+        wc = self._t_cpu[waker]
+        if wc < 0 or self._throttled[wc] or self._rq[wc][0] != waker or self._nb_until[wc] > now:
+            return False
+        nb, nq = self._nb_until, self._queued
+        idle = False
+        for c in range(self.ncpus):
+            if nb[c] > now:
+                return False   # it runs already: the response is its work, no wake-up
+            if nq[c] == 0 or self._throttled[c]:
+                idle = True
+        if not idle:
+            return False
+        if self._wake_rng.random() >= self._nb_wake_share:
+            return False
+        self._advance(wc, now)
+        self._nb_turn(wc, now, burst_ns)
+        self._t_left[waker] += self._switch_ns
+        self.switches_involuntary += 1
+        self.neighbour_preemptions += 1
+        self._schedule_cpu(wc)
+        return True
 
     def _turn_end(self, t: int) -> int:
         """Where a turn of one base slice begun at ``t`` ends: the tick that notices it."""

@@ -173,6 +173,16 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                                 "eligible, check_preempt_wakeup_fair in kernel/sched/fair.c) "
                                                 "instead of waiting for its turn to end (`cfsim lab wakeplace`)",
                                   _between(0, 1)),
+        "neighbour_wake_share": Key(0.0, "float", "share of the wake-ups of another process's task on the host "
+                                                  "by the process's running thread (a server's response waking "
+                                                  "a load generator: workload.client_cpu_us_per_request) that, "
+                                                  "while a CPU is idle and that process runs nowhere, the kernel "
+                                                  "puts on the waker's CPU and runs at once, the waker waiting "
+                                                  "(cpu_sharing = 'slices'); 0: on the idle CPU. The lab's VM: "
+                                                  "0.15-0.67 of such wake-ups go beside the waker, by workload "
+                                                  "(docs/model-notes.md, 'The load generator beside a server "
+                                                  "at GOMAXPROCS 1'); tried, not in the reference files",
+                                    _between(0, 1)),
         "wakeup_latency_us": Key(0.0, "float", "time from a thread's wake-up (futex_wake, a network event) to the "
                                                "woken thread running on an idle CPU [us] (the inter-processor "
                                                "interrupt and the CPU's exit from idle; a few us on bare metal, "

@@ -124,6 +124,47 @@ def oom_by_point(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def oom_by_design(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`oom_by_point` with each design pooled over every grid that ran it (workload, CPU
+    limit, GOMAXPROCS, live heap, GOGC, the GOMEMLIMIT it starts with, container memory limit):
+    the lab's kills of all its runs beside the twins' outcomes. A kill near the limit turns on
+    one cycle's overshoot, and a design run on several days gives the lab's kill *rate*, which a
+    single grid's two or three runs only hint at. Designs that neither side came near killing are
+    left out.
+
+    >>> def run(grid, killed, model, peak):
+    ...     sc = {"workload.kind": "stream", "cgroup.cpu_limit": 1.0, "go.gomaxprocs": 2, "go.live_heap_mb": 16.0,
+    ...           "go.gogc": 100, "go.gomemlimit_policy": "automemlimit", "cgroup.memory_limit_mb": 56.0}
+    ...     return {"grid": grid, "scenario": sc, "observed": {"oom_killed": killed},
+    ...             "simulated": {"oom_killed": model, "memory_max_usage_bytes": peak * 2**20}}
+    >>> rows = oom_by_design([run("a", 1.0, 0.0, 52.0), run("b", 0.0, 0.0, 52.0), run("b", 0.0, 0.0, 30.0)])
+    >>> rows[0]["grids"], rows[0]["runs"], rows[0]["lab_killed"], rows[0]["model"]
+    (2, 3, 1, {'oom': 0, 'near': 2, 'ok': 1})
+    """
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for r in runs:
+        sc = r.get("scenario") or {}
+        if r["observed"].get("oom_killed") is None or model_oom_outcome(r) is None:
+            continue
+        gml = gomemlimit_mb(sc)
+        key = (sc.get("workload.kind"), sc.get("cgroup.cpu_limit"), sc.get("go.gomaxprocs"), sc.get("go.live_heap_mb"),
+               sc.get("go.gogc"), None if gml is None else round(gml, 3), sc.get("go.gomemlimit_policy"),
+               sc.get("cgroup.memory_limit_mb"))
+        groups.setdefault(key, []).append(r)
+    out = []
+    for key, rs in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        model = [model_oom_outcome(r) for r in rs]
+        lab_kills = sum(1 for r in rs if r["observed"]["oom_killed"])
+        if not lab_kills and all(m == "ok" for m in model):
+            continue
+        kind, cpu_limit, gomaxprocs, live, gogc, gml, policy, mem_limit = key
+        out.append({"kind": kind, "cpu_limit": cpu_limit, "gomaxprocs": gomaxprocs, "live_heap_mb": live,
+                    "gogc": gogc, "gomemlimit_mb": gml, "gomemlimit_policy": policy, "memory_limit_mb": mem_limit,
+                    "grids": len({r.get("grid") for r in rs}), "runs": len(rs), "lab_killed": lab_kills,
+                    "model": {k: model.count(k) for k in ("oom", "near", "ok")}})
+    return out
+
+
 def limiter_confusion(runs: list[Mapping[str, Any]]) -> dict[str, int]:
     """Counts of (lab, model) answers to "did the GC CPU limiter turn on in the window"
     (``gc_limiter_turned_on``) over the runs where both say (neither OOM-killed): the limiter decides whether the
@@ -247,10 +288,64 @@ def spiral_ratios(runs: list[Mapping[str, Any]], tolerance: float = SPIRAL_TOLER
     return {"pairs": pairs, "summary": summary}
 
 
+def spiral_ratios_pooled(runs: list[Mapping[str, Any]], tolerance: float = SPIRAL_TOLERANCE) -> dict[str, Any]:
+    """:func:`spiral_ratios` with each design and setting pooled over the grids that ran both of
+    its sides: the lab's ratio is the mean of its per-grid ratios, the model's the mean of its
+    per-grid ratios, and the pair is *within* as there. One grid's pair is a single draw of the
+    lab's host state on that day (a 256 MiB heap's mark speed on this VM moves 20-50 % between
+    runs minutes apart: docs/model-notes.md, "The death spiral's own spread at a 256 MiB heap"),
+    so a ratio measured on several days says more about the design than any one of them. Each
+    ratio is taken within its grid before pooling, so a grid that ran only one side cannot tilt it.
+    A pooled pair carries ``grids`` and ``lab_ratio_range`` (the lowest and highest per-grid lab
+    ratio: the lab's own spread).
+
+    >>> def pair(grid, lab, model):
+    ...     return {"grid": grid, "kind": "stream", "cpu_limit": 1.0, "gomaxprocs": 8, "live_heap_mb": 256.0,
+    ...             "gogc": -1, "gomemlimit_mb": 281.6, "gomemlimit_over_live": 1.1, "memory_limit_mb": 4096.0,
+    ...             "runs": 1, "reference_runs": 1, "lab_ratio": lab, "model_ratio": model}
+    >>> out = _pool_spiral_pairs([pair("a", 0.40, 0.29), pair("b", 0.30, 0.30), pair("c", 0.32, 0.28)], 0.2)
+    >>> p = out["pairs"][0]
+    >>> p["grids"], round(p["lab_ratio"], 3), round(p["model_ratio"], 3), p["lab_ratio_range"], p["within"]
+    (3, 0.34, 0.29, (0.3, 0.4), True)
+    """
+    return _pool_spiral_pairs(spiral_ratios(runs, tolerance)["pairs"], tolerance)
+
+
+def _pool_spiral_pairs(pairs: list[Mapping[str, Any]], tolerance: float) -> dict[str, Any]:
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for p in pairs:
+        key = (p["kind"], p["cpu_limit"], p["gomaxprocs"], p["live_heap_mb"], p["gogc"], p["gomemlimit_mb"],
+               p["memory_limit_mb"])
+        groups.setdefault(key, []).append(p)
+    pooled = []
+    for _, ps in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        lab = statistics.fmean(p["lab_ratio"] for p in ps)
+        model = statistics.fmean(p["model_ratio"] for p in ps)
+        first = ps[0]
+        pooled.append({**{k: first[k] for k in ("kind", "cpu_limit", "gomaxprocs", "live_heap_mb", "gogc",
+                                                 "gomemlimit_mb", "gomemlimit_over_live", "memory_limit_mb")},
+                       "grid": ALL_GRIDS, "grids": len(ps), "runs": sum(p["runs"] for p in ps),
+                       "reference_runs": sum(p["reference_runs"] for p in ps),
+                       "lab_ratio": lab, "model_ratio": model,
+                       "lab_ratio_range": (min(p["lab_ratio"] for p in ps), max(p["lab_ratio"] for p in ps)),
+                       "model_over_lab": model / lab if lab else None,
+                       "within": bool(lab) and abs(model / lab - 1.0) <= tolerance})
+    off = [abs(p["model_over_lab"] - 1.0) for p in pooled if p["model_over_lab"] is not None]
+    summary = {"pairs": len(pooled), "within": sum(1 for p in pooled if p["within"]), "tolerance": tolerance,
+               "median_abs_model_over_lab": float(statistics.median(off)) if off else None}
+    return {"pairs": pooled, "summary": summary}
+
+
+#: the grid of a spiral pair pooled over grids (:func:`spiral_ratios_pooled`)
+ALL_GRIDS = "all grids"
+
+
 def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point", "repeat")) -> dict[str, Any]:
     """``{"regimes": {regime: {metric: {median_abs, median, n, goal}}}, "oom": confusion,
     "oom_points": per repeated point, "limiter": the limiter's turn-ons (:func:`limiter_confusion`),
-    "spiral": the death spiral's throughput ratios (:func:`spiral_ratios`)}`` over the
+    "spiral": the death spiral's throughput ratios per grid (:func:`spiral_ratios`), "spiral_pooled": the
+    same pooled over grids (:func:`spiral_ratios_pooled`), "oom_designs": OOM outcomes by design over
+    every grid (:func:`oom_by_design`)}`` over the
     held-out runs (no fit used them) that record GC metrics (runs without any are left out).
     OOM-killed runs count in the confusion table and, for the other metrics, nowhere (their
     errors are None: no comparable window)."""
@@ -266,4 +361,5 @@ def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point
     if sel:
         out["all"] = _summary(sel, GC_REGIME_METRICS) | {"runs": len(sel)}
     return {"regimes": out, "oom": oom_confusion(sel), "oom_naive": naive_oom_confusion(sel),
-            "oom_points": oom_by_point(sel), "limiter": limiter_confusion(sel), "spiral": spiral_ratios(sel)}
+            "oom_points": oom_by_point(sel), "limiter": limiter_confusion(sel), "spiral": spiral_ratios(sel),
+            "spiral_pooled": spiral_ratios_pooled(sel), "oom_designs": oom_by_design(sel)}

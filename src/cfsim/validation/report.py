@@ -561,7 +561,18 @@ def _gc_markdown(report: ValidationReport) -> list[str]:
                   "| point | runs | lab killed | model oom / near / ok |", "|---|---|---|---|"]
         lines += [f"| {p['point']} | {p['runs']} | {p['lab_killed']} | "
                   f"{p['model']['oom']} / {p['model']['near']} / {p['model']['ok']} |" for p in points]
-    return lines + _spiral_markdown(report.gc.get("spiral") or {})
+    designs = report.gc.get("oom_designs") or []
+    if designs:
+        lines += ["", "OOM kills by design over every grid that ran it (the lab's kill rate across days; model: the "
+                  "twins' outcomes, 'near' = peak within 10 % of the limit)", "",
+                  "| workload | GOMAXPROCS | live heap [MiB] | GOGC | GOMEMLIMIT [MiB] (policy) | memory limit [MiB] "
+                  "| grids | runs | lab killed | model oom / near / ok |", "|---" * 10 + "|"]
+        lines += [f"| {d['kind']} | {_fmt(d['gomaxprocs'])} | {_fmt(d['live_heap_mb'])} | {_fmt(d['gogc'])} | "
+                  f"{_fmt(d['gomemlimit_mb'])} ({d['gomemlimit_policy']}) | {_fmt(d['memory_limit_mb'])} | {d['grids']} | "
+                  f"{d['runs']} | {d['lab_killed']} | {d['model']['oom']} / {d['model']['near']} / {d['model']['ok']} |"
+                  for d in designs]
+    return (lines + _spiral_markdown(report.gc.get("spiral") or {})
+            + _spiral_pooled_markdown(report.gc.get("spiral_pooled") or {}))
 
 
 def _spiral_markdown(spiral: Mapping[str, Any]) -> list[str]:
@@ -580,6 +591,30 @@ def _spiral_markdown(spiral: Mapping[str, Any]) -> list[str]:
         lines.append(f"| {p['grid']} | {p['kind']} | {_fmt(p['cpu_limit'])} | {_fmt(p['gomaxprocs'])} | "
                      f"{_fmt(p['live_heap_mb'])} | {_fmt(p['gogc'])} | {_fmt(p['gomemlimit_over_live'])} | "
                      f"{p['runs']} ({p['reference_runs']}) | {p['lab_ratio']:.3f} | {p['model_ratio']:.3f} | {ratio} |")
+    return lines
+
+
+def _spiral_pooled_markdown(spiral: Mapping[str, Any]) -> list[str]:
+    """The death spiral's ratios with each design pooled over the grids that ran it
+    (:func:`cfsim.validation.gcmemory.spiral_ratios` with ``by_grid=False``), beside the spread of
+    the lab's own per-grid ratios."""
+    pairs, summary = spiral.get("pairs") or [], spiral.get("summary") or {}
+    if not pairs:
+        return []
+    lines = ["", f"Death spiral pooled over grids (each design's ratios above averaged over the grids that ran "
+             f"both of its sides: one grid's lab ratio is one draw of that day's host, e.g. of a big heap's "
+             f"mark speed; 'lab per grid' is their range): the model's "
+             f"ratio within {summary['tolerance']:.0%} of the lab's in {summary['within']} of {summary['pairs']} "
+             f"designs (median |model/lab - 1| {summary['median_abs_model_over_lab']:.3f})", "",
+             "| workload | CPU limit | GOMAXPROCS | live heap [MiB] | GOGC | GOMEMLIMIT / live | grids | runs (ref) "
+             "| lab | lab per grid | model | model / lab |", "|---" * 12 + "|"]
+    for p in pairs:
+        ratio = "" if p["model_over_lab"] is None else f"{p['model_over_lab']:.3f}" + ("" if p["within"] else " (out)")
+        spread = "" if not p.get("lab_ratio_range") else "{:.3f}-{:.3f}".format(*p["lab_ratio_range"])
+        lines.append(f"| {p['kind']} | {_fmt(p['cpu_limit'])} | {_fmt(p['gomaxprocs'])} | {_fmt(p['live_heap_mb'])} | "
+                     f"{_fmt(p['gogc'])} | {_fmt(p['gomemlimit_over_live'])} | {p['grids']} | "
+                     f"{p['runs']} ({p['reference_runs']}) | {p['lab_ratio']:.3f} | {spread} | {p['model_ratio']:.3f} | "
+                     f"{ratio} |")
     return lines
 
 
