@@ -30,10 +30,31 @@ def test_counts_tell_a_wakee_beside_its_waker_from_one_on_the_idle_cpu_and_anoth
              SW.format(task="workload", pid=13, cpu=1, t=1.0001, prev=13, state="S", nxt=11)]
     c = wp.count_placements(lines, "workload", 2)
     assert c == {"wakes_other_idle": 2, "wakes_other_idle_to_waker": 1, "wakes_other_busy": 1,
-                 "wakes_other_busy_to_waker": 1, "wakes_to_waker": 2, "wakes_to_waker_preempting": 1}
-    assert wp.shares(c) == {"wake_affine_share": 0.5, "wake_preempt_share": 0.5}
+                 "wakes_other_busy_to_waker": 1, "wakes_to_waker": 2, "wakes_to_waker_preempting": 1,
+                 "neighbour_wakes_other_idle": 0, "neighbour_wakes_other_idle_took_waker": 0,
+                 "preempted_by_other": 0}
+    assert wp.shares(c) == {"wake_affine_share": 0.5, "wake_preempt_share": 0.5, "neighbour_wake_share": None}
     with pytest.raises(wp.WakeplaceError, match="CPU 3 on a host of 2"):
         wp.count_placements([SW.format(task="x", pid=1, cpu=3, t=1.0, prev=0, state="R", nxt=1)], "workload", 2)
+
+
+def test_a_load_generator_woken_beside_an_idle_cpu_that_takes_the_servers_cpu_is_counted_apart():
+    """host.neighbour_wake_share's measurement: another process's task woken by the server's
+    running thread while the other CPU idles, which switches the server out at once (counted), one
+    that goes to the idle CPU (not), and the server's switches out while runnable for another
+    process's task (preempted_by_other)."""
+    raw = "{task}-{pid} [{cpu:03d}] d..2. {t:.6f}: sched_switch: prev_comm={task} prev_pid={prev} prev_prio=120 " \
+          "prev_state={state} ==> next_comm={nc} next_pid={nxt} next_prio=120"
+    lines = [raw.format(task="swapper/0", pid=0, cpu=0, t=1.0, prev=0, state="R", nc="workload", nxt=11),
+             WK.format(task="workload", pid=11, cpu=0, t=1.00001, comm="loadgen", wakee=50, target=0),
+             raw.format(task="workload", pid=11, cpu=0, t=1.00002, prev=11, state="R", nc="loadgen", nxt=50),
+             raw.format(task="loadgen", pid=50, cpu=0, t=1.00008, prev=50, state="S", nc="workload", nxt=11),
+             WK.format(task="workload", pid=11, cpu=0, t=1.0001, comm="loadgen", wakee=51, target=1),
+             raw.format(task="swapper/1", pid=0, cpu=1, t=1.00011, prev=0, state="R", nc="loadgen", nxt=51)]
+    c = wp.count_placements(lines, "workload", 2)
+    assert (c["neighbour_wakes_other_idle"], c["neighbour_wakes_other_idle_took_waker"], c["preempted_by_other"]) \
+        == (2, 1, 1)
+    assert c["wakes_other_idle"] == 0 and wp.shares(c)["neighbour_wake_share"] == 0.5
 
 
 def _row(**kw):

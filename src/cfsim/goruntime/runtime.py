@@ -934,6 +934,12 @@ class GoRuntime(RuntimeReports):
             else:
                 self._yield_idle_worker()
 
+    def running_thread(self) -> int:
+        """The engine thread of the M whose completion is being handled now (the one that wrote a
+        response, say), or -1 outside a completion."""
+        cur = self._cur
+        return -1 if cur is None else cur.tid
+
     def wakep(self) -> None:
         if self.stw or not self.free_ps or self.nmspinning:
             return

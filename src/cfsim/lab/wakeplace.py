@@ -43,12 +43,19 @@ from cfsim.lab.probe import WindowProbe
 TRACEFS = Path("/sys/kernel/tracing")
 _FIELDS = ("round", "gomaxprocs", "wakes_other_idle", "wakes_other_idle_to_waker", "wakes_other_busy",
            "wakes_other_busy_to_waker", "wakes_to_waker", "wakes_to_waker_preempting")
+#: the same for wake-ups of another process's task (a load generator's, by the server's response)
+#: and how often another process's task switched one of the process's threads out while runnable
+#: (host.neighbour_wake_share, docs/model-notes.md "The load generator beside a server at
+#: GOMAXPROCS 1"): counted in the manifest's ``wake_placement``, not part of the two shares' rows
+NEIGHBOUR_FIELDS = ("neighbour_wakes_other_idle", "neighbour_wakes_other_idle_took_waker",
+                    "preempted_by_other")
 #: a setting with fewer wake-ups than this beside an idle CPU says too little
 MIN_WAKES = 200
 _EVENT = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+): (sched_switch|sched_waking): (.*)$")
 _WAKEE = re.compile(r"\bcomm=(.*?) pid=(\d+)")
 _TARGET = re.compile(r"target_cpu=(\d+)")
 _SWITCH = re.compile(r"prev_pid=(\d+) .*prev_state=(\S+) ==> next_comm=.* next_pid=(\d+)")
+_NEXT_COMM = re.compile(r"==> next_comm=(.*?) next_pid=")
 
 
 class WakeplaceError(ValueError):
@@ -61,7 +68,11 @@ def count_placements(lines: Iterable[str], comm: str, cpus: int) -> dict[str, in
     ``comm``: the process's command name (the waker's task name on the line). A wake-up counts when
     its waker is the task running on the CPU that reports it; it goes to the waker's CPU when its
     ``target_cpu`` is that CPU, and preempts the waker when the woken thread's first switch-in
-    there switches the waker out while runnable (``prev_state=R``).
+    there switches the waker out while runnable (``prev_state=R``). Wake-ups of another
+    process's tasks by the process's running threads are counted apart
+    (:data:`NEIGHBOUR_FIELDS`: those made while another CPU was idle, and of them the ones that
+    took the waker's CPU at once), and so are the process's threads switched out while runnable
+    for another process's task (``preempted_by_other``).
 
     >>> lines = ['stwbench-11 [000] d..2. 1.000000: sched_switch: prev_comm=a prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=stwbench next_pid=11 next_prio=120',
     ...          'stwbench-11 [000] d..2. 1.000010: sched_waking: comm=stwbench pid=12 prio=120 target_cpu=000',
@@ -74,7 +85,8 @@ def count_placements(lines: Iterable[str], comm: str, cpus: int) -> dict[str, in
     """
     running = [0] * cpus                       # pid on each CPU (0: idle)
     pending: dict[int, tuple[int, int]] = {}   # woken pid -> (waker pid, waker's CPU) of a wake-up to the waker's CPU
-    out = dict.fromkeys(_FIELDS[2:], 0)
+    pending_other: dict[int, tuple[int, int]] = {}   # the same for another process's task woken beside an idle CPU
+    out = dict.fromkeys(_FIELDS[2:] + NEIGHBOUR_FIELDS, 0)
     for line in lines:
         m = _EVENT.match(line)
         if m is None:
@@ -88,20 +100,36 @@ def count_placements(lines: Iterable[str], comm: str, cpus: int) -> dict[str, in
             if sw is None:
                 continue
             prev, state, nxt = int(sw[1]), sw[2], int(sw[3])
+            runnable_out = state.startswith("R")
             if nxt in pending:
                 waker, wcpu = pending.pop(nxt)
-                if wcpu == cpu and prev == waker and state.startswith("R"):
+                if wcpu == cpu and prev == waker and runnable_out:
                     out["wakes_to_waker_preempting"] += 1
+            if nxt in pending_other:
+                waker, wcpu = pending_other.pop(nxt)
+                if wcpu == cpu and prev == waker and runnable_out:
+                    out["neighbour_wakes_other_idle_took_waker"] += 1
+            if runnable_out and nxt != 0 and task.startswith(comm):
+                nc = _NEXT_COMM.search(rest)
+                if nc is not None and not nc[1].startswith(comm):
+                    out["preempted_by_other"] += 1   # one of ours waits for another process's task
             running[cpu] = nxt
             continue
         pid = int(pid_s)
         if not task.startswith(comm) or running[cpu] != pid:
             continue   # not woken by one of the process's running threads
         wp, tg = _WAKEE.search(rest), _TARGET.search(rest)
-        if wp is None or tg is None or not wp[1].startswith(comm):
-            continue   # a wake-up of another process's task
+        if wp is None or tg is None:
+            continue
         wakee, target = int(wp[2]), int(tg[1])
         other_idle = any(running[c] == 0 for c in range(cpus) if c != cpu)
+        if not wp[1].startswith(comm):
+            # another process's task (a load generator woken by a response)
+            if other_idle:
+                out["neighbour_wakes_other_idle"] += 1
+                if target == cpu:
+                    pending_other[wakee] = (pid, cpu)
+            continue
         key = "wakes_other_idle" if other_idle else "wakes_other_busy"
         out[key] += 1
         if target == cpu:
@@ -210,14 +238,21 @@ def trace_window(seconds: float, tracefs: Path = TRACEFS, buffer_kb: int = 65536
 
 
 def shares(counts: dict[str, int]) -> dict[str, float | None]:
-    """The two shares of one set of counts (None without a wake-up to base them on).
+    """The two shares of one set of counts (None without a wake-up to base them on), and the
+    neighbour's where the counts have it (:data:`NEIGHBOUR_FIELDS`).
 
     >>> shares({"wakes_other_idle": 4, "wakes_other_idle_to_waker": 1, "wakes_to_waker": 0,
     ...         "wakes_to_waker_preempting": 0})
     {'wake_affine_share': 0.25, 'wake_preempt_share': None}
     """
-    return {"wake_affine_share": _share([counts], "wakes_other_idle_to_waker", "wakes_other_idle", 4),
-            "wake_preempt_share": _share([counts], "wakes_to_waker_preempting", "wakes_to_waker", 4)}
+    out = {"wake_affine_share": _share([counts], "wakes_other_idle_to_waker", "wakes_other_idle", 4),
+           "wake_preempt_share": _share([counts], "wakes_to_waker_preempting", "wakes_to_waker", 4)}
+    if "neighbour_wakes_other_idle" in counts:
+        # what host.neighbour_wake_share stands for: another process's task woken beside an idle
+        # CPU that took its waker's CPU at once
+        out["neighbour_wake_share"] = _share([counts], "neighbour_wakes_other_idle_took_waker",
+                                             "neighbour_wakes_other_idle", 4)
+    return out
 
 
 class SchedTraceProbe(WindowProbe):

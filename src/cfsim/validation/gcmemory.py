@@ -288,6 +288,10 @@ def spiral_ratios(runs: list[Mapping[str, Any]], tolerance: float = SPIRAL_TOLER
     return {"pairs": pairs, "summary": summary}
 
 
+#: the grid of a spiral pair pooled over grids (:func:`spiral_ratios_pooled`)
+ALL_GRIDS = "all grids"
+
+
 def spiral_ratios_pooled(runs: list[Mapping[str, Any]], tolerance: float = SPIRAL_TOLERANCE) -> dict[str, Any]:
     """:func:`spiral_ratios` with each design and setting pooled over the grids that ran both of
     its sides: the lab's ratio is the mean of its per-grid ratios, the model's the mean of its
@@ -334,10 +338,6 @@ def _pool_spiral_pairs(pairs: list[Mapping[str, Any]], tolerance: float) -> dict
     summary = {"pairs": len(pooled), "within": sum(1 for p in pooled if p["within"]), "tolerance": tolerance,
                "median_abs_model_over_lab": float(statistics.median(off)) if off else None}
     return {"pairs": pooled, "summary": summary}
-
-
-#: the grid of a spiral pair pooled over grids (:func:`spiral_ratios_pooled`)
-ALL_GRIDS = "all grids"
 
 
 def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point", "repeat")) -> dict[str, Any]:

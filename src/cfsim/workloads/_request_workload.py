@@ -65,8 +65,7 @@ class RequestWorkload:
     def _respond(self, req, t_ns: int) -> None:
         if self.client_burst_ns:
             # the response's write wakes the client's task from the M that made it
-            cur = getattr(self.rt, "_cur", None)
-            self.engine.neighbour_burst(self.client_burst_ns, -1 if cur is None else cur.tid)
+            self.engine.neighbour_burst(self.client_burst_ns, self.rt.running_thread())
         self._on_response(req, t_ns)
 
     def _on_response(self, req, t_ns: int) -> None:
