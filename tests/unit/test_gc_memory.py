@@ -441,8 +441,8 @@ def test_death_spiral_pooled_over_grids_averages_each_grids_own_ratio():
     assert p["within"] and out["summary"]["within"] == 1
     g = gc_by_regime(runs)
     assert g["spiral_pooled"] == out and g["spiral"]["summary"]["within"] == 2   # grid a's single pair is out
-    from cfsim.validation.report import _spiral_pooled_markdown
-    text = "\n".join(_spiral_pooled_markdown(out))
+    from cfsim.validation.report import _spiral_markdown
+    text = "\n".join(_spiral_markdown(out, pooled=True))
     assert "in 1 of 1 designs" in text and "| 0.300-0.400 |" in text
 
 

@@ -282,10 +282,14 @@ def spiral_ratios(runs: list[Mapping[str, Any]], tolerance: float = SPIRAL_TOLER
                       "lab_ratio": lab, "model_ratio": model,
                       "model_over_lab": model / lab if lab else None,
                       "within": bool(lab) and abs(model / lab - 1.0) <= tolerance})
+    return {"pairs": pairs, "summary": _spiral_summary(pairs, tolerance)}
+
+
+def _spiral_summary(pairs: list[Mapping[str, Any]], tolerance: float) -> dict[str, Any]:
+    """How many spiral pairs are within ``tolerance``, and the median |model / lab - 1|."""
     off = [abs(p["model_over_lab"] - 1.0) for p in pairs if p["model_over_lab"] is not None]
-    summary = {"pairs": len(pairs), "within": sum(1 for p in pairs if p["within"]), "tolerance": tolerance,
-               "median_abs_model_over_lab": float(statistics.median(off)) if off else None}
-    return {"pairs": pairs, "summary": summary}
+    return {"pairs": len(pairs), "within": sum(1 for p in pairs if p["within"]), "tolerance": tolerance,
+            "median_abs_model_over_lab": float(statistics.median(off)) if off else None}
 
 
 #: the grid of a spiral pair pooled over grids (:func:`spiral_ratios_pooled`)
@@ -334,10 +338,7 @@ def _pool_spiral_pairs(pairs: list[Mapping[str, Any]], tolerance: float) -> dict
                        "lab_ratio_range": (min(p["lab_ratio"] for p in ps), max(p["lab_ratio"] for p in ps)),
                        "model_over_lab": model / lab if lab else None,
                        "within": bool(lab) and abs(model / lab - 1.0) <= tolerance})
-    off = [abs(p["model_over_lab"] - 1.0) for p in pooled if p["model_over_lab"] is not None]
-    summary = {"pairs": len(pooled), "within": sum(1 for p in pooled if p["within"]), "tolerance": tolerance,
-               "median_abs_model_over_lab": float(statistics.median(off)) if off else None}
-    return {"pairs": pooled, "summary": summary}
+    return {"pairs": pooled, "summary": _spiral_summary(pooled, tolerance)}
 
 
 def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point", "repeat")) -> dict[str, Any]:

@@ -572,49 +572,41 @@ def _gc_markdown(report: ValidationReport) -> list[str]:
                   f"{d['runs']} | {d['lab_killed']} | {d['model']['oom']} / {d['model']['near']} / {d['model']['ok']} |"
                   for d in designs]
     return (lines + _spiral_markdown(report.gc.get("spiral") or {})
-            + _spiral_pooled_markdown(report.gc.get("spiral_pooled") or {}))
+            + _spiral_markdown(report.gc.get("spiral_pooled") or {}, pooled=True))
 
 
-def _spiral_markdown(spiral: Mapping[str, Any]) -> list[str]:
-    """The death spiral's throughput ratios, lab against model (:func:`cfsim.validation.gcmemory.spiral_ratios`)."""
+def _spiral_markdown(spiral: Mapping[str, Any], pooled: bool = False) -> list[str]:
+    """The death spiral's throughput ratios, lab against model, per grid and design
+    (:func:`cfsim.validation.gcmemory.spiral_ratios`) or, ``pooled``, per design over the grids
+    that ran it beside the spread of the lab's own per-grid ratios
+    (:func:`cfsim.validation.gcmemory.spiral_ratios_pooled`)."""
     pairs, summary = spiral.get("pairs") or [], spiral.get("summary") or {}
     if not pairs:
         return []
-    lines = ["", f"Death spiral (GOMEMLIMIT near the live heap; throughput over the same design's at GOGC 100 "
-             f"without a limit, means of held-out runs): the model's ratio within "
-             f"{summary['tolerance']:.0%} of the lab's in {summary['within']} of {summary['pairs']} pairs "
-             f"(median |model/lab - 1| {summary['median_abs_model_over_lab']:.3f})", "",
-             "| grid | workload | CPU limit | GOMAXPROCS | live heap [MiB] | GOGC | GOMEMLIMIT / live | runs (ref) "
-             "| lab | model | model / lab |", "|---" * 11 + "|"]
-    for p in pairs:
-        ratio = "" if p["model_over_lab"] is None else f"{p['model_over_lab']:.3f}" + ("" if p["within"] else " (out)")
-        lines.append(f"| {p['grid']} | {p['kind']} | {_fmt(p['cpu_limit'])} | {_fmt(p['gomaxprocs'])} | "
-                     f"{_fmt(p['live_heap_mb'])} | {_fmt(p['gogc'])} | {_fmt(p['gomemlimit_over_live'])} | "
-                     f"{p['runs']} ({p['reference_runs']}) | {p['lab_ratio']:.3f} | {p['model_ratio']:.3f} | {ratio} |")
-    return lines
-
-
-def _spiral_pooled_markdown(spiral: Mapping[str, Any]) -> list[str]:
-    """The death spiral's ratios with each design pooled over the grids that ran it
-    (:func:`cfsim.validation.gcmemory.spiral_ratios` with ``by_grid=False``), beside the spread of
-    the lab's own per-grid ratios."""
-    pairs, summary = spiral.get("pairs") or [], spiral.get("summary") or {}
-    if not pairs:
-        return []
-    lines = ["", f"Death spiral pooled over grids (each design's ratios above averaged over the grids that ran "
-             f"both of its sides: one grid's lab ratio is one draw of that day's host, e.g. of a big heap's "
-             f"mark speed; 'lab per grid' is their range): the model's "
-             f"ratio within {summary['tolerance']:.0%} of the lab's in {summary['within']} of {summary['pairs']} "
-             f"designs (median |model/lab - 1| {summary['median_abs_model_over_lab']:.3f})", "",
-             "| workload | CPU limit | GOMAXPROCS | live heap [MiB] | GOGC | GOMEMLIMIT / live | grids | runs (ref) "
-             "| lab | lab per grid | model | model / lab |", "|---" * 12 + "|"]
+    if pooled:
+        intro = ("Death spiral pooled over grids (each design's ratios above averaged over the grids that ran both "
+                 "of its sides: one grid's lab ratio is one draw of that day's host, e.g. of a big heap's mark speed; "
+                 "'lab per grid' is their range)")
+        unit = "designs"
+    else:
+        intro = ("Death spiral (GOMEMLIMIT near the live heap; throughput over the same design's at GOGC 100 "
+                 "without a limit, means of held-out runs)")
+        unit = "pairs"
+    cols = (["workload"] if pooled else ["grid", "workload"]) + [
+        "CPU limit", "GOMAXPROCS", "live heap [MiB]", "GOGC", "GOMEMLIMIT / live"] + (["grids"] if pooled else []) + [
+        "runs (ref)", "lab"] + (["lab per grid"] if pooled else []) + ["model", "model / lab"]
+    lines = ["", f"{intro}: the model's ratio within {summary['tolerance']:.0%} of the lab's in {summary['within']} "
+             f"of {summary['pairs']} {unit} (median |model/lab - 1| {summary['median_abs_model_over_lab']:.3f})", "",
+             "| " + " | ".join(cols) + " |", "|---" * len(cols) + "|"]
     for p in pairs:
         ratio = "" if p["model_over_lab"] is None else f"{p['model_over_lab']:.3f}" + ("" if p["within"] else " (out)")
         spread = "" if not p.get("lab_ratio_range") else "{:.3f}-{:.3f}".format(*p["lab_ratio_range"])
-        lines.append(f"| {p['kind']} | {_fmt(p['cpu_limit'])} | {_fmt(p['gomaxprocs'])} | {_fmt(p['live_heap_mb'])} | "
-                     f"{_fmt(p['gogc'])} | {_fmt(p['gomemlimit_over_live'])} | {p['grids']} | "
-                     f"{p['runs']} ({p['reference_runs']}) | {p['lab_ratio']:.3f} | {spread} | {p['model_ratio']:.3f} | "
-                     f"{ratio} |")
+        cells = ([] if pooled else [str(p["grid"])]) + [
+            str(p["kind"]), _fmt(p["cpu_limit"]), _fmt(p["gomaxprocs"]), _fmt(p["live_heap_mb"]), _fmt(p["gogc"]),
+            _fmt(p["gomemlimit_over_live"])] + ([str(p["grids"])] if pooled else []) + [
+            f"{p['runs']} ({p['reference_runs']})", f"{p['lab_ratio']:.3f}"] + ([spread] if pooled else []) + [
+            f"{p['model_ratio']:.3f}", ratio]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
