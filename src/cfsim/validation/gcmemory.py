@@ -115,13 +115,20 @@ def oom_by_point(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
             groups.setdefault(point, []).append(r)
     out = []
     for point, rs in groups.items():
-        model = [model_oom_outcome(r) for r in rs]
-        lab_kills = sum(1 for r in rs if r["observed"]["oom_killed"])
-        if len(rs) < 2 or (not lab_kills and all(m == "ok" for m in model)):
-            continue
-        out.append({"point": point, "runs": len(rs), "lab_killed": lab_kills,
-                    "model": {k: model.count(k) for k in ("oom", "near", "ok")}})
+        outcomes = _oom_outcomes(rs)
+        if len(rs) >= 2 and outcomes is not None:
+            out.append({"point": point, "runs": len(rs), **outcomes})
     return out
+
+
+def _oom_outcomes(runs: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """``{"lab_killed": n, "model": {"oom", "near", "ok": counts}}`` of a group of runs, None when
+    neither side came near a kill in any of them."""
+    model = [model_oom_outcome(r) for r in runs]
+    lab_kills = sum(1 for r in runs if r["observed"]["oom_killed"])
+    if not lab_kills and all(m == "ok" for m in model):
+        return None
+    return {"lab_killed": lab_kills, "model": {k: model.count(k) for k in ("oom", "near", "ok")}}
 
 
 def oom_by_design(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -153,15 +160,13 @@ def oom_by_design(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         groups.setdefault(key, []).append(r)
     out = []
     for key, rs in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        model = [model_oom_outcome(r) for r in rs]
-        lab_kills = sum(1 for r in rs if r["observed"]["oom_killed"])
-        if not lab_kills and all(m == "ok" for m in model):
+        outcomes = _oom_outcomes(rs)
+        if outcomes is None:
             continue
         kind, cpu_limit, gomaxprocs, live, gogc, gml, policy, mem_limit = key
         out.append({"kind": kind, "cpu_limit": cpu_limit, "gomaxprocs": gomaxprocs, "live_heap_mb": live,
                     "gogc": gogc, "gomemlimit_mb": gml, "gomemlimit_policy": policy, "memory_limit_mb": mem_limit,
-                    "grids": len({r.get("grid") for r in rs}), "runs": len(rs), "lab_killed": lab_kills,
-                    "model": {k: model.count(k) for k in ("oom", "near", "ok")}})
+                    "grids": len({r.get("grid") for r in rs}), "runs": len(rs), **outcomes})
     return out
 
 
