@@ -126,8 +126,10 @@ def new_engine(scenario: Scenario, seed: int) -> CfsEngine:
                                             thread_switch_ns=None if thread_us is None else int(round(thread_us * 1000)))
     else:
         engine = CfsEngine(**kw)
-    if scenario["host.wake_affine_share"] > 0 or scenario["host.wake_preempt_share"] > 0:
-        engine.set_wake_placement(scenario["host.wake_affine_share"], scenario["host.wake_preempt_share"])
+    if scenario["host.wake_affine_share"] > 0 or scenario["host.wake_preempt_share"] > 0 \
+            or (scenario["host.wake_affine_share_away"] or 0) > 0:
+        engine.set_wake_placement(scenario["host.wake_affine_share"], scenario["host.wake_preempt_share"],
+                                  scenario["host.wake_affine_share_away"])
     if scenario["host.neighbour_wake_share"] > 0 and isinstance(engine, SlicedCfsEngine):
         engine.set_neighbour_wake_share(scenario["host.neighbour_wake_share"])
     return engine

@@ -321,3 +321,33 @@ def test_wake_placement_draws_nothing_when_off_and_refuses_shares_outside_0_1():
         eng.set_wake_placement(1.2, 0.5)
     with pytest.raises(ScenarioError, match="host.wake_affine_share"):
         load_scenario("cpu-bound-threads", ["host.wake_affine_share=1.5"])
+
+
+def _woken_after_running_on(cpu_of_b: int, affine: float, away: float) -> int:
+    """b first runs alone on ``cpu_of_b``; later a, running on CPU 0 with CPU 1 idle, wakes it.
+    Returns where b runs after that wake-up."""
+    eng = SlicedCfsEngine(cpus=2, hz=1000, seed=0)
+    eng.set_wake_placement(affine, 0.0, away)
+    a, b = eng.new_thread(), eng.new_thread()
+    eng._t_last[b] = cpu_of_b                     # where b last ran (set as a previous run leaves it)
+    eng._t_last[a] = 0
+    seen = {}
+    eng.run(a, 100 * MS, lambda tid: None)
+    eng.call_at(1 * MS, lambda: (eng.run(b, 1 * MS, lambda tid: None, waker=a), seen.setdefault("cpu", eng._t_cpu[b])))
+    eng.run_until(2 * MS)
+    return seen["cpu"]
+
+
+def test_the_split_shares_keep_a_wakee_where_it_last_ran():
+    # last ran on the waker's CPU: it stays there with the first share
+    assert _woken_after_running_on(0, 1.0, 0.0) == 0
+    assert _woken_after_running_on(0, 0.0, 1.0) == 1
+    # last ran on the idle CPU: it joins the waker only with the second share
+    assert _woken_after_running_on(1, 1.0, 0.0) == 1
+    assert _woken_after_running_on(1, 0.0, 1.0) == 0
+    # unset: one share for both, as before
+    assert _woken_after_running_on(1, 1.0, None) == 0
+    with pytest.raises(ValueError, match="host.wake_affine_share_away"):
+        SlicedCfsEngine(cpus=2).set_wake_placement(0.5, 0.5, 1.5)
+    with pytest.raises(ScenarioError, match="host.wake_affine_share_away"):
+        load_scenario("cpu-bound-threads", ["host.wake_affine_share_away=1.5"])

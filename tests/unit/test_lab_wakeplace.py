@@ -32,8 +32,9 @@ def test_counts_tell_a_wakee_beside_its_waker_from_one_on_the_idle_cpu_and_anoth
     assert c == {"wakes_other_idle": 2, "wakes_other_idle_to_waker": 1, "wakes_other_busy": 1,
                  "wakes_other_busy_to_waker": 1, "wakes_to_waker": 2, "wakes_to_waker_preempting": 1,
                  "neighbour_wakes_other_idle": 0, "neighbour_wakes_other_idle_took_waker": 0,
-                 "preempted_by_other": 0}
-    assert wp.shares(c) == {"wake_affine_share": 0.5, "wake_preempt_share": 0.5, "neighbour_wake_share": None}
+                 "preempted_by_other": 0, "wakes_other_idle_here": 0, "wakes_other_idle_here_to_waker": 0}
+    assert wp.shares(c) == {"wake_affine_share": 0.5, "wake_preempt_share": 0.5, "wake_affine_share_here": None,
+                            "wake_affine_share_away": 0.5, "neighbour_wake_share": None}
     with pytest.raises(wp.WakeplaceError, match="CPU 3 on a host of 2"):
         wp.count_placements([SW.format(task="x", pid=1, cpu=3, t=1.0, prev=0, state="R", nxt=1)], "workload", 2)
 
@@ -130,3 +131,27 @@ def test_the_trace_window_leaves_the_kernels_trace_off_and_empty(tmp_path, monke
     assert [(fs / n).read_text() for n in ("tracing_on", "set_event", "trace", "buffer_size_kb")] == ["0", "", "", "1408"]
     with pytest.raises(wp.WakeplaceError, match="not writable"):
         wp.trace_window(0.1, tracefs=tmp_path / "none")
+
+
+def test_the_placement_is_read_from_the_switch_in_and_split_by_the_wakees_previous_cpu():
+    """sched_waking's target_cpu is the wakee's previous CPU (the kernel traces it before it
+    chooses): a wakee last run on the waker's CPU that the kernel sends to the idle CPU counts as
+    placed there, and one last run on the idle CPU that joins its waker counts as joining."""
+    lines = [SW.format(task="swapper/0", pid=0, cpu=0, t=1.0, prev=0, state="R", nxt=12),
+             SW.format(task="workload", pid=12, cpu=0, t=1.00001, prev=12, state="S", nxt=11),
+             # 12 last ran on CPU 0; 11 wakes it there (target_cpu 0) but it runs on the idle CPU 1
+             WK.format(task="workload", pid=11, cpu=0, t=1.00002, comm="workload", wakee=12, target=0),
+             SW.format(task="swapper/1", pid=0, cpu=1, t=1.00003, prev=0, state="R", nxt=12),
+             SW.format(task="workload", pid=12, cpu=1, t=1.00004, prev=12, state="S", nxt=0),
+             # 12 last ran on CPU 1 (idle now); 11 wakes it and it joins 11 on CPU 0 after 11 blocks
+             WK.format(task="workload", pid=11, cpu=0, t=1.00005, comm="workload", wakee=12, target=1),
+             SW.format(task="workload", pid=11, cpu=0, t=1.00006, prev=11, state="S", nxt=12)]
+    c = wp.count_placements(lines, "workload", 2)
+    assert (c["wakes_other_idle"], c["wakes_other_idle_to_waker"]) == (2, 1)
+    assert (c["wakes_other_idle_here"], c["wakes_other_idle_here_to_waker"]) == (1, 0)
+    assert c["wakes_to_waker_preempting"] == 0      # 11 blocked: it was not switched out runnable
+    split = [_row(wakes_other_idle_here=300, wakes_other_idle_here_to_waker=240)]
+    params = wp.wakeplace_params(split)
+    assert params["host.wake_affine_share"] == 0.8 and params["host.wake_affine_share_away"] == 0.2
+    with pytest.raises(wp.WakeplaceError, match="split by the previous CPU"):
+        wp.wakeplace_params([_row(wakes_other_idle_here=590, wakes_other_idle_here_to_waker=290)])

@@ -8,6 +8,7 @@
     python -m cfsim lab tlb --out docs/params/lab-host-memory.toml [--rounds 3]
     python -m cfsim lab switch --out docs/params/lab-host-thread-switch.toml [--rounds 3]
     python -m cfsim lab scav --out docs/params/lab-host-scavenge.toml [--rounds 3]
+    python -m cfsim lab wakepack --out docs/params/lab-host-wakepack.toml [--rounds 2]
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
 def add_parser(sub) -> None:
     p = sub.add_parser("lab", help="real runs under real CFS quotas, scraped by Prometheus (root)")
-    lab_sub = p.add_subparsers(dest="lab_command", metavar="{run,grid,wakeup,tlb,switch,scav,wakeplace}")
+    lab_sub = p.add_subparsers(dest="lab_command", metavar="{run,grid,wakeup,tlb,switch,scav,wakeplace,wakepack}")
     r = lab_sub.add_parser("run", help="one real run of a scenario")
     r.add_argument("scenario", help="a scenario TOML file or a built-in name")
     r.add_argument("--out", required=True, metavar="DIR", help="run folder, e.g. data/lab/<run-id>")
@@ -64,24 +65,33 @@ def add_parser(sub) -> None:
                     "(lab/cmd/scavbench, with lab/cmd/faultbench for the bare madvise), written as "
                     "go.page_fault_us and go.scavenge_page_us",
                     "rounds, each at GOGC 100 and near GOMEMLIMIT (about 10 s each)")
+    _add_host_bench(lab_sub, "wakepack", "packbench", run_wakepack,
+                    "up to which utilization a thread and the thread it wakes settle on one CPU on this host "
+                    "although another is idle (lab/cmd/packbench): a measurement, written as pair_pack_util "
+                    "under [measurement] (no model parameter)",
+                    "rounds over 21 settings of a waker and its wakee (about 25 s each)", default_rounds=2)
     w = lab_sub.add_parser("wakeplace", help="where this host's kernel puts a thread that a running thread of its "
                                              "process wakes, and whether it takes the waker's CPU, from lab runs "
                                              "that recorded lab.sched_trace_s; written as host.wake_affine_share "
-                                             "and host.wake_preempt_share")
+                                             "and host.wake_preempt_share (and host.wake_affine_share_away from "
+                                             "runs that counted the wakee's previous CPU)")
     w.add_argument("runs", nargs="+", metavar="RUN", help="lab run folders with a wake_placement in their manifest")
     w.add_argument("--out", metavar="FILE.toml", help="write a --params file (default: print it)")
     w.set_defaults(func=run_wakeplace)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
-def _add_host_bench(lab_sub, name: str, binary: str, func, help_text: str, rounds_help: str) -> None:
+def _add_host_bench(lab_sub, name: str, binary: str, func, help_text: str, rounds_help: str,
+                    default_rounds: int = 3) -> None:
     """``cfsim lab NAME``: a host benchmark (lab/cmd/BINARY) written as a ``--params`` file."""
     b = lab_sub.add_parser(name, help=help_text)
     b.add_argument("--out", metavar="FILE.toml", help="write a --params file (default: print it)")
-    b.add_argument("--rounds", type=int, default=3, metavar="N", help=rounds_help)
+    b.add_argument("--rounds", type=int, default=default_rounds, metavar="N",
+                   help=f"{rounds_help} (default {default_rounds})")
     b.add_argument("--from", dest="from_file", metavar="FILE.jsonl",
                    help=f"fit a saved {binary} output instead of running it")
-    b.set_defaults(func=func)
+    # the reproduce line in the written file names --rounds only where it is not the default
+    b.set_defaults(func=func, default_rounds=default_rounds)
 
 
 def _sigterm_as_interrupt() -> None:
@@ -177,14 +187,15 @@ def _emit_params(out: str | None, params: dict, toml: str) -> int:
 
 
 def _host_params(args, name: str, binary: str, run_bench, fit, error: type[Exception]) -> int:
-    """``cfsim lab wakeup``, ``cfsim lab tlb`` and ``cfsim lab switch``: run a host benchmark (or
+    """``cfsim lab wakeup``, ``tlb``, ``switch``, ``scav`` and ``wakepack``: run a host benchmark (or
     read its saved output, ``--from``), fit ``fit(text, source, command) -> (params, toml)`` and
     print or write the ``--params`` file. Exit 2 for bad input, 3 where the lab cannot run."""
     from cfsim.commands._paths import check_out_file
     from cfsim.lab import build
 
     check_out_file(args.out, "--out")   # before the benchmark runs, not after
-    command = f"python -m cfsim lab {name}" + (f" --rounds {args.rounds}" if args.rounds != 3 else "") + \
+    rounds_given = args.rounds != getattr(args, "default_rounds", 3)
+    command = f"python -m cfsim lab {name}" + (f" --rounds {args.rounds}" if rounds_given else "") + \
         (f" --out {args.out}" if args.out else "")
     try:
         if args.from_file:
@@ -247,6 +258,21 @@ def run_scav(args) -> int:
         params = scav.scav_params(rows, meta["bare_release_us"])
         return params, scav.params_toml(params, rows, meta["bare_release_us"], command)
     return _host_params(args, "scav", "scavbench", scav.run_scavbench, fit, scav.ScavbenchError)
+
+
+def run_wakepack(args) -> int:
+    from cfsim.lab import wakepack as wk
+
+    def fit(text: str, source: str, command: str):
+        rows, _meta = wk.read_packbench(text, source)
+        found = wk.pack_params(rows)
+        params: dict = {}   # a measurement of the host's scheduler, no model parameter
+        print(f"pair_pack_util {found['pair_pack_util']}: packed up to util_sum {found['band'][0]}, "
+              f"spread from {found['band'][1]}; "
+              f"{found['misclassified']} of {found['points']} settings misplaced, {found['excluded']} left out",
+              file=sys.stderr)
+        return params, wk.params_toml(found, rows, command, wk.vcpu_pack_sysctl())
+    return _host_params(args, "wakepack", "packbench", wk.run_packbench, fit, wk.PackbenchError)
 
 
 def run_wakeplace(args) -> int:

@@ -147,7 +147,7 @@ class CfsEngine:
         "_free_events", "_idle_since", "_thr_from", "_gap_from", "_gap_to",
         # per thread
         "_t_cpu", "_t_last", "_t_start_v", "_t_end_v", "_t_gen", "_t_cb", "_t_base", "_t_name", "_t_wake",
-        "_wakeup", "wakeups_from_idle", "_wake_affine", "_wake_preempt", "_wake_rng", "_preempt_by",
+        "_wakeup", "wakeups_from_idle", "_wake_affine", "_wake_affine_away", "_wake_preempt", "_wake_rng", "_preempt_by",
         "wakes_affine", "wakes_preempting", "wakes_preempting_enabled",
         "_seq",
         # group bandwidth
@@ -218,6 +218,7 @@ class CfsEngine:
         # where a thread woken by a running thread of the group goes (set_wake_placement): off
         # unless set, so every draw below is skipped and no other random stream moves
         self._wake_affine = 0.0
+        self._wake_affine_away = -1.0     # unset: the same share whatever the wakee's last CPU
         self._wake_preempt = 0.0
         self._wake_rng = random.Random(seed)
         self._preempt_by = -1             # the waker a wake-up being placed now preempts (slices)
@@ -288,8 +289,8 @@ class CfsEngine:
             raise ValueError(f"work_ns must be > 0 (got {work_ns})")
         self._t_cb[tid] = on_done
         c = self._select_cpu(tid)
-        if waker >= 0 and self._wake_affine > 0.0:
-            c = self._beside_waker(waker, c)
+        if waker >= 0 and (self._wake_affine > 0.0 or self._wake_affine_away > 0.0):
+            c = self._beside_waker(waker, c, tid)
         if self._wakeup is not None and self._queued[c] == 0 and self._t_wake[tid]:
             # the kernel's side of the sleep that ends here: the CPU was idle (for the group)
             work_ns += self._wakeup.cycle_ns(self.now - self._idle_since[c])
@@ -303,7 +304,7 @@ class CfsEngine:
         in, and calls it at once for one that is blocked or running."""
         fn()
 
-    def set_wake_placement(self, affine_share: float, preempt_share: float) -> None:
+    def set_wake_placement(self, affine_share: float, preempt_share: float, affine_away: float | None = None) -> None:
         """How this host's kernel places a thread that a running thread of the group wakes: on
         the waker's CPU with ``affine_share`` (else where :meth:`_select_cpu` puts it, an idle
         CPU first), and there it takes the CPU from the waker at once with ``preempt_share``
@@ -313,10 +314,19 @@ class CfsEngine:
         wakee on an idle CPU that shares the cache (``select_idle_sibling``); the lab's virtual
         machine puts about half of them beside their waker even so (``host.wake_affine_share``,
         measured by ``cfsim lab wakeplace``). Only the sliced engine has turns to take (it sets
-        ``wakes_preempting_enabled``); here the placement alone applies."""
+        ``wakes_preempting_enabled``); here the placement alone applies.
+
+        ``affine_away`` set, the kernel's stickiness to a wakee's previous CPU is kept apart:
+        ``affine_share`` is then the share of wakees whose previous CPU is the waker's that stay
+        there, ``affine_away`` the share of those last run elsewhere that join the waker (the lab's
+        scheduler traces: most stay where they last ran, ``select_idle_sibling`` taking an idle
+        previous CPU first)."""
         if not (0.0 <= affine_share <= 1.0 and 0.0 <= preempt_share <= 1.0):
             raise ValueError(f"wake placement shares must be in [0, 1] (got {affine_share}, {preempt_share})")
+        if affine_away is not None and not 0.0 <= affine_away <= 1.0:
+            raise ValueError(f"host.wake_affine_share_away: must be in [0, 1] (got {affine_away})")
         self._wake_affine = float(affine_share)
+        self._wake_affine_away = -1.0 if affine_away is None else float(affine_away)
         self._wake_preempt = float(preempt_share)
 
     def group_idle_ns(self, tid: int) -> int:
@@ -335,13 +345,16 @@ class CfsEngine:
                 return self.now - self._idle_since[c]
         return -1
 
-    def _beside_waker(self, waker: int, c: int) -> int:
+    def _beside_waker(self, waker: int, c: int, tid: int) -> int:
         wc = self._t_cpu[waker]
         if wc < 0 or self._throttled[wc]:
             return c
         rng = self._wake_rng
         if wc != c:
-            if rng.random() >= self._wake_affine:
+            share = self._wake_affine
+            if self._wake_affine_away >= 0.0 and self._t_last[tid] != wc:
+                share = self._wake_affine_away
+            if rng.random() >= share:
                 return c
             self.wakes_affine += 1
         if rng.random() < self._wake_preempt:

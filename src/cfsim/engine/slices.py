@@ -101,8 +101,8 @@ class SlicedCfsEngine(CfsEngine):
         self.switches_involuntary = 0
         self.neighbour_preemptions = 0
 
-    def set_wake_placement(self, affine_share: float, preempt_share: float) -> None:
-        super().set_wake_placement(affine_share, preempt_share)
+    def set_wake_placement(self, affine_share: float, preempt_share: float, affine_away: float | None = None) -> None:
+        super().set_wake_placement(affine_share, preempt_share, affine_away)
         self.wakes_preempting_enabled = preempt_share > 0.0
 
     def set_neighbour_wake_share(self, share: float) -> None:

@@ -17,6 +17,8 @@ The same scenario the simulator reads drives a real run, so every lab run has a 
 - :mod:`cfsim.lab.wakeup`      the host's CPU and latency of a thread's sleep and wake-up (wakebench)
 - :mod:`cfsim.lab.tlb`         the host's CPU for returning memory and flushing another CPU's TLB (faultbench)
 - :mod:`cfsim.lab.threadswitch` the host's CPU for a switch between two threads of one process (switchbench)
+- :mod:`cfsim.lab.wakepack`    up to which utilization a waker and its wakee settle on one CPU (packbench)
+- :mod:`cfsim.lab.packcurve`   where a woken thread went, by its previous CPU and recent utilization (scheduler trace)
 - :mod:`cfsim.lab.c2c`         a cache line's round trip between the host's CPUs, recorded with every run (c2cbench)
 - :mod:`cfsim.lab.chase`       the price of a load that misses every cache, recorded with every run (chasebench)
 - :mod:`cfsim.lab.benchout`    the JSON-lines output of those host benchmarks (one reader)

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 BINARIES = ("workload", "loadgen", "profsplit", "wakebench", "faultbench", "c2cbench", "switchbench", "stwbench",
-            "scavbench", "chasebench")
+            "scavbench", "chasebench", "packbench")
 
 
 class BuildError(RuntimeError):

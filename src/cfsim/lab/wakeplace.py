@@ -38,6 +38,7 @@ from typing import Any, Iterable
 
 from cfsim.io.manifest import read_manifest
 from cfsim.lab.benchout import json_lines, require
+from cfsim.lab.packcurve import pack_curve
 from cfsim.lab.probe import WindowProbe
 
 TRACEFS = Path("/sys/kernel/tracing")
@@ -49,6 +50,9 @@ _FIELDS = ("round", "gomaxprocs", "wakes_other_idle", "wakes_other_idle_to_waker
 #: GOMAXPROCS 1"): counted in the manifest's ``wake_placement``, not part of the two shares' rows
 NEIGHBOUR_FIELDS = ("neighbour_wakes_other_idle", "neighbour_wakes_other_idle_took_waker",
                     "preempted_by_other")
+#: the wake-ups beside an idle CPU whose thread last ran on the waker's CPU, and of them the ones
+#: that ran there first (host.wake_affine_share with host.wake_affine_share_away set)
+SPLIT_FIELDS = ("wakes_other_idle_here", "wakes_other_idle_here_to_waker")
 #: a setting with fewer wake-ups than this beside an idle CPU says too little
 MIN_WAKES = 200
 _EVENT = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+): (sched_switch|sched_waking): (.*)$")
@@ -66,27 +70,35 @@ def count_placements(lines: Iterable[str], comm: str, cpus: int) -> dict[str, in
     """Wake-ups of one process's threads by its running threads, from a tracefs ``trace`` text.
 
     ``comm``: the process's command name (the waker's task name on the line). A wake-up counts when
-    its waker is the task running on the CPU that reports it; it goes to the waker's CPU when its
-    ``target_cpu`` is that CPU, and preempts the waker when the woken thread's first switch-in
-    there switches the waker out while runnable (``prev_state=R``). Wake-ups of another
-    process's tasks by the process's running threads are counted apart
+    its waker is the task running on the CPU that reports it. Where it went is the CPU the woken
+    thread is next switched in on: ``sched_waking``'s ``target_cpu`` is the task's CPU before the
+    kernel chose (``try_to_wake_up`` in ``kernel/sched/core.c`` traces it before
+    ``select_task_rq``; ``target_cpu = task_cpu(p)`` in ``include/trace/events/sched.h``), its
+    previous CPU, which the counts keep as the wake-up's class instead (``_here``: it last ran on
+    the waker's CPU; the rest last ran elsewhere). A wake-up on the waker's CPU preempts the waker
+    when that switch-in switches the waker out while runnable (``prev_state=R``). Wake-ups of
+    another process's tasks by the process's running threads are counted apart
     (:data:`NEIGHBOUR_FIELDS`: those made while another CPU was idle, and of them the ones that
     took the waker's CPU at once), and so are the process's threads switched out while runnable
-    for another process's task (``preempted_by_other``).
+    for another process's task (``preempted_by_other``). ``placed_by`` says how (runs traced before
+    2026-12-07 counted ``target_cpu``, the previous CPU, as the placement).
 
     >>> lines = ['stwbench-11 [000] d..2. 1.000000: sched_switch: prev_comm=a prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=stwbench next_pid=11 next_prio=120',
-    ...          'stwbench-11 [000] d..2. 1.000010: sched_waking: comm=stwbench pid=12 prio=120 target_cpu=000',
+    ...          'stwbench-11 [000] d..2. 1.000010: sched_waking: comm=stwbench pid=12 prio=120 target_cpu=001',
     ...          'stwbench-11 [000] d..2. 1.000012: sched_switch: prev_comm=stwbench prev_pid=11 prev_prio=120 prev_state=R ==> next_comm=stwbench next_pid=12 next_prio=120',
-    ...          'stwbench-12 [000] d..2. 1.000040: sched_waking: comm=stwbench pid=13 prio=120 target_cpu=001',
+    ...          'stwbench-12 [000] d..2. 1.000040: sched_waking: comm=stwbench pid=13 prio=120 target_cpu=000',
     ...          '<idle>-0 [001] d..2. 1.000045: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=stwbench next_pid=13 next_prio=120']
     >>> c = count_placements(lines, "stwbench", 2)
     >>> c["wakes_other_idle"], c["wakes_other_idle_to_waker"], c["wakes_to_waker"], c["wakes_to_waker_preempting"]
     (2, 1, 1, 1)
+    >>> c["wakes_other_idle_here"], c["wakes_other_idle_here_to_waker"]
+    (0, 0)
     """
     running = [0] * cpus                       # pid on each CPU (0: idle)
-    pending: dict[int, tuple[int, int]] = {}   # woken pid -> (waker pid, waker's CPU) of a wake-up to the waker's CPU
-    pending_other: dict[int, tuple[int, int]] = {}   # the same for another process's task woken beside an idle CPU
-    out = dict.fromkeys(_FIELDS[2:] + NEIGHBOUR_FIELDS, 0)
+    last_cpu: dict[int, int] = {}              # pid -> the CPU it last ran on
+    # woken pid -> (waker pid, waker's CPU, the counts its first switch-in adds to)
+    pending: dict[int, tuple[int, int, tuple[str, ...]]] = {}
+    out = dict.fromkeys(_FIELDS[2:] + NEIGHBOUR_FIELDS + SPLIT_FIELDS, 0)
     for line in lines:
         m = _EVENT.match(line)
         if m is None:
@@ -102,42 +114,45 @@ def count_placements(lines: Iterable[str], comm: str, cpus: int) -> dict[str, in
             prev, state, nxt = int(sw[1]), sw[2], int(sw[3])
             runnable_out = state.startswith("R")
             if nxt in pending:
-                waker, wcpu = pending.pop(nxt)
-                if wcpu == cpu and prev == waker and runnable_out:
-                    out["wakes_to_waker_preempting"] += 1
-            if nxt in pending_other:
-                waker, wcpu = pending_other.pop(nxt)
-                if wcpu == cpu and prev == waker and runnable_out:
-                    out["neighbour_wakes_other_idle_took_waker"] += 1
+                waker, wcpu, keys = pending.pop(nxt)
+                if wcpu == cpu:
+                    took = prev == waker and runnable_out
+                    if keys[0] == "neighbour":
+                        out["neighbour_wakes_other_idle_took_waker"] += took
+                    else:
+                        for k in keys:
+                            out[k + "_to_waker"] += 1
+                        out["wakes_to_waker"] += 1
+                        out["wakes_to_waker_preempting"] += took
             if runnable_out and nxt != 0 and task.startswith(comm):
                 nc = _NEXT_COMM.search(rest)
                 if nc is not None and not nc[1].startswith(comm):
                     out["preempted_by_other"] += 1   # one of ours waits for another process's task
+            if prev:
+                last_cpu[prev] = cpu
             running[cpu] = nxt
             continue
         pid = int(pid_s)
         if not task.startswith(comm) or running[cpu] != pid:
             continue   # not woken by one of the process's running threads
-        wp, tg = _WAKEE.search(rest), _TARGET.search(rest)
-        if wp is None or tg is None:
+        wp = _WAKEE.search(rest)
+        if wp is None:
             continue
-        wakee, target = int(wp[2]), int(tg[1])
+        wakee = int(wp[2])
         other_idle = any(running[c] == 0 for c in range(cpus) if c != cpu)
         if not wp[1].startswith(comm):
             # another process's task (a load generator woken by a response)
             if other_idle:
                 out["neighbour_wakes_other_idle"] += 1
-                if target == cpu:
-                    pending_other[wakee] = (pid, cpu)
+                pending[wakee] = (pid, cpu, ("neighbour",))
             continue
         key = "wakes_other_idle" if other_idle else "wakes_other_busy"
         out[key] += 1
-        if target == cpu:
-            out[key + "_to_waker"] += 1
-            out["wakes_to_waker"] += 1
-            pending[wakee] = (pid, cpu)
-        else:
-            pending.pop(wakee, None)
+        keys: tuple[str, ...] = (key,)
+        if other_idle and last_cpu.get(wakee) == cpu:
+            out["wakes_other_idle_here"] += 1
+            keys = (key, "wakes_other_idle_here")
+        pending[wakee] = (pid, cpu, keys)
     return out
 
 
@@ -159,10 +174,15 @@ def read_wakeplace(text: str, source: str = "wakeplace output") -> tuple[list[di
         require(d, _FIELDS, source, i, WakeplaceError)
         try:
             row = {k: int(d[k]) for k in _FIELDS}
+            if all(k in d for k in SPLIT_FIELDS):   # counted by the wakee's previous CPU as well
+                row.update({k: int(d[k]) for k in SPLIT_FIELDS})
         except (TypeError, ValueError):
             raise WakeplaceError(f"{source} line {i}: a field that is not a whole number") from None
         if any(v < 0 for v in row.values()) or row["wakes_other_idle_to_waker"] > row["wakes_other_idle"] \
-                or row["wakes_to_waker_preempting"] > row["wakes_to_waker"]:
+                or row["wakes_to_waker_preempting"] > row["wakes_to_waker"] \
+                or row.get("wakes_other_idle_here", 0) > row["wakes_other_idle"] \
+                or row.get("wakes_other_idle_here_to_waker", 0) > row.get("wakes_other_idle_here", 0) \
+                or row.get("wakes_other_idle_here_to_waker", 0) > row["wakes_other_idle_to_waker"]:
             raise WakeplaceError(f"{source} line {i}: counts that cannot be (negative, or a part above its whole)")
         rows.append(row)
     if not rows:
@@ -179,7 +199,16 @@ def _share(rows: Iterable[dict[str, Any]], part: str, whole: str, digits: int = 
 
 def wakeplace_params(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
     """The two shares, pooled over every row. Refuses a measurement with fewer than
-    :data:`MIN_WAKES` wake-ups beside an idle CPU or on the waker's CPU.
+    :data:`MIN_WAKES` wake-ups beside an idle CPU or on the waker's CPU. Where every row counted
+    the wakee's previous CPU as well (:data:`SPLIT_FIELDS`), ``host.wake_affine_share`` is the share
+    of the wakees last run on the waker's CPU that stayed there, and ``host.wake_affine_share_away``
+    that of the others that joined it.
+
+    >>> split = {"wakes_other_idle_here": 300, "wakes_other_idle_here_to_waker": 240}
+    >>> wakeplace_params([{"round": 0, "gomaxprocs": 8, "wakes_other_idle": 600, "wakes_other_idle_to_waker": 300,
+    ...                    "wakes_other_busy": 400, "wakes_other_busy_to_waker": 250, "wakes_to_waker": 550,
+    ...                    "wakes_to_waker_preempting": 275, **split}])
+    {'host.wake_affine_share': 0.8, 'host.wake_preempt_share': 0.5, 'host.wake_affine_share_away': 0.2}
 
     >>> wakeplace_params([{"round": 0, "gomaxprocs": 8, "wakes_other_idle": 600, "wakes_other_idle_to_waker": 300,
     ...                    "wakes_other_busy": 400, "wakes_other_busy_to_waker": 250, "wakes_to_waker": 550,
@@ -195,7 +224,16 @@ def wakeplace_params(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
     affine = _share(rows, "wakes_other_idle_to_waker", "wakes_other_idle")
     preempt = _share(rows, "wakes_to_waker_preempting", "wakes_to_waker")
     assert affine is not None and preempt is not None
-    return {"host.wake_affine_share": affine, "host.wake_preempt_share": preempt}
+    if not all(all(k in r for k in SPLIT_FIELDS) for r in rows):
+        return {"host.wake_affine_share": affine, "host.wake_preempt_share": preempt}
+    here = sum(r["wakes_other_idle_here"] for r in rows)
+    here_to = sum(r["wakes_other_idle_here_to_waker"] for r in rows)
+    away, away_to = idle - here, sum(r["wakes_other_idle_to_waker"] for r in rows) - here_to
+    if min(here, away) < MIN_WAKES:
+        raise WakeplaceError(f"too few wake-ups to split by the previous CPU ({here} last ran on the waker's, "
+                             f"{away} elsewhere; need {MIN_WAKES} each)")
+    return {"host.wake_affine_share": round(here_to / here, 3), "host.wake_preempt_share": preempt,
+            "host.wake_affine_share_away": round(away_to / away, 3)}
 
 
 def _write(path: Path, text: str, append: bool = False) -> None:
@@ -247,6 +285,11 @@ def shares(counts: dict[str, int]) -> dict[str, float | None]:
     """
     out = {"wake_affine_share": _share([counts], "wakes_other_idle_to_waker", "wakes_other_idle", 4),
            "wake_preempt_share": _share([counts], "wakes_to_waker_preempting", "wakes_to_waker", 4)}
+    if "wakes_other_idle_here" in counts:
+        here, here_to = counts["wakes_other_idle_here"], counts["wakes_other_idle_here_to_waker"]
+        away = counts["wakes_other_idle"] - here
+        out["wake_affine_share_here"] = round(here_to / here, 4) if here else None
+        out["wake_affine_share_away"] = round((counts["wakes_other_idle_to_waker"] - here_to) / away, 4) if away else None
     if "neighbour_wakes_other_idle" in counts:
         # what host.neighbour_wake_share stands for: another process's task woken beside an idle
         # CPU that took its waker's CPU at once
@@ -267,8 +310,12 @@ class SchedTraceProbe(WindowProbe):
         self.seconds, self.comm, self.cpus = seconds, comm, cpus
 
     def measure(self) -> dict[str, Any]:
-        counts = count_placements(trace_window(self.seconds).splitlines(), self.comm, self.cpus)
-        return {**counts, **shares(counts)}
+        lines = trace_window(self.seconds).splitlines()
+        counts = count_placements(lines, self.comm, self.cpus)
+        # the same wake-ups by class and recent utilization (cfsim.lab.packcurve), and how the
+        # placement was read (older runs counted sched_waking's target_cpu, the previous CPU)
+        return {**counts, **shares(counts), "placed_by": "switch_in",
+                "pack_bins": pack_curve(lines, self.comm, self.cpus)}
 
 
 def rows_from_runs(runs: Iterable[Path]) -> str:
@@ -283,8 +330,9 @@ def rows_from_runs(runs: Iterable[Path]) -> str:
             why = block.get("error") or "no wake_placement in its manifest (record it with --set lab.sched_trace_s=6)"
             raise WakeplaceError(f"{run}: {why}")
         g = (manifest.get("gomaxprocs") or {}).get("at_ready")
+        split = {k: block[k] for k in SPLIT_FIELDS if k in block} if block.get("placed_by") == "switch_in" else {}
         lines.append(json.dumps({"round": i, "gomaxprocs": int(g) if isinstance(g, (int, float)) else 0,
-                                 **{k: block[k] for k in _FIELDS[2:]}}))
+                                 **{k: block[k] for k in _FIELDS[2:]}, **split}))
     return "\n".join(lines) + "\n"
 
 
@@ -316,6 +364,19 @@ def params_toml(params: dict[str, float], rows: list[dict[str, Any]], command: s
         sub = [r for r in rows if r["gomaxprocs"] == g]
         lines.append(f"# GOMAXPROCS {g}: affine {_share(sub, 'wakes_other_idle_to_waker', 'wakes_other_idle')}, "
                      f"preempt {_share(sub, 'wakes_to_waker_preempting', 'wakes_to_waker')}")
+    if "host.wake_affine_share_away" in params:
+        lines += [
+            "# Split by the wakee's previous CPU (placement read from its next switch-in, the class from",
+            "# sched_waking's target_cpu, which is the previous CPU): host.wake_affine_share = of the wake-ups",
+            "# beside an idle CPU whose thread last ran on the waker's CPU, the share that ran there first;",
+            "# host.wake_affine_share_away = of the others, the share that joined the waker. Per run: here",
+            "# stayed / all, away joined / all",
+        ]
+        for r in rows:
+            away, away_to = (r["wakes_other_idle"] - r["wakes_other_idle_here"],
+                             r["wakes_other_idle_to_waker"] - r["wakes_other_idle_here_to_waker"])
+            lines.append(f"#   {r['round']}, {r['gomaxprocs']:>2}: {r['wakes_other_idle_here_to_waker']} / "
+                         f"{r['wakes_other_idle_here']}, {away_to} / {away}")
     lines.append("[params]")
     lines += [f'"{k}" = {v}' for k, v in params.items()]
     lines += ["", "[measurement]", f"runs = {len(rows)}", f"gomaxprocs = {sorted({r['gomaxprocs'] for r in rows})}", ""]

@@ -168,6 +168,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                                "'slices'); 0 as mainline Linux places a wakee on an idle CPU that "
                                                "shares the cache (select_idle_sibling); the lab's VM packs about "
                                                "half of them (`cfsim lab wakeplace`)", _between(0, 1)),
+        "wake_affine_share_away": Key(None, "float", "set: wake_affine_share is the share of wakees whose previous "
+                                                       "CPU is the waker's that stay there although another CPU is "
+                                                       "idle, and this the share of those last run on another CPU "
+                                                       "that join the waker (the lab's VM: most stay where they last "
+                                                       "ran; `cfsim lab wakeplace` from runs whose trace counted "
+                                                       "both); unset: one share for both", _between(0, 1), optional=True),
         "wake_preempt_share": Key(0.0, "float", "share of those wake-ups on the waker's CPU that take the CPU from "
                                                 "the waker at once (EEVDF wake-up preemption of a task no longer "
                                                 "eligible, check_preempt_wakeup_fair in kernel/sched/fair.c) "
