@@ -55,6 +55,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/cfsim/cfsim/lab/internal/noasyncpreempt"
 	"github.com/cfsim/cfsim/lab/internal/spin"
 	"golang.org/x/sys/unix"
 )
@@ -410,13 +411,8 @@ func main() {
 	gridName := flag.String("grid", "default", "default (21 points) or quick (3 points, for the test)")
 	custom := flag.String("points", "", "instead of -grid: X:Y:Z:S,... in microseconds")
 	flag.Parse()
-	if !strings.Contains(os.Getenv("GODEBUG"), "asyncpreemptoff=1") {
-		self, err := os.Executable()
-		if err != nil {
-			fail(err)
-		}
-		env := append(os.Environ(), "GODEBUG=asyncpreemptoff=1")
-		fail(syscall.Exec(self, os.Args, env))
+	if err := noasyncpreempt.Ensure(); err != nil {
+		fail(err)
 	}
 	if *rounds < 1 || *durS <= 0 {
 		fmt.Fprintln(os.Stderr, "packbench: -rounds must be >= 1 and -dur > 0")

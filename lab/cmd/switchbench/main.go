@@ -36,11 +36,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/cfsim/cfsim/lab/internal/noasyncpreempt"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -332,13 +332,8 @@ func main() {
 	cpu := flag.Int("cpu", -1, "the CPU every yielder is pinned to (default: the last allowed one)")
 	isChild := flag.Bool("child", false, "internal: the second process of the processes mode")
 	flag.Parse()
-	if !strings.Contains(os.Getenv("GODEBUG"), "asyncpreemptoff=1") {
-		self, err := os.Executable()
-		if err != nil {
-			fail(err)
-		}
-		env := append(os.Environ(), "GODEBUG=asyncpreemptoff=1")
-		fail(syscall.Exec(self, os.Args, env))
+	if err := noasyncpreempt.Ensure(); err != nil {
+		fail(err)
 	}
 	if *isChild {
 		runChild(*cpu)

@@ -28,12 +28,12 @@ import (
 	"os"
 	"runtime"
 	"sort"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
 
+	"github.com/cfsim/cfsim/lab/internal/noasyncpreempt"
 	"github.com/cfsim/cfsim/lab/internal/spin"
 )
 
@@ -139,13 +139,8 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds over all sleep lengths")
 	busyUs := flag.Float64("busy-us", 400, "busy loop between sleeps [us of CPU, roughly]")
 	flag.Parse()
-	if !strings.Contains(os.Getenv("GODEBUG"), "asyncpreemptoff=1") {
-		self, err := os.Executable()
-		if err != nil {
-			panic(err)
-		}
-		env := append(os.Environ(), "GODEBUG=asyncpreemptoff=1")
-		panic(syscall.Exec(self, os.Args, env))
+	if err := noasyncpreempt.Ensure(); err != nil {
+		panic(err)
 	}
 	runtime.LockOSThread()
 

@@ -122,3 +122,27 @@ def number_row(obj: dict[str, Any], fields: Iterable[str], source: str, line: in
     if label is not None:
         row[label] = obj[label]
     return row
+
+
+def run_bench(binary: Path, args: list[str], timeout_s: float, error: type[ValueError]) -> str:
+    """Run a host benchmark (``binary`` with ``args``) and return its standard output; ``error``
+    names a benchmark that ran out of ``timeout_s``, could not start or failed (with the end of
+    what it wrote to standard error).
+
+    >>> run_bench(Path("/bin/echo"), ["a"], 5.0, ValueError)
+    'a\\n'
+    >>> run_bench(Path("/no/such/bench"), [], 5.0, ValueError)
+    Traceback (most recent call last):
+    ...
+    ValueError: /no/such/bench cannot run: [Errno 2] No such file or directory: '/no/such/bench'
+    """
+    cmd = [str(binary), *args]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise error(f"{binary} did not finish within {timeout_s:.0f} s: `{' '.join(cmd)}`") from None
+    except OSError as exc:
+        raise error(f"{binary} cannot run: {exc}") from None
+    if res.returncode != 0:
+        raise error(f"{binary} failed (exit {res.returncode}): {res.stderr.strip()[-2000:]}")
+    return res.stdout

@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import platform
 import statistics
-import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from cfsim.lab.benchout import json_lines, number_row
+from cfsim.lab.benchout import run_bench, json_lines, number_row
 
 _FIELDS = ("round", "mode", "yields", "cpu_ns", "switches_voluntary", "switches_involuntary", "us_per_yield")
 MODES = ("alone", "threads", "processes")
@@ -157,16 +156,7 @@ def run_switchbench(binary: Path, rounds: int = 3, dur_s: float = 1.0, timeout_s
         raise SwitchbenchError(f"--rounds must be >= 1 (got {rounds})")
     if timeout_s is None:
         timeout_s = 60.0 + 3 * rounds * dur_s * 4
-    cmd = [str(binary), "-rounds", str(rounds), "-dur", str(dur_s)]
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise SwitchbenchError(f"{binary} did not finish within {timeout_s:.0f} s: `{' '.join(cmd)}`") from None
-    except OSError as exc:
-        raise SwitchbenchError(f"{binary} cannot run: {exc}") from None
-    if res.returncode != 0:
-        raise SwitchbenchError(f"{binary} failed (exit {res.returncode}): {res.stderr.strip()[-2000:]}")
-    return res.stdout
+    return run_bench(binary, ["-rounds", str(rounds), "-dur", str(dur_s)], timeout_s, SwitchbenchError)
 
 
 def _f(v: float | None, fmt: str = ".3f") -> str:

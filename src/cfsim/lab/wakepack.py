@@ -32,11 +32,10 @@ on both sides of the bound, or one the bound does not separate.
 """
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
-from cfsim.lab.benchout import json_lines, number_row, params_toml_text
+from cfsim.lab.benchout import run_bench, json_lines, number_row, params_toml_text
 
 _FIELDS = ("round", "waker_busy_us", "wakee_busy_us", "sleep_us", "wakes", "waker_util", "wakee_util", "util_sum",
            "same_cpu_share")
@@ -185,16 +184,7 @@ def run_packbench(binary: Path, rounds: int = 2, timeout_s: float | None = None,
         raise PackbenchError(f"--rounds must be >= 1 (got {rounds})")
     if timeout_s is None:
         timeout_s = 60.0 + rounds * 21 * dur_s * 3
-    cmd = [str(binary), "-rounds", str(rounds), "-grid", grid, "-dur", str(dur_s)]
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise PackbenchError(f"{binary} did not finish within {timeout_s:.0f} s: `{' '.join(cmd)}`") from None
-    except OSError as exc:
-        raise PackbenchError(f"{binary} cannot run: {exc}") from None
-    if res.returncode != 0:
-        raise PackbenchError(f"{binary} failed (exit {res.returncode}): {res.stderr.strip()[-2000:]}")
-    return res.stdout
+    return run_bench(binary, ["-rounds", str(rounds), "-grid", grid, "-dur", str(dur_s)], timeout_s, PackbenchError)
 
 
 def _f(v: Any, fmt: str = ".3f") -> str:
