@@ -22,9 +22,12 @@ from typing import Any, Iterable, Mapping
 
 from cfsim.kernel.pelt import util_after
 
-_EVENT = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+): (sched_switch|sched_waking): (.*)$")
+#: a tracefs line of a ``sched_switch`` or ``sched_waking`` event: task, pid, CPU, time, event, rest
+#: (cfsim.lab.wakeplace reads the same lines)
+TRACE_LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+): (sched_switch|sched_waking): (.*)$")
+#: the woken task's command name and pid on a ``sched_waking`` line
+WAKEE = re.compile(r"\bcomm=(.*?) pid=(\d+)")
 _SWITCH = re.compile(r"prev_pid=(\d+) .*==> next_comm=.* next_pid=(\d+)")
-_WAKEE = re.compile(r"\bcomm=(.*?) pid=(\d+)")
 #: the width of a bin of the utilization sum (of one CPU)
 BIN = 0.05
 
@@ -79,7 +82,7 @@ def pack_curve(lines: Iterable[str], comm: str, cpus: int, warmup_s: float = 0.5
         return util_after(t_util[pid], span if ran else 0.0, span)
 
     for line in lines:
-        m = _EVENT.match(line)
+        m = TRACE_LINE.match(line)
         if m is None:
             continue
         task, pid_s, cpu_s, ts_s, event, rest = m.groups()
@@ -109,7 +112,7 @@ def pack_curve(lines: Iterable[str], comm: str, cpus: int, warmup_s: float = 0.5
             continue   # not woken by one of the process's running threads, or too early
         if not any(running[c] == 0 for c in range(cpus) if c != cpu):
             continue   # no idle CPU to choose instead
-        wp = _WAKEE.search(rest)
+        wp = WAKEE.search(rest)
         if wp is None:
             continue
         wakee = int(wp[2])

@@ -15,7 +15,8 @@ once when its lag makes the running waker ineligible, and the waker waits for it
 A lab run with ``lab.sched_trace_s`` traces the kernel's ``sched_waking`` and ``sched_switch``
 events on every CPU for that many seconds in the middle of its window (tracefs; root) and counts,
 for every wake-up that one of the workload's running threads makes of another of its threads:
-whether another CPU was idle at that moment, whether the woken thread went to the waker's CPU, and
+whether another CPU was idle at that moment, whether the woken thread went to the waker's CPU (the
+CPU it is next switched in on; and whether it last ran there), and
 whether its first run there switched the waker out while still runnable (``prev_state=R``). The
 manifest keeps the counts (``wake_placement``). ``host.wake_affine_share`` is the share of the
 wake-ups made beside an idle CPU that went to the waker's CPU (mainline would take the idle CPU;
@@ -38,7 +39,7 @@ from typing import Any, Iterable
 
 from cfsim.io.manifest import read_manifest
 from cfsim.lab.benchout import json_lines, require
-from cfsim.lab.packcurve import pack_curve
+from cfsim.lab.packcurve import TRACE_LINE, WAKEE, pack_curve
 from cfsim.lab.probe import WindowProbe
 
 TRACEFS = Path("/sys/kernel/tracing")
@@ -55,9 +56,6 @@ NEIGHBOUR_FIELDS = ("neighbour_wakes_other_idle", "neighbour_wakes_other_idle_to
 SPLIT_FIELDS = ("wakes_other_idle_here", "wakes_other_idle_here_to_waker")
 #: a setting with fewer wake-ups than this beside an idle CPU says too little
 MIN_WAKES = 200
-_EVENT = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+): (sched_switch|sched_waking): (.*)$")
-_WAKEE = re.compile(r"\bcomm=(.*?) pid=(\d+)")
-_TARGET = re.compile(r"target_cpu=(\d+)")
 _SWITCH = re.compile(r"prev_pid=(\d+) .*prev_state=(\S+) ==> next_comm=.* next_pid=(\d+)")
 _NEXT_COMM = re.compile(r"==> next_comm=(.*?) next_pid=")
 
@@ -100,7 +98,7 @@ def count_placements(lines: Iterable[str], comm: str, cpus: int) -> dict[str, in
     pending: dict[int, tuple[int, int, tuple[str, ...]]] = {}
     out = dict.fromkeys(_FIELDS[2:] + NEIGHBOUR_FIELDS + SPLIT_FIELDS, 0)
     for line in lines:
-        m = _EVENT.match(line)
+        m = TRACE_LINE.match(line)
         if m is None:
             continue
         task, pid_s, cpu_s, _ts, event, rest = m.groups()
@@ -135,7 +133,7 @@ def count_placements(lines: Iterable[str], comm: str, cpus: int) -> dict[str, in
         pid = int(pid_s)
         if not task.startswith(comm) or running[cpu] != pid:
             continue   # not woken by one of the process's running threads
-        wp = _WAKEE.search(rest)
+        wp = WAKEE.search(rest)
         if wp is None:
             continue
         wakee = int(wp[2])
@@ -366,8 +364,8 @@ def params_toml(params: dict[str, float], rows: list[dict[str, Any]], command: s
                      f"preempt {_share(sub, 'wakes_to_waker_preempting', 'wakes_to_waker')}")
     if "host.wake_affine_share_away" in params:
         lines += [
-            "# Split by the wakee's previous CPU (placement read from its next switch-in, the class from",
-            "# sched_waking's target_cpu, which is the previous CPU): host.wake_affine_share = of the wake-ups",
+            "# Split by the wakee's previous CPU (placement read from its next switch-in, the class from the",
+            "# CPU it was last switched out on): host.wake_affine_share = of the wake-ups",
             "# beside an idle CPU whose thread last ran on the waker's CPU, the share that ran there first;",
             "# host.wake_affine_share_away = of the others, the share that joined the waker. Per run: here",
             "# stayed / all, away joined / all",
