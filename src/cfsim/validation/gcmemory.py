@@ -21,6 +21,7 @@ from typing import Any, Mapping
 from cfsim.advice.memory import NEAR_OOM_FRACTION, MiB
 from cfsim.lab.grid import point_of_repeat
 from cfsim.validation import metrics as vm
+from cfsim.validation.gcpause import pause_by_gomaxprocs
 
 #: a GOMEMLIMIT at most this multiple of the live heap is in the death-spiral band
 NEAR_LIVE = 1.5
@@ -351,7 +352,8 @@ def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point
     "oom_points": per repeated point, "limiter": the limiter's turn-ons (:func:`limiter_confusion`),
     "spiral": the death spiral's throughput ratios per grid (:func:`spiral_ratios`), "spiral_pooled": the
     same pooled over grids (:func:`spiral_ratios_pooled`), "oom_designs": OOM outcomes by design over
-    every grid (:func:`oom_by_design`)}`` over the
+    every grid (:func:`oom_by_design`), "pause_by_gomaxprocs": one stop's length, lab and twin, by
+    GOMAXPROCS (:func:`cfsim.validation.gcpause.pause_by_gomaxprocs`)}`` over the
     held-out runs (no fit used them) that record GC metrics (runs without any are left out).
     OOM-killed runs count in the confusion table and, for the other metrics, nowhere (their
     errors are None: no comparable window)."""
@@ -368,4 +370,5 @@ def gc_by_regime(runs: list[Mapping[str, Any]], roles: tuple[str, ...] = ("point
         out["all"] = _summary(sel, GC_REGIME_METRICS) | {"runs": len(sel)}
     return {"regimes": out, "oom": oom_confusion(sel), "oom_naive": naive_oom_confusion(sel),
             "oom_points": oom_by_point(sel), "limiter": limiter_confusion(sel), "spiral": spiral_ratios(sel),
-            "spiral_pooled": spiral_ratios_pooled(sel), "oom_designs": oom_by_design(sel)}
+            "spiral_pooled": spiral_ratios_pooled(sel), "oom_designs": oom_by_design(sel),
+            "pause_by_gomaxprocs": pause_by_gomaxprocs(sel)}

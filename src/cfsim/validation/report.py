@@ -571,6 +571,14 @@ def _gc_markdown(report: ValidationReport) -> list[str]:
                   f"{_fmt(d['gomemlimit_mb'])} ({d['gomemlimit_policy']}) | {_fmt(d['memory_limit_mb'])} | {d['grids']} | "
                   f"{d['runs']} | {d['lab_killed']} | {d['model']['oom']} / {d['model']['near']} / {d['model']['ok']} |"
                   for d in designs]
+    pauses = report.gc.get("pause_by_gomaxprocs") or []
+    if pauses:
+        lines += ["", "One stop of the world, lab against twin (the GC pause a second over the cycles a second and "
+                  "the two stops a cycle; medians over held-out runs; 'capped': a cap decides the run)", "",
+                  "| GOMAXPROCS | capped | runs | lab [us a stop] | model [us a stop] | model / lab (median of runs) |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {p['gomaxprocs']} | {'yes' if p['capped'] else 'no'} | {p['runs']} | {p['lab_us_per_stop']:g} | "
+                  f"{p['model_us_per_stop']:g} | {p['model_over_lab']:.3f} |" for p in pauses]
     return (lines + _spiral_markdown(report.gc.get("spiral") or {})
             + _spiral_markdown(report.gc.get("spiral_pooled") or {}, pooled=True))
 
