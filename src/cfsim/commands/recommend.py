@@ -192,6 +192,7 @@ def run(args) -> int:
         jobs.append((str(args.scenario), sc, unc, str(args.scenario), None,
                      args.container, workload, args.namespace, None))
 
+    from cfsim.overheads.accuracy import accuracy_lines
     from cfsim.overheads.report import band_lines, recommend_notes
 
     if args.workers is not None and args.workers < 0:
@@ -254,6 +255,7 @@ def run(args) -> int:
         win = rep.result.winner
         lines = band_lines(overheads[name]["band"], getattr(win, "summary", {}) or {})
         lines += [f"outside what we cover: {t}" for t in overheads[name]["coverage"]]
+        lines += accuracy_lines(overheads[name].get("lab_accuracy"), getattr(win, "summary", None))
         return "".join("\n" + line for line in lines)
 
     if args.prometheus_url:

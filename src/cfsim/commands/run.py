@@ -21,6 +21,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from cfsim.overheads.accuracy import accuracy_lines
     from cfsim.overheads.report import annotate, band_columns, band_lines
     from cfsim.simulation import simulate, write_result
 
@@ -35,6 +36,7 @@ def run(args) -> int:
     lines = [f"{key:<{width}}  {value}" for key, value in summary.items()]
     lines += band_lines(notes["band"], summary)
     lines += [f"outside what we cover: {t}" for t in notes["coverage"]]
+    lines += accuracy_lines(notes["lab_accuracy"], summary)
     row = {**summary, **band_columns(notes["band"]), "coverage": "; ".join(notes["coverage"])}
     emit(Answer(dict(sorted({**summary, **notes}.items())), [row], "\n".join(lines), "cfsim run"),
          chosen_format(args))

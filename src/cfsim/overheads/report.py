@@ -14,8 +14,11 @@ def notes_text(sc: Scenario) -> list[str]:
 
 
 def annotate(sc: Scenario, summary: Mapping[str, Any], with_band: bool = True) -> dict[str, Any]:
-    """``{"coverage": [...], "band": {key: {"low", "high"}} | None}`` for a simulated scenario."""
-    out: dict[str, Any] = {"coverage": notes_text(sc), "band": None}
+    """``{"coverage": [...], "band": {key: {"low", "high"}} | None, "lab_accuracy": ... | None}``
+    for a simulated scenario (:func:`cfsim.overheads.accuracy.lab_accuracy`)."""
+    from cfsim.overheads.accuracy import lab_accuracy
+
+    out: dict[str, Any] = {"coverage": notes_text(sc), "band": None, "lab_accuracy": lab_accuracy(sc, summary)}
     if with_band and depends_on_unpinned(sc):
         out["band"] = widen(band(sc), summary)
     return out
@@ -73,14 +76,21 @@ def summary_with_band(sc: Scenario) -> dict[str, Any]:
 
 
 def recommend_notes(sc: Scenario, rep) -> dict[str, Any]:
-    """Coverage notes of the scenario and the band of the recommended configuration."""
-    out: dict[str, Any] = {"coverage": notes_text(sc), "band": None}
+    """Coverage notes of the scenario, and the band and lab accuracy of the recommended
+    configuration."""
+    from cfsim.overheads.accuracy import lab_accuracy
+
+    out: dict[str, Any] = {"coverage": notes_text(sc), "band": None, "lab_accuracy": None}
     win = getattr(getattr(rep, "result", None), "winner", None)
     if win is not None:
         chosen = sc.with_overrides(list(win.candidate.overrides(sc)))
         out["coverage"] += [t for t in notes_text(chosen) if t not in out["coverage"]]
         if depends_on_unpinned(chosen):
             out["band"] = widen(band(chosen), getattr(win, "summary", {}) or {})
+        summary = getattr(win, "summary", None)
+        if summary:
+            # how far the model was off on lab runs like the recommended configuration
+            out["lab_accuracy"] = lab_accuracy(chosen, summary)
     return out
 
 
