@@ -135,3 +135,16 @@ def test_recommend_carries_the_lab_accuracy_of_the_configuration_it_chose():
     assert acc["regime"] == "quota-capped" and acc["gomaxprocs"] == "1"
     assert "cpu_usage_cores" in acc["metrics"]
     assert recommend_notes(sc, SimpleNamespace(result=SimpleNamespace(winner=None)))["lab_accuracy"] is None
+
+
+def test_the_committed_table_comes_from_the_validation_the_readme_quotes():
+    """Remake the table whenever the README's validation figures are remade: both count the same
+    held-out runs (README: "In one table: the whole lab (N runs, M held out")."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    m = re.search(r"In one table: the whole lab \(([\d,]+) runs, ([\d,]+) held out", readme)
+    assert m, "the README's validation sentence moved; update this test"
+    _, source = read_accuracy(TABLE)
+    assert source["runs"] == int(m.group(2).replace(",", ""))
