@@ -23,8 +23,6 @@ from cfsim.scenario import Scenario
 TABLE = Path(__file__).with_name("lab_accuracy.toml")
 #: regimes a lookup never answers from (no comparable window)
 SKIP_REGIMES = ("oom-killed",)
-#: regimes in which a cap, not the model, sets the CPU
-CAPPED_REGIMES = ("quota-capped", "gomaxprocs-capped", "host-capped")
 
 
 def read_accuracy(path: str | Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -112,9 +110,10 @@ def accuracy_lines(acc: Mapping[str, Any] | None, summary: Mapping[str, Any] | N
             f"{acc['gomaxprocs']}; median errors of twins calibrated per grid; table of {src.get('made')}, "
             f"{src.get('runs')} runs):")
     from cfsim.validation.metrics import BY_NAME
+    from cfsim.validation.regimes import CAPPED
 
     lines = [head]
-    if acc["regime"] in CAPPED_REGIMES:
+    if acc["regime"] in CAPPED:
         lines.append(f"  ({acc['regime']}: a cap decides these runs' CPU, lab and model alike; the errors that "
                      f"test the model here are the per-item cost, latency and GC)")
     for metric, c in acc["metrics"].items():

@@ -62,7 +62,9 @@ def gomaxprocs_bin(g: float | int | None) -> str | None:
     return next((label for label, lo, hi in GOMAXPROCS_BINS if lo <= n <= hi), None)
 
 
-def _run_gomaxprocs(run: Mapping[str, Any]) -> float | None:
+def run_gomaxprocs(run: Mapping[str, Any]) -> float | None:
+    """A report row's GOMAXPROCS as the runtime had it (the lab's own reading; a policy such as
+    automaxprocs names no number in the scenario)."""
     g = run["observed"].get("gomaxprocs")
     if g is None:
         g = (run.get("regime_inputs") or {}).get("gomaxprocs")
@@ -103,7 +105,7 @@ def accuracy_rows(runs: Iterable[Mapping[str, Any]], min_runs: int = MIN_RUNS) -
     held = [r for r in runs if r.get("held_out") and r.get("regime") and r.get("errors")]
     by: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in held:
-        label = gomaxprocs_bin(_run_gomaxprocs(r))
+        label = gomaxprocs_bin(run_gomaxprocs(r))
         if label is not None:
             by.setdefault((r["regime"], label), []).append(r)
         by.setdefault((r["regime"], ALL), []).append(r)

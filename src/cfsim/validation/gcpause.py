@@ -25,12 +25,11 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping
 
+from cfsim.validation.accuracy import GOMAXPROCS_BINS, gomaxprocs_bin, run_gomaxprocs
+from cfsim.validation.regimes import CAPPED
+
 #: stops of the world a GC cycle makes (sweep termination, mark termination)
 STOPS_PER_CYCLE = 2
-#: GOMAXPROCS bins: (label, lowest, highest)
-GOMAXPROCS_BINS = (("1", 1, 1), ("2", 2, 2), ("3-8", 3, 8), ("9-64", 9, 10**6))
-#: regimes in which a cap decides the run
-CAPPED_REGIMES = ("quota-capped", "gomaxprocs-capped")
 
 
 def us_per_stop(pause_s_per_s: float | None, cycles_per_s: float | None) -> float | None:
@@ -47,22 +46,6 @@ def us_per_stop(pause_s_per_s: float | None, cycles_per_s: float | None) -> floa
     return pause_s_per_s / cycles_per_s / STOPS_PER_CYCLE * 1e6
 
 
-def _gomaxprocs(run: Mapping[str, Any]) -> int | None:
-    """The run's GOMAXPROCS as the runtime had it (the lab's own reading; a policy such as
-    automaxprocs names no number in the scenario)."""
-    g = run["observed"].get("gomaxprocs")
-    if g is None:
-        g = (run.get("regime_inputs") or {}).get("gomaxprocs")
-    try:
-        return int(round(float(g))) if g is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _bin(g: int) -> str | None:
-    return next((label for label, lo, hi in GOMAXPROCS_BINS if lo <= g <= hi), None)
-
-
 def pause_by_gomaxprocs(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per GOMAXPROCS bin and cap (see the module docstring), over the runs where both sides ran
     GC cycles: runs, the medians of one stop's length [us] in the lab and in the twins, and the
@@ -72,10 +55,10 @@ def pause_by_gomaxprocs(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         obs, sim = r["observed"], r.get("simulated") or {}
         lab = us_per_stop(obs.get("gc_pause_s_per_s"), obs.get("gc_cycles_per_s"))
         model = us_per_stop(sim.get("gc_pause_s_per_s"), sim.get("gc_cycles_per_s"))
-        g = _gomaxprocs(r)
-        if lab is None or model is None or lab <= 0 or g is None or (label := _bin(g)) is None:
+        label = gomaxprocs_bin(run_gomaxprocs(r))
+        if lab is None or model is None or lab <= 0 or label is None:
             continue
-        groups.setdefault((label, r.get("regime") in CAPPED_REGIMES), []).append((lab, model))
+        groups.setdefault((label, r.get("regime") in CAPPED), []).append((lab, model))
     order = {label: i for i, (label, _, _) in enumerate(GOMAXPROCS_BINS)}
     out = []
     for (label, capped), pairs in sorted(groups.items(), key=lambda kv: (kv[0][1], order[kv[0][0]])):

@@ -19,6 +19,8 @@ REGIMES = ("uncapped", "contended", "quota-capped", "gomaxprocs-capped", "host-c
 OUT_OF_SCOPE = ("oom-killed",)
 #: the regimes where the model predicts (the headline)
 PREDICTED = ("uncapped", "contended")
+#: the regimes where a cap, not the model, sets the CPU
+CAPPED = tuple(r for r in REGIMES if r.endswith("-capped"))
 #: usage within this fraction below its cap counts as capped
 CAP_TOLERANCE = 0.03
 #: the host counts as saturated when it was at least this busy on average during the run
