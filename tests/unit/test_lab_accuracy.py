@@ -9,7 +9,8 @@ import pytest
 
 from cfsim.overheads.accuracy import TABLE, accuracy_lines, lab_accuracy, read_accuracy, scenario_regime
 from cfsim.scenario import load_scenario
-from cfsim.validation.accuracy import ALL, METRICS, accuracy_rows, accuracy_toml, gomaxprocs_bin, main
+from cfsim.validation.accuracy import ALL, METRICS, accuracy_rows, accuracy_toml, main
+from cfsim.validation.regimes import gomaxprocs_bin
 
 
 def _run(regime, g, cpu_err, p99=(1e-3, 1e-3), held_out=True):

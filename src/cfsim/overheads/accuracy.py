@@ -66,7 +66,8 @@ def lab_accuracy(sc: Scenario, summary: Mapping[str, Any], path: str | Path | No
     every GOMAXPROCS (its row says ``gomaxprocs = "all"``). None for a scenario that is not a Go
     process, or a regime the table does not hold."""
     from cfsim.overheads.coverage import effective_gomaxprocs, is_go
-    from cfsim.validation.accuracy import ALL, LAB_MAX_GOMAXPROCS, gomaxprocs_bin
+    from cfsim.validation.accuracy import ALL, LAB_MAX_GOMAXPROCS
+    from cfsim.validation.regimes import gomaxprocs_bin
 
     if not is_go(sc):
         return None

@@ -35,43 +35,19 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from cfsim.validation.regimes import GOMAXPROCS_BINS, gomaxprocs_bin, run_gomaxprocs
+
 #: the metrics the table carries (the README's questions)
 METRICS = ("cpu_usage_cores", "throughput_per_s", "throttled_ratio", "latency_p50_s", "latency_p99_s",
            "gc_cycles_per_s", "gc_heap_goal_mean_bytes", "memory_usage_mean_bytes", "gc_pause_s_per_s")
 #: latencies also get a median factor
 FACTOR_METRICS = ("latency_p50_s", "latency_p99_s")
-#: GOMAXPROCS bins: (label, lowest, highest)
-GOMAXPROCS_BINS = (("1", 1, 1), ("2", 2, 2), ("3-8", 3, 8), ("9-64", 9, 64))
 #: the highest GOMAXPROCS the lab's grids ran
 LAB_MAX_GOMAXPROCS = 64
 #: all GOMAXPROCS of a regime pooled (the fallback of a thin cell)
 ALL = "all"
 #: fewer held-out runs than this in a cell: left out of the table
 MIN_RUNS = 5
-
-
-def gomaxprocs_bin(g: float | int | None) -> str | None:
-    """The bin label of a GOMAXPROCS value, None outside the lab's range.
-
-    >>> gomaxprocs_bin(1), gomaxprocs_bin(6), gomaxprocs_bin(64), gomaxprocs_bin(128)
-    ('1', '3-8', '9-64', None)
-    """
-    if g is None:
-        return None
-    n = int(round(float(g)))
-    return next((label for label, lo, hi in GOMAXPROCS_BINS if lo <= n <= hi), None)
-
-
-def run_gomaxprocs(run: Mapping[str, Any]) -> float | None:
-    """A report row's GOMAXPROCS as the runtime had it (the lab's own reading; a policy such as
-    automaxprocs names no number in the scenario)."""
-    g = run["observed"].get("gomaxprocs")
-    if g is None:
-        g = (run.get("regime_inputs") or {}).get("gomaxprocs")
-    try:
-        return None if g is None else float(g)
-    except (TypeError, ValueError):
-        return None
 
 
 def _factor(obs: float | None, sim: float | None) -> float | None:

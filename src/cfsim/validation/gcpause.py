@@ -25,8 +25,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping
 
-from cfsim.validation.accuracy import GOMAXPROCS_BINS, gomaxprocs_bin, run_gomaxprocs
-from cfsim.validation.regimes import CAPPED
+from cfsim.validation.regimes import CAPPED, GOMAXPROCS_BINS, gomaxprocs_bin, run_gomaxprocs
 
 #: stops of the world a GC cycle makes (sweep termination, mark termination)
 STOPS_PER_CYCLE = 2

@@ -21,6 +21,8 @@ OUT_OF_SCOPE = ("oom-killed",)
 PREDICTED = ("uncapped", "contended")
 #: the regimes where a cap, not the model, sets the CPU
 CAPPED = tuple(r for r in REGIMES if r.endswith("-capped"))
+#: GOMAXPROCS bins: (label, lowest, highest)
+GOMAXPROCS_BINS = (("1", 1, 1), ("2", 2, 2), ("3-8", 3, 8), ("9-64", 9, 64))
 #: usage within this fraction below its cap counts as capped
 CAP_TOLERANCE = 0.03
 #: the host counts as saturated when it was at least this busy on average during the run
@@ -169,3 +171,27 @@ def run_regime(run_dir: Path, observed: Mapping[str, Any] | None = None) -> tupl
     return regime, {"usage_cores": obs.get("cpu_usage_cores"), "host_cpus": cpus, "limits": limits,
                     "gomaxprocs": gmp, "host_busy_cores": host_cpu.get("host_busy_cores"),
                     "others_cores": others}
+
+
+def gomaxprocs_bin(g: float | int | None) -> str | None:
+    """The bin label of a GOMAXPROCS value, None outside the lab's range.
+
+    >>> gomaxprocs_bin(1), gomaxprocs_bin(6), gomaxprocs_bin(64), gomaxprocs_bin(128)
+    ('1', '3-8', '9-64', None)
+    """
+    if g is None:
+        return None
+    n = int(round(float(g)))
+    return next((label for label, lo, hi in GOMAXPROCS_BINS if lo <= n <= hi), None)
+
+
+def run_gomaxprocs(run: Mapping[str, Any]) -> float | None:
+    """A report row's GOMAXPROCS as the runtime had it (the lab's own reading; a policy such as
+    automaxprocs names no number in the scenario)."""
+    g = run["observed"].get("gomaxprocs")
+    if g is None:
+        g = (run.get("regime_inputs") or {}).get("gomaxprocs")
+    try:
+        return None if g is None else float(g)
+    except (TypeError, ValueError):
+        return None
