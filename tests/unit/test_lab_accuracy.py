@@ -149,3 +149,13 @@ def test_the_committed_table_comes_from_the_validation_the_readme_quotes():
     assert m, "the README's validation sentence moved; update this test"
     _, source = read_accuracy(TABLE)
     assert source["runs"] == int(m.group(2).replace(",", ""))
+
+
+def test_audit_says_how_far_the_model_was_off_on_lab_runs_like_the_container():
+    from cfsim.overheads.accuracy import accuracy_phrase
+    from cfsim.overheads.report import audit_note
+
+    sc = _scenario(**{"host.cpus": 2, "cgroup.cpu_limit": 1.0, "go.gomaxprocs": 1})
+    note = audit_note(sc, {"cpu_usage_cores": 0.995, "throughput_per_s": 10.0})
+    assert "lab runs like it (quota-capped, GOMAXPROCS 1): cpu |error|" in note and "p99 factor" in note
+    assert accuracy_phrase(None) == "" and accuracy_phrase({"regime": "uncapped", "gomaxprocs": "2", "metrics": {}}) == ""

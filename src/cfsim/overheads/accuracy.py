@@ -131,3 +131,25 @@ def accuracy_lines(acc: Mapping[str, Any] | None, summary: Mapping[str, Any] | N
         lines.append(f"  {metric:<24} {body}, {c['runs']} runs{where}")
     lines += [f"  note: {n}" for n in acc.get("notes") or []]
     return lines
+
+
+def _cell_text(metric: str, c: Mapping[str, Any]) -> str:
+    if metric == "throttled_ratio":
+        return f"throttled ratio |error| {c['median_abs']:.3f}"
+    if "median_factor" in c:
+        return f"{metric.removesuffix('_s').replace('latency_', '')} factor {c['median_factor']:.2f}"
+    return f"{metric.split('_')[0]} |error| {abs(c['median_abs']) * 100:.1f} %"
+
+
+def accuracy_phrase(acc: Mapping[str, Any] | None,
+                    metrics: tuple[str, ...] = ("cpu_usage_cores", "throttled_ratio", "latency_p99_s")) -> str:
+    """One clause for a one-line answer (``audit``): the regime, the GOMAXPROCS bin and a few
+    metrics' median errors, e.g. ``lab runs like it (uncapped, GOMAXPROCS 2): cpu |error| 4.5 %,
+    throttled ratio |error| 0.000, p99 factor 1.37``; "" without a table row."""
+    if not acc or not acc.get("metrics"):
+        return ""
+    parts = [_cell_text(m, acc["metrics"][m]) for m in metrics if m in acc["metrics"]]
+    if not parts:
+        return ""
+    return f"lab runs like it ({acc['regime']}, GOMAXPROCS {acc['gomaxprocs']}): " + ", ".join(parts)
+

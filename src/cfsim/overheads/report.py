@@ -96,11 +96,17 @@ def recommend_notes(sc: Scenario, rep) -> dict[str, Any]:
 
 def audit_note(sc: Scenario, before: Mapping[str, Any]) -> str:
     """One sentence for an audit finding simulated on ``sc``: the band of the simulated "before"
-    where unpinned parameters matter, and what lies outside the lab and the public measurements."""
+    where unpinned parameters matter, what lies outside the lab and the public measurements, and
+    how far the model was off on lab runs like it (:func:`cfsim.overheads.accuracy.accuracy_phrase`)."""
     parts = []
     if depends_on_unpinned(sc):
         b = band(sc, keys=("throughput_per_s", "cpu_usage_cores", "latency_p99_s")) or {}
         if b:
             parts.append("band " + ", ".join(f"{k} {_fmt(v['low'])}..{_fmt(v['high'])}" for k, v in b.items()))
     parts += notes_text(sc)
+    from cfsim.overheads.accuracy import accuracy_phrase, lab_accuracy
+
+    acc = accuracy_phrase(lab_accuracy(sc, before))
+    if acc:
+        parts.append(acc)
     return "; ".join(parts)
