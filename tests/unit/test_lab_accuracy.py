@@ -159,3 +159,23 @@ def test_audit_says_how_far_the_model_was_off_on_lab_runs_like_the_container():
     note = audit_note(sc, {"cpu_usage_cores": 0.995, "throughput_per_s": 10.0})
     assert "lab runs like it (quota-capped, GOMAXPROCS 1): cpu |error|" in note and "p99 factor" in note
     assert accuracy_phrase(None) == "" and accuracy_phrase({"regime": "uncapped", "gomaxprocs": "2", "metrics": {}}) == ""
+
+
+def test_a_sweep_point_carries_the_lab_accuracy_as_columns(tmp_path):
+    """`sweep --band` (cfsim.overheads.report.summary_with_band): flat columns a table and a plot
+    can use, None where no row applies; the same columns from the sweep command's output."""
+    from cfsim.cli import main as cli
+    from cfsim.overheads.accuracy import COLUMN_METRICS, accuracy_columns
+
+    empty = accuracy_columns(None)
+    assert empty["lab_regime"] is None and set(empty) == {"lab_regime", "lab_gomaxprocs_bin"} | {
+        f"lab_{m}_factor" if m.startswith("latency_") else f"lab_{m}_abs_error" for m in COLUMN_METRICS}
+    out = tmp_path / "sw"
+    assert cli(["sweep", "grab-sinktos3", "--band", "--grid", "cgroup.cpu_limit=1,4", "--set", "run.duration_s=2",
+                "--set", "run.warmup_s=0", "--set", "host.cpus=2", "--set", "go.gomaxprocs=2", "--out", str(out),
+                "--workers", "0", "--no-progress"]) == 0
+    import pandas as pd
+
+    df = pd.read_parquet(out / "runs").sort_values("cgroup.cpu_limit")
+    assert list(df["lab_regime"]) == ["quota-capped", "uncapped"]     # 1.03 cores at 1; 1.72 of 2 at 4
+    assert df["lab_cpu_usage_cores_abs_error"].notna().all() and (df["lab_gomaxprocs_bin"] == "2").all()

@@ -153,3 +153,23 @@ def accuracy_phrase(acc: Mapping[str, Any] | None,
         return ""
     return f"lab runs like it ({acc['regime']}, GOMAXPROCS {acc['gomaxprocs']}): " + ", ".join(parts)
 
+
+#: the metrics a sweep point carries a column for (``sweep --band``)
+COLUMN_METRICS = ("cpu_usage_cores", "throughput_per_s", "throttled_ratio", "latency_p99_s")
+
+
+def accuracy_columns(acc: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Flat columns for a sweep point (``sweep --band``): ``lab_regime``, ``lab_gomaxprocs_bin``,
+    and per metric of :data:`COLUMN_METRICS` the lab's median |error| (``lab_<metric>_abs_error``;
+    for latencies the median factor, ``lab_<metric>_factor``); None where there is no row."""
+    out: dict[str, Any] = {"lab_regime": acc.get("regime") if acc else None,
+                           "lab_gomaxprocs_bin": acc.get("gomaxprocs") if acc else None}
+    cells = (acc or {}).get("metrics") or {}
+    for m in COLUMN_METRICS:
+        c = cells.get(m)
+        if m.startswith("latency_"):
+            out[f"lab_{m}_factor"] = None if c is None else c.get("median_factor")
+        else:
+            out[f"lab_{m}_abs_error"] = None if c is None else c.get("median_abs")
+    return out
+

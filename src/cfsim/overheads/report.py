@@ -65,13 +65,17 @@ def _fmt(v: Any) -> str:
 
 def summary_with_band(sc: Scenario) -> dict[str, Any]:
     """A sweep point function (``sweep --band``): the summary plus ``band_low_<key>`` and
-    ``band_high_<key>`` columns and a ``coverage`` column (notes joined by "; ")."""
+    ``band_high_<key>`` columns, a ``coverage`` column (notes joined by "; ") and the lab's
+    accuracy on runs like the point (:func:`cfsim.overheads.accuracy.accuracy_columns`)."""
+    from cfsim.overheads.accuracy import accuracy_columns, lab_accuracy
     from cfsim.simulation import simulate
 
     out = dict(simulate(sc).summary)
     b = widen(band(sc), out) if depends_on_unpinned(sc) else None
+    acc = lab_accuracy(sc, out)
     out.update(band_columns(b))
     out["coverage"] = "; ".join(notes_text(sc))
+    out.update(accuracy_columns(acc))
     return out
 
 
