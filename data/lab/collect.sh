@@ -15,7 +15,7 @@
 #   gc-memory-path-trace 13, gc-scavenge 6, open-latency-interleaved 53, open-latency-interleaved-quiet 53,
 #   profiles-low-load 15, sleeps-trace 5, wake-placement 8, gc-page-cycle 14, gc-scan-split 10,
 #   gc-mark-split 10, gc-mark-split-limit 6, sleep-causes 7, sleep-causes-service 6, gc-mark-split-256 8,
-#   gc-eight-ms-gogc 20, neighbour-wakes 6, neighbour-wakes-open 5, wake-split 12.
+#   gc-eight-ms-gogc 20, neighbour-wakes 6, neighbour-wakes-open 5, wake-split 12, wake-price 15.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh && source scripts/env.sh   # cfsim's virtual environment
@@ -248,3 +248,8 @@ if [ -z "$ARGS" ] || want wake-split; then
   # where a woken thread goes, split by the CPU it last ran on: the service at 30-85 % of one core, scheduler trace
   grid $S/open-latency.toml --design $S/wake-split.designs.toml --set lab.quiet_host_cores=0.3 \
     --out data/lab/wake-split; fi
+if [ -z "$ARGS" ] || want wake-price; then
+  # the service at 30 and 60 % of one core and GOMAXPROCS 1-32 under perf: the scheduler's CPU a request
+  # against the Ms' sleeps a request, the price of a futile M wake-up on this host
+  grid $S/open-latency.toml --design $S/wake-price.designs.toml --set lab.quiet_host_cores=0.3 \
+    --out data/lab/wake-price; fi
