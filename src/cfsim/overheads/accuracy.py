@@ -104,16 +104,15 @@ def _pct(v: float) -> str:
 
 def accuracy_lines(acc: Mapping[str, Any] | None, summary: Mapping[str, Any] | None = None) -> list[str]:
     """The text ``run`` prints: one line a metric the summary answers."""
-    if not acc or not acc.get("metrics"):
-        return []
-    src = acc.get("source") or {}
-    head = (f"lab accuracy (held-out lab runs in the same regime, {acc['regime']}, at GOMAXPROCS "
-            f"{acc['gomaxprocs']}; median errors of twins calibrated per grid; table of {src.get('made')}, "
-            f"{src.get('runs')} runs):")
     from cfsim.validation.metrics import BY_NAME
     from cfsim.validation.regimes import CAPPED
 
-    lines = [head]
+    if not acc or not acc.get("metrics"):
+        return []
+    src = acc.get("source") or {}
+    lines = [f"lab accuracy (held-out lab runs in the same regime, {acc['regime']}, at GOMAXPROCS "
+             f"{acc['gomaxprocs']}; median errors of twins calibrated per grid; table of {src.get('made')}, "
+             f"{src.get('runs')} runs):"]
     if acc["regime"] in CAPPED:
         lines.append(f"  ({acc['regime']}: a cap decides these runs' CPU, lab and model alike; the errors that "
                      f"test the model here are the per-item cost, latency and GC)")
