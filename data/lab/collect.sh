@@ -27,6 +27,9 @@ grid() { python3 -m cfsim lab grid "$@" --resume; }
 # gc-memory's stream, every run after waiting for a quiet host (the 256 MiB death-spiral grids)
 quiet_stream_grid() { grid $S/gc-memory.toml --design $S/$1.designs.toml --set lab.quiet_host_cores=0.3 \
     --out data/lab/$1; }
+# open-latency's service, every run after waiting for a quiet host
+quiet_service_grid() { grid $S/open-latency.toml --design $S/$1.designs.toml --set lab.quiet_host_cores=0.3 \
+    --out data/lab/$1; }
 # open-latency's service under perf: the runtime's gctrace and 25 s of perf's call-chain samples in a
 # 30 s window, every run after waiting for a quiet host (the gc-burst-* grids)
 perf_grid() { grid $S/open-latency.toml --design $S/$1.designs.toml --set lab.quiet_host_cores=0.3 \
@@ -209,11 +212,9 @@ if [ -z "$ARGS" ] || want profiles-low-load; then
 if [ -z "$ARGS" ] || want sleeps-trace; then
   # the same service at 30 % of 1.0 core, GOMAXPROCS 2 and 8, with an execution trace counted by
   # the scheduler's events (which Ms wake at low load)
-  grid $S/open-latency.toml --design $S/sleeps-trace.designs.toml --set lab.quiet_host_cores=0.3 \
-    --out data/lab/sleeps-trace; fi
+  quiet_service_grid sleeps-trace; fi
 if [ -z "$ARGS" ] || want wake-placement; then
-  grid $S/open-latency.toml --design $S/wake-placement.designs.toml --set lab.quiet_host_cores=0.3 \
-    --out data/lab/wake-placement; fi
+  quiet_service_grid wake-placement; fi
 if [ -z "$ARGS" ] || want gc-page-cycle; then
   # the death spiral's points, each twin with the runtime's give-back-and-fault-again cycle measured
   # by the calibration run just before it (lab/cmd/scavbench in the memory probe)
@@ -234,22 +235,18 @@ if [ -z "$ARGS" ] || want gc-eight-ms-gogc; then
 if [ -z "$ARGS" ] || want sleep-causes; then
   grid $S/gc-memory.toml --design $S/sleep-causes.designs.toml --out data/lab/sleep-causes; fi
 if [ -z "$ARGS" ] || want sleep-causes-service; then
-  grid $S/open-latency.toml --design $S/sleep-causes-service.designs.toml --set lab.quiet_host_cores=0.3 \
-    --out data/lab/sleep-causes-service; fi
+  quiet_service_grid sleep-causes-service; fi
 if [ -z "$ARGS" ] || want neighbour-wakes; then
   # the load generator's wake-ups that take the server's CPU: the closed loop at GOMAXPROCS 1, 2, 8, scheduler trace
   grid $S/overprovisioned.toml --design $S/neighbour-wakes.designs.toml --set lab.quiet_host_cores=0.3 \
     --out data/lab/neighbour-wakes; fi
 if [ -z "$ARGS" ] || want neighbour-wakes-open; then
   # the same for open-latency's service at 60 % of one core
-  grid $S/open-latency.toml --design $S/neighbour-wakes-open.designs.toml --set lab.quiet_host_cores=0.3 \
-    --out data/lab/neighbour-wakes-open; fi
+  quiet_service_grid neighbour-wakes-open; fi
 if [ -z "$ARGS" ] || want wake-split; then
   # where a woken thread goes, split by the CPU it last ran on: the service at 30-85 % of one core, scheduler trace
-  grid $S/open-latency.toml --design $S/wake-split.designs.toml --set lab.quiet_host_cores=0.3 \
-    --out data/lab/wake-split; fi
+  quiet_service_grid wake-split; fi
 if [ -z "$ARGS" ] || want wake-price; then
   # the service at 30 and 60 % of one core and GOMAXPROCS 1-32 under perf: the scheduler's CPU a request
   # against the Ms' sleeps a request, the price of a futile M wake-up on this host
-  grid $S/open-latency.toml --design $S/wake-price.designs.toml --set lab.quiet_host_cores=0.3 \
-    --out data/lab/wake-price; fi
+  quiet_service_grid wake-price; fi

@@ -30,11 +30,13 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import statistics
 import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from cfsim.validation.naive import error_factor
 from cfsim.validation.regimes import GOMAXPROCS_BINS, gomaxprocs_bin, run_gomaxprocs
 
 #: the metrics the table carries (the README's questions)
@@ -50,12 +52,6 @@ ALL = "all"
 MIN_RUNS = 5
 
 
-def _factor(obs: float | None, sim: float | None) -> float | None:
-    if obs is None or sim is None or obs <= 0 or sim <= 0:
-        return None
-    return max(sim / obs, obs / sim)
-
-
 def _cell(regime: str, label: str, runs: list[Mapping[str, Any]], min_runs: int) -> list[dict[str, Any]]:
     out = []
     for metric in METRICS:
@@ -66,8 +62,7 @@ def _cell(regime: str, label: str, runs: list[Mapping[str, Any]], min_runs: int)
                                "median_abs": round(statistics.median(abs(e) for e in errs), 4),
                                "median": round(statistics.median(errs), 4)}
         if metric in FACTOR_METRICS:
-            fs = [f for r in runs if r["errors"].get(metric) is not None
-                  and (f := _factor(r["observed"].get(metric), (r.get("simulated") or {}).get(metric))) is not None]
+            fs = [f for e in errs if math.isfinite(f := error_factor(e))]
             if fs:
                 row["median_factor"] = round(statistics.median(fs), 3)
         out.append(row)

@@ -143,7 +143,7 @@ def textbook_gc(scenario: Scenario, throughput_per_s: float, window_s: float) ->
             "oom_kills": float(bool(limit_mb) and goal > float(limit_mb) * mib)}
 
 
-def _factor(e: float) -> float:
+def error_factor(e: float) -> float:
     """A relative error ``sim / obs - 1`` as the factor ``max(sim / obs, obs / sim)`` (inf at 0)."""
     r = 1.0 + e
     return math.inf if r <= 0 else max(r, 1.0 / r)
@@ -176,7 +176,7 @@ def naive_comparison(runs: Sequence[Mapping[str, Any]], metric: str) -> dict[str
     out: dict[str, Any] = {"n": len(pairs), "median_abs": float(np.median(np.abs(naive))),
                            "model_median_abs": float(np.median(np.abs(model)))}
     if vm.BY_NAME[metric].kind == "relative":
-        model, naive = np.array([_factor(e) for e in model]), np.array([_factor(e) for e in naive])
+        model, naive = np.array([error_factor(e) for e in model]), np.array([error_factor(e) for e in naive])
         out.update(model_median_factor=float(np.median(model)), naive_median_factor=float(np.median(naive)))
     else:
         model, naive = np.abs(model), np.abs(naive)
