@@ -133,6 +133,25 @@ def test_the_trace_window_leaves_the_kernels_trace_off_and_empty(tmp_path, monke
         wp.trace_window(0.1, tracefs=tmp_path / "none")
 
 
+def test_tracefs_is_mounted_where_it_is_missing(tmp_path, monkeypatch):
+    fs = tmp_path / "tracing"
+    fs.mkdir()
+    calls = []
+
+    def mount(argv, **_kw):
+        # what the kernel's mount makes appear
+        calls.append(argv)
+        (fs / "set_event").write_text("")
+    monkeypatch.setattr(wp.subprocess, "run", mount)
+    monkeypatch.setattr(wp.os, "geteuid", lambda: 1000)
+    assert not wp.mount_tracefs(fs) and calls == []          # not root: nothing tried
+    monkeypatch.setattr(wp.os, "geteuid", lambda: 0)
+    assert wp.mount_tracefs(fs) and calls == [["mount", "-t", "tracefs", "nodev", str(fs)]]
+    assert wp.mount_tracefs(fs) and len(calls) == 1          # mounted: not again
+    with pytest.raises(wp.WakeplaceError, match="mount -t tracefs"):
+        wp.trace_window(0.1, tracefs=tmp_path / "none")      # no such directory to mount on
+
+
 def test_the_placement_is_read_from_the_switch_in_and_split_by_the_wakees_previous_cpu():
     """sched_waking's target_cpu is the wakee's previous CPU (the kernel traces it before it
     chooses): a wakee last run on the waker's CPU that the kernel sends to the idle CPU counts as

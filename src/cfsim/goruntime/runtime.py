@@ -423,6 +423,8 @@ class GoRuntime(RuntimeReports):
         self._after_build: list[Callable[[], None]] | None = None
         self._costs_for(self.nprocs)
         self.updates = gmp.container_aware(params.gomaxprocs, params.version)
+        # Go 1.26 restarts the world with the mark workers placed (_assign_mark_workers)
+        self.workers_at_start = gmp.version_tuple(params.version) >= (1, 26)
         self.ms: dict[int, _M] = {}
         self.idle_ms: list[_M] = []
         self.holders: dict[_M, None] = {}   # insertion-ordered set: iteration is deterministic
@@ -945,7 +947,7 @@ class GoRuntime(RuntimeReports):
             return
         self._startm(spinning=True)
 
-    def _startm(self, spinning: bool, poll: bool = False) -> None:
+    def _startm(self, spinning: bool, poll: bool = False, waker: int = -2) -> None:
         """``startm`` (proc.go): an idle M takes an idle P and is woken (``notewakeup`` ->
         ``futexwakeup``). It decides what to run only once it has run its wake-up (the futex
         return and switch-in, plus any park cost still owed): on a host whose CPUs are busy that
@@ -959,7 +961,10 @@ class GoRuntime(RuntimeReports):
         non-blocking ``netpoll`` in ``findRunnable`` and ``sysmon``'s both test it), so if it
         cannot run at once the goroutines wait for it, and so does what arrives meanwhile
         (:meth:`ready`), until it runs (:meth:`_poller_runs`). It takes the idle P only then
-        (``pidleget`` after ``netpoll`` returns); the model hands it over here, as ``startm`` does."""
+        (``pidleget`` after ``netpoll`` returns); the model hands it over here, as ``startm`` does.
+
+        ``waker``: the thread making the wake-up when it is not the M whose callback is running
+        (-2: that M, :meth:`_waker`)."""
         m = self._new_m()
         self._acquire_p(m)
         self.m_wakes += 1
@@ -978,7 +983,7 @@ class GoRuntime(RuntimeReports):
             return
         if poll:
             self.poll_m = m
-        self._run_wake(m, delay)
+        self._run_wake(m, delay, waker)
 
     def _woken_decides(self, m: _M) -> None:
         """A woken M that runs at once decides what to run, its wake-up's CPU (and any park
@@ -998,7 +1003,7 @@ class GoRuntime(RuntimeReports):
         cur = self._cur
         return cur.tid if cur is not None and cur is not m else -1
 
-    def _run_wake(self, m: _M, delay: int) -> None:
+    def _run_wake(self, m: _M, delay: int, waker: int = -2) -> None:
         """A woken M runs its wake-up (the futex return and switch-in, plus any park cost still
         owed) as a segment, after the host's wake-up latency ``delay`` [ns]; it decides what to
         run when that segment ends (:meth:`_on_done`)."""
@@ -1007,7 +1012,7 @@ class GoRuntime(RuntimeReports):
         if delay:
             self.engine.call_later(delay, self._run_woken, m, w, m.t_seg)
         else:
-            self.engine.run(m.tid, w, self._on_done, self._waker(m))
+            self.engine.run(m.tid, w, self._on_done, self._waker(m) if waker == -2 else waker)
 
     def _wake_poller(self) -> None:
         """The network wakes the M blocked in ``netpoll`` while every P is busy: it needs a CPU
@@ -2480,9 +2485,14 @@ class GoRuntime(RuntimeReports):
         if cur.p < 0 and ret is None and cur not in self.idle_ms:
             cur.seg = PARK
             self.idle_ms.append(cur)
+        end = functools.partial(self._sweepterm_end, self.stw_t0) if defer else None
         if defer:
             self._lim_held = True
-            self.engine.when_running(cur.tid, functools.partial(self._sweepterm_end, self.stw_t0))
+        if self.phase == MARK and self.workers_at_start:
+            self._assign_mark_workers(cur.tid, end)
+            return ret
+        if end is not None:
+            self.engine.when_running(cur.tid, end)
         # the chain of wakeps fills idle Ps with dedicated/idle mark workers or goroutine work
         self.wakep()
         if self.phase == MARK:
@@ -2491,6 +2501,51 @@ class GoRuntime(RuntimeReports):
             while self.free_ps and self.ded_running < self.worker_counts.dedicated and self.mark_unclaimed > 0:
                 self._startm(spinning=False)
         return ret
+
+    def _assign_mark_workers(self, tid: int, end: Callable[[], None] | None) -> None:
+        """Go 1.26 starts the world with the mark workers placed (golang/go#65694, CL 721002):
+        ``procresize`` gives each idle P a waiting worker while the cycle wants one
+        (``gcControllerState.assignWaitingGCWorker``, ``src/runtime/mgcpacer.go``: a dedicated
+        worker while ``dedicatedMarkWorkersNeeded`` lasts, then, if the cycle has a fractional
+        goal, a fractional one on every other idle P, none of them behind yet), and an M
+        (``mget``); ``startTheWorldWithSema`` (``src/runtime/proc.go``) wakes those Ms one
+        ``notewakeup`` after another and only then takes the pause's end time, and calls
+        ``wakep`` after that. The wake-ups are made by thread ``tid`` in turn: a woken M that the
+        kernel puts on its CPU and lets preempt it (``host.wake_preempt_share``) holds back the
+        wake-ups still to make, and the pause (``end``), until the waker runs again -- so the
+        sweep-termination pause grows with GOMAXPROCS by how often a woken worker takes the
+        coordinator's CPU, and by how long it keeps it. Earlier runtimes started the workers
+        through ``wakep``'s spinning chain, after the pause."""
+        wc = self.worker_counts
+        if self.mark_unclaimed <= 0:
+            n = 0
+        elif wc.fractional_goal > 0:
+            n = len(self.free_ps)
+        else:
+            n = max(0, wc.dedicated - self.ded_running)
+        self.engine.when_running(tid, functools.partial(self._restart_resume, tid, n, end, self.engine.now))
+
+    def _restart_resume(self, tid: int, n: int, end: Callable[[], None] | None, asked: int) -> None:
+        # the engine calls this while it switches the thread in: the wake-ups go on from a timer
+        # at the same instant, once the engine's own step is over (as _stw_preempt does)
+        self.engine.call_later(0, self._restart_wakes, tid, n, end, asked)
+
+    def _restart_wakes(self, tid: int, n: int, end: Callable[[], None] | None, asked: int) -> None:
+        """Thread ``tid`` runs (since time ``asked`` if it had to wait for its CPU): the next of
+        the ``n`` wake-ups of :meth:`_assign_mark_workers`; after the last, the pause's end and
+        ``wakep``. A waker that has just been switched back in runs its protected slice
+        (``set_protect_slice``, ``RUN_TO_PARITY`` in ``kernel/sched/fair.c``): the Ms it wakes
+        then do not take its CPU, and the rest of its wake-ups follow at once."""
+        protected = self.engine.now > asked
+        while n > 0 and self.free_ps and not self.stw and not self.dead:
+            self._startm(spinning=False, waker=-1 if protected else tid)
+            n -= 1
+            if not protected:
+                self.engine.when_running(tid, functools.partial(self._restart_resume, tid, n, end, self.engine.now))
+                return
+        if end is not None:
+            end()
+        self.wakep()
 
     # ------------------------------------------------------------------ timers
     def _forcegc(self) -> None:

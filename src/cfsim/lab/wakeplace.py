@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import re
+import subprocess
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -243,13 +244,26 @@ def _write(path: Path, text: str, append: bool = False) -> None:
         os.close(fd)
 
 
+def mount_tracefs(tracefs: Path = TRACEFS) -> bool:
+    """Mount tracefs at ``tracefs`` when it is not there and this process is root, as ``perf``
+    does for its tracepoints (a freshly booted machine mounts it only when something asks);
+    True if its ``set_event`` is then writable."""
+    if os.access(tracefs / "set_event", os.W_OK):
+        return True
+    if os.geteuid() != 0 or not tracefs.is_dir():
+        return False
+    subprocess.run(["mount", "-t", "tracefs", "nodev", str(tracefs)], capture_output=True, check=False)
+    return os.access(tracefs / "set_event", os.W_OK)
+
+
 def trace_window(seconds: float, tracefs: Path = TRACEFS, buffer_kb: int = 65536) -> str:
     """The kernel's ``sched_waking`` and ``sched_switch`` events on every CPU for ``seconds``
     (every task: whether another CPU was idle needs the others' switches too), as trace text.
     Leaves tracing off, the event selection empty and the buffers at their size before. Needs
-    root and tracefs."""
-    if not os.access(tracefs / "set_event", os.W_OK):
-        raise WakeplaceError(f"the kernel's scheduler trace is not writable at {tracefs} (root and tracefs needed)")
+    root and tracefs (mounted here if missing: :func:`mount_tracefs`)."""
+    if not mount_tracefs(tracefs):
+        raise WakeplaceError(f"the kernel's scheduler trace is not writable at {tracefs} (root and tracefs "
+                             f"needed: mount -t tracefs nodev {tracefs})")
     on = tracefs / "tracing_on"
     size = tracefs / "buffer_size_kb"
     kept = size.read_text().split()[0] if size.read_text().strip() else ""
