@@ -979,20 +979,21 @@ class GoRuntime(RuntimeReports):
             # nothing the model resolves -- decide now (one engine event fewer per wake-up)
             if poll:
                 self._poller_runs(m)
-            self._woken_decides(m)
+            self._woken_decides(m, waker)
             return
         if poll:
             self.poll_m = m
         self._run_wake(m, delay, waker)
 
-    def _woken_decides(self, m: _M) -> None:
+    def _woken_decides(self, m: _M, waker: int = -2) -> None:
         """A woken M that runs at once decides what to run, its wake-up's CPU (and any park
-        cost still owed) paid with that segment; one that finds nothing burns it and parks."""
+        cost still owed) paid with that segment; one that finds nothing burns it and parks.
+        ``waker`` as :meth:`_startm` takes it."""
         extra = self.c_wake + self._lock_ns(int(m.spinning)) + m.debt
         m.debt = 0
         w = self._schedule(m, extra)
         if w:
-            self.engine.run(m.tid, w, self._on_done, self._waker(m))
+            self.engine.run(m.tid, w, self._on_done, self._waker(m) if waker == -2 else waker)
         else:
             self._burn_futile(m)
 
