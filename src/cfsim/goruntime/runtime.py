@@ -993,14 +993,16 @@ class GoRuntime(RuntimeReports):
         m.debt = 0
         w = self._schedule(m, extra)
         if w:
-            self.engine.run(m.tid, w, self._on_done, self._waker(m) if waker == -2 else waker)
+            self.engine.run(m.tid, w, self._on_done, self._waker(m, waker))
         else:
             self._burn_futile(m)
 
-    def _waker(self, m: _M) -> int:
+    def _waker(self, m: _M, waker: int = -2) -> int:
         """The thread whose ``futexwakeup`` wakes ``m``: the M whose segment just ended (its
         callback runs now), for the host's wake-up placement beside it (``host.wake_affine_share``);
         -1 for a wake-up from a timer or the network."""
+        if waker != -2:
+            return waker   # given by the caller (a wake-up made outside the waker's own callback)
         cur = self._cur
         return cur.tid if cur is not None and cur is not m else -1
 
@@ -1013,7 +1015,7 @@ class GoRuntime(RuntimeReports):
         if delay:
             self.engine.call_later(delay, self._run_woken, m, w, m.t_seg)
         else:
-            self.engine.run(m.tid, w, self._on_done, self._waker(m) if waker == -2 else waker)
+            self.engine.run(m.tid, w, self._on_done, self._waker(m, waker))
 
     def _wake_poller(self) -> None:
         """The network wakes the M blocked in ``netpoll`` while every P is busy: it needs a CPU
@@ -2524,12 +2526,14 @@ class GoRuntime(RuntimeReports):
             n = len(self.free_ps)
         else:
             n = max(0, wc.dedicated - self.ded_running)
-        self.engine.when_running(tid, functools.partial(self._restart_resume, tid, n, end, self.engine.now))
+        self._await_restart(tid, n, end)
 
-    def _restart_resume(self, tid: int, n: int, end: Callable[[], None] | None, asked: int) -> None:
-        # the engine calls this while it switches the thread in: the wake-ups go on from a timer
-        # at the same instant, once the engine's own step is over (as _stw_preempt does)
-        self.engine.call_later(0, self._restart_wakes, tid, n, end, asked)
+    def _await_restart(self, tid: int, n: int, end: Callable[[], None] | None) -> None:
+        """:meth:`_restart_wakes` once thread ``tid`` runs. The engine calls back while it
+        switches the thread in, so the wake-ups go on from a timer at that instant, once the
+        engine's own step is over (as :meth:`_stw_preempt` does)."""
+        eng = self.engine
+        eng.when_running(tid, functools.partial(eng.call_later, 0, self._restart_wakes, tid, n, end, eng.now))
 
     def _restart_wakes(self, tid: int, n: int, end: Callable[[], None] | None, asked: int) -> None:
         """Thread ``tid`` runs (since time ``asked`` if it had to wait for its CPU): the next of
@@ -2542,7 +2546,7 @@ class GoRuntime(RuntimeReports):
             self._startm(spinning=False, waker=-1 if protected else tid)
             n -= 1
             if not protected:
-                self.engine.when_running(tid, functools.partial(self._restart_resume, tid, n, end, self.engine.now))
+                self._await_restart(tid, n, end)
                 return
         if end is not None:
             end()
