@@ -61,6 +61,25 @@ def test_parse_value():
     assert parse_value("true") is True
 
 
+def test_a_release_written_as_a_number_is_the_release():
+    # --set go.version=1.20 reads as TOML's float 1.2; a string key takes the text as written
+    assert load_scenario("cpu-bound-threads", ["go.version=1.20"])["go.version"] == "1.20"
+    assert load_scenario("cpu-bound-threads", ['go.version="1.24"'])["go.version"] == "1.24"
+    with pytest.raises(ScenarioError, match=r"go\.version: must be one of .*got '1\.99'"):
+        load_scenario("cpu-bound-threads", ["go.version=1.99"])
+    # a number key keeps its number, a key not in the schema its TOML value
+    assert parse_value("1.20", "cgroup.cpu_limit") == 1.2
+    assert parse_value("1.20", "nosuch.key") == 1.2
+
+
+def test_a_sweep_axis_and_a_lab_grid_axis_of_releases_keep_their_text():
+    from cfsim.lab.grid import parse_axis as lab_axis
+    from cfsim.sweep.grid import parse_values
+
+    assert parse_values("go.version", "1.20,1.26") == ("1.20", "1.26")
+    assert lab_axis("go.version=1.25,1.26") == ("go.version", ["1.25", "1.26"])
+
+
 def test_all_builtins_validate():
     for name in builtin_names():
         load_scenario(name)

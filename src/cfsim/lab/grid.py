@@ -69,8 +69,8 @@ def parse_axis(text: str) -> tuple[str, list[Any]]:
     if key.count(".") != 1:
         raise ScenarioError(key, "a grid axis key must look like section.key")
     if values.strip().startswith("["):
-        return key, [parse_value(values.strip())]
-    return key, [parse_value(v.strip()) for v in values.split(",") if v.strip()]
+        return key, [parse_value(values.strip(), key)]
+    return key, [parse_value(v.strip(), key) for v in values.split(",") if v.strip()]
 
 
 def point_name(index: int, assignment: dict[str, Any], prefix: str = "") -> str:

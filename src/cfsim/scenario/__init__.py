@@ -67,22 +67,35 @@ def is_null(text: str) -> bool:
     return text.strip().lower() in ("null", "none")
 
 
-def parse_value(text: str) -> Any:
+def parse_value(text: str, key: str | None = None) -> Any:
     """Parse a ``--set`` value: TOML literal if it parses, else a bare string.
 
     ``null`` (or ``none``) unsets an optional key, e.g. ``cgroup.cpu_limit=null`` for no limit.
+    Given the ``section.key`` it is for, a string key takes the text as written, so
+    ``go.version=1.20`` is the release "1.20", not the number 1.2 (quotes are still removed).
 
     >>> parse_value("1.94"), parse_value("automaxprocs"), parse_value("[[0, 2.0], [60, 1.94]]")
     (1.94, 'automaxprocs', [[0, 2.0], [60, 1.94]])
+    >>> parse_value("1.20", "go.version"), parse_value('"1.26"', "go.version")
+    ('1.20', '1.26')
     >>> parse_value("null") is None
     True
     """
     if is_null(text):
         return None
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        value = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    if key is not None and not isinstance(value, (str, list, dict)) and _is_string_key(key):
+        return text.strip()
+    return value
+
+
+def _is_string_key(dotted: str) -> bool:
+    section, _, key = dotted.partition(".")
+    spec = SCHEMA.get(section, {}).get(key)
+    return spec is not None and spec.kind == "str"
 
 
 def _split_override(item: str | tuple[str, Any]) -> tuple[str, str, Any]:
@@ -92,7 +105,7 @@ def _split_override(item: str | tuple[str, Any]) -> tuple[str, str, Any]:
         if "=" not in item:
             raise ScenarioError(item, "an override must look like section.key=value")
         dotted, raw = item.split("=", 1)
-        value = parse_value(raw.strip())
+        value = parse_value(raw.strip(), dotted.strip())
     dotted = dotted.strip()
     if dotted.count(".") != 1:
         raise ScenarioError(dotted, "an override key must look like section.key")

@@ -117,7 +117,7 @@ def parse_values(key: str, text: str) -> tuple[Any, ...]:
     for item in _split_top_level(text):
         if not item:
             raise GridError(key, f"empty value in {text!r}")
-        values.append(parse_value(item))
+        values.append(parse_value(item, key))
     return tuple(values)
 
 

@@ -82,7 +82,7 @@ def parse_selector(expr: str):
             raise ValueError(f"--train: cannot read {part!r}; write e.g. 'cgroup.cpu_limit<=1' "
                              f"(operators <= >= == != < >, joined with 'and')")
         key, op, raw = m.groups()
-        clauses.append((key, _OPS[op], parse_value(raw)))
+        clauses.append((key, _OPS[op], parse_value(raw, key)))
 
     def predicate(values: Mapping[str, Any]) -> bool:
         for key, op, want in clauses:
