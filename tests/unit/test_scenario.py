@@ -72,6 +72,14 @@ def test_a_release_written_as_a_number_is_the_release():
     assert parse_value("1.20", "nosuch.key") == 1.2
 
 
+def test_a_release_written_as_a_toml_number_says_to_quote_it(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text("[go]\nversion = 1.26\n")
+    with pytest.raises(ScenarioError, match=r'go\.version: must be a string \(got 1\.26\); in a TOML file quote it: '
+                                            r'version = "1\.26"'):
+        load_scenario(path)
+
+
 def test_a_sweep_axis_and_a_lab_grid_axis_of_releases_keep_their_text():
     from cfsim.lab.grid import parse_axis as lab_axis
     from cfsim.sweep.grid import parse_values

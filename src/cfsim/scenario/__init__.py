@@ -134,7 +134,9 @@ def _coerce(section: str, key: str, spec: Key, value: Any) -> Any:
         value = float(value)
     elif spec.kind == "str":
         if not isinstance(value, str):
-            raise ScenarioError(name, f"must be a string (got {value!r})")
+            # a TOML file's bare 1.20 is the float 1.2 by the time it gets here: say how to write it
+            hint = f'; in a TOML file quote it: {key} = "{value}"' if isinstance(value, (int, float)) else ""
+            raise ScenarioError(name, f"must be a string (got {value!r}){hint}")
     elif spec.kind == "bool":
         if not isinstance(value, bool):
             raise ScenarioError(name, f"must be true or false (got {value!r})")
