@@ -8,6 +8,7 @@
     python -m cfsim lab tlb --out docs/params/lab-host-memory.toml [--rounds 3]
     python -m cfsim lab switch --out docs/params/lab-host-thread-switch.toml [--rounds 3]
     python -m cfsim lab scav --out docs/params/lab-host-scavenge.toml [--rounds 3]
+    python -m cfsim lab stopping --out docs/params/lab-host-stopping.toml [--rounds 3]
     python -m cfsim lab wakepack --out docs/params/lab-host-wakepack.toml [--rounds 2]
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from cfsim.output import Answer, add_format_argument, chosen_format, emit
 
 def add_parser(sub) -> None:
     p = sub.add_parser("lab", help="real runs under real CFS quotas, scraped by Prometheus (root)")
-    lab_sub = p.add_subparsers(dest="lab_command", metavar="{run,grid,wakeup,tlb,switch,scav,wakeplace,wakepack}")
+    lab_sub = p.add_subparsers(dest="lab_command", metavar="{run,grid,wakeup,tlb,switch,scav,stopping,wakeplace,wakepack}")
     r = lab_sub.add_parser("run", help="one real run of a scenario")
     r.add_argument("scenario", help="a scenario TOML file or a built-in name")
     r.add_argument("--out", required=True, metavar="DIR", help="run folder, e.g. data/lab/<run-id>")
@@ -65,6 +66,10 @@ def add_parser(sub) -> None:
                     "(lab/cmd/scavbench, with lab/cmd/faultbench for the bare madvise), written as "
                     "go.page_fault_us and go.scavenge_page_us",
                     "rounds, each at GOGC 100 and near GOMEMLIMIT (about 10 s each)")
+    _add_host_bench(lab_sub, "stopping", "stwbench", run_stopping,
+                    "how long a Go stop-the-world waits on this host for a P that another M runs (the "
+                    "preemption signal and the coordinator's futex wake-up; lab/cmd/stwbench), written as "
+                    "host.stop_handshake_us", "rounds, each at GOMAXPROCS 1 and 2 (4 s each)")
     _add_host_bench(lab_sub, "wakepack", "packbench", run_wakepack,
                     "up to which utilization a thread and the thread it wakes settle on one CPU on this host "
                     "although another is idle (lab/cmd/packbench): a measurement, written as pair_pack_util "
@@ -258,6 +263,13 @@ def run_scav(args) -> int:
         params = scav.scav_params(rows, meta["bare_release_us"])
         return params, scav.params_toml(params, rows, meta["bare_release_us"], command)
     return _host_params(args, "scav", "scavbench", scav.run_scavbench, fit, scav.ScavbenchError)
+
+
+def run_stopping(args) -> int:
+    from cfsim.lab import stopping as st
+
+    return _host_params(args, "stopping", "stwbench", st.run_stwbench,
+                        _rows_fit(st.read_stwbench, st.stopping_params, st.params_toml), st.StwbenchError)
 
 
 def run_wakepack(args) -> int:

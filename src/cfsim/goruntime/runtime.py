@@ -245,6 +245,7 @@ class GoParams:
     stw_base_ns: float = 10_000.0
     stw_per_p_ns: float = 1_000.0
     preempt_ns: float = 2_000.0
+    stop_handshake_ns: float = 0.0    # host.stop_handshake_us: a stop's wait for a P another M runs
     stw_restart_chain: bool = False   # stopped Ms sleep and restart through the spinning chain
     mark_work_shared: bool = False  # assists take workers' unscanned claims, workers credit as they go
     bg_credit_as_scanned: bool = False  # workers credit as they go (without sharing their claims)
@@ -287,6 +288,7 @@ class GoParams:
                    llc_bytes=int(sc["host.llc_mb"] * MiB),
                    stw_base_ns=go["gc_stw_base_us"] * 1e3, stw_per_p_ns=go["gc_stw_per_p_us"] * 1e3,
                    preempt_ns=go["gc_preempt_us"] * 1e3, stw_restart_chain=go["stw_restart_chain"],
+                   stop_handshake_ns=sc["host.stop_handshake_us"] * 1e3,
                    mark_work_shared=go["mark_work_shared"], bg_credit_as_scanned=go["bg_credit_as_scanned"],
                    revise_last_scan=go["revise_last_scan"],
                    cycle_base_ns=go["gc_cycle_base_us"] * 1e3,
@@ -571,6 +573,7 @@ class GoRuntime(RuntimeReports):
         self.stw_coord_done = False
         self.stw_coord_asleep = False      # the coordinator sleeps on sched.stopnote
         self.stw_t0 = 0
+        self.stw_ready_ns = 0               # the stop's handshake ends (host.stop_handshake_us)
         self.stw_then: Any = None           # what runs once the world is stopped (_stw_begin)
         self.stw_coord: _M | None = None
         self.pending_procs: int | None = None
@@ -2316,6 +2319,11 @@ class GoRuntime(RuntimeReports):
             if not runnable:
                 eng.run(m.tid, preempt, self._on_done)
         self.stw_preempted = True
+        # a P another M holds hears of the stop from preemptall's signal, and its M, once stopped,
+        # wakes the coordinator asleep on sched.stopnote (stopTheWorldWithSema, gcstopm's
+        # notewakeup): two hops between CPUs that host.stop_handshake_us prices, so the world is
+        # stopped no sooner than that after the request, whenever another M holds a P
+        self.stw_ready_ns = now + int(self.params.stop_handshake_ns) if self.stw_wait > 0 else 0
         if self.stw_wait > 0 and self.stw_coord_done and not self.stw_coord_asleep and coord is not None \
                 and self.params.stw_restart_chain:
             # its work was done before the requests went out: it sleeps on sched.stopnote too
@@ -2367,6 +2375,14 @@ class GoRuntime(RuntimeReports):
         if self.stw_wait > 0 or not self.stw_coord_done or not self.stw_preempted:
             return None  # cur stays stopped (blocked) holding its P
         coord = self.stw_coord
+        pending = self.stw_ready_ns - self.engine.now
+        if pending > 0 and coord is not None and not self.stw_coord_asleep:
+            # every P is stopped, but the coordinator learns it only at the handshake's end: it
+            # sleeps on sched.stopnote meanwhile (its CPU free) and goes on from there
+            self.stw_coord_done = False
+            self._stw_sleep(coord, SL_STW_COORDINATOR)
+            self.engine.call_later(pending, self._stw_handshake_end, coord, self.stw_t0)
+            return None
         if self.stw_coord_asleep and coord is not None and coord is not cur:
             # the last P to stop wakes the coordinator (gcstopm: notewakeup(&sched.stopnote));
             # the world is stopped once it has run its wake-up, and it starts the world again
@@ -2375,8 +2391,9 @@ class GoRuntime(RuntimeReports):
             self.m_wakes += 1
             w = self._seg(coord, STWK, 0, self.c_wake + self._lock_ns() + coord.debt)
             coord.debt = 0
-            if self.wake_latency_ns:
-                self.engine.call_later(self.wake_latency_ns, self._run_coord, coord, w, coord.t_seg)
+            delay = max(self.wake_latency_ns, pending)
+            if delay > 0:
+                self.engine.call_later(delay, self._run_coord, coord, w, coord.t_seg)
             else:
                 self.engine.run(coord.tid, w, self._on_done)
             return None
@@ -2390,6 +2407,15 @@ class GoRuntime(RuntimeReports):
             self._procresize(self.pending_procs)
             self.pending_procs = None
         return self._start_world(cur)
+
+    def _stw_handshake_end(self, m: _M, t0: int) -> None:
+        """The handshake of the stop begun at ``t0`` is over: the coordinator, woken, goes on."""
+        if self.dead or not self.stw or self.stw_t0 != t0 or self.stw_coord is not m or self.engine.is_runnable(m.tid):
+            return
+        self.m_wakes += 1
+        w = self._seg(m, STWK, 0, self.c_wake + self._lock_ns() + m.debt)
+        m.debt = 0
+        self.engine.run(m.tid, w, self._on_done)
 
     def _run_coord(self, m: _M, w: int, t_seg: int) -> None:
         if self.dead or m.seg != STWK or m.t_seg != t_seg or self.engine.is_runnable(m.tid):

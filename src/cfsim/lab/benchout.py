@@ -3,6 +3,7 @@ one reader, so every malformed line is named the same way, by its source and lin
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 from datetime import datetime, timezone
@@ -124,10 +125,11 @@ def number_row(obj: dict[str, Any], fields: Iterable[str], source: str, line: in
     return row
 
 
-def run_bench(binary: Path, args: list[str], timeout_s: float, error: type[ValueError]) -> str:
-    """Run a host benchmark (``binary`` with ``args``) and return its standard output; ``error``
-    names a benchmark that ran out of ``timeout_s``, could not start or failed (with the end of
-    what it wrote to standard error).
+def run_bench(binary: Path, args: list[str], timeout_s: float, error: type[ValueError],
+              env: dict[str, str] | None = None) -> str:
+    """Run a host benchmark (``binary`` with ``args``, ``env`` added to this process's
+    environment) and return its standard output; ``error`` names a benchmark that ran out of
+    ``timeout_s``, could not start or failed (with the end of what it wrote to standard error).
 
     >>> run_bench(Path("/bin/echo"), ["a"], 5.0, ValueError)
     'a\\n'
@@ -138,7 +140,8 @@ def run_bench(binary: Path, args: list[str], timeout_s: float, error: type[Value
     """
     cmd = [str(binary), *args]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                             env=None if env is None else {**os.environ, **env})
     except subprocess.TimeoutExpired:
         raise error(f"{binary} did not finish within {timeout_s:.0f} s: `{' '.join(cmd)}`") from None
     except OSError as exc:

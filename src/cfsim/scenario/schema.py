@@ -194,6 +194,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                                "interrupt and the CPU's exit from idle; a few us on bare metal, "
                                                "more on a virtual machine; lab/cmd/wakebench): a woken Go M holds "
                                                "its P and counts as spinning meanwhile", _between(0, 100_000)),
+        "stop_handshake_us": Key(0.0, "float", "how long a Go stop-the-world waits for a P that another M holds "
+                                               "[us]: preemptall's signal reaching that M's CPU and, once it has "
+                                               "stopped, its futex wake-up of the coordinator asleep on "
+                                               "sched.stopnote (stopTheWorldWithSema, src/runtime/proc.go); the "
+                                               "M's own path to its safe point is go.gc_preempt_us. A few us on "
+                                               "bare metal (0: inside the pause's base), tens on a virtual "
+                                               "machine (lab/cmd/stwbench, `cfsim lab stopping`)",
+                                 _between(0, 100_000)),
         "timer_latency_us": Key(0.0, "float", "how late a sleeping thread's timer wakes it beyond its timer slack "
                                               "(50 us) [us]: sets how often Go's sysmon polls (lab/cmd/wakebench)",
                                 _between(0, 100_000)),

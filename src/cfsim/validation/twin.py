@@ -128,7 +128,7 @@ MODEL_PRIOR_KEYS = (
                           "sched_spin_base_us", "sched_spin_per_p_us", "sched_wake_us", "sched_park_us",
                           "sched_switch_us", "sched_xfer_growth", "sched_lock_us", "sysmon_poll_us")),
     *(f"host.{k}" for k in ("context_switch_us", "thread_switch_us", "wakeup_us", "wakeup_cold_us", "wakeup_cold_ms",
-                            "wakeup_latency_us", "timer_latency_us", "tlb_shootdown_us", "smt_slowdown",
+                            "wakeup_latency_us", "stop_handshake_us", "timer_latency_us", "tlb_shootdown_us", "smt_slowdown",
                             "resume_cold_us", "resume_cold_ms")),
     *(f"workload.{k}" for k in ("server_cpu_us_per_request", "server_alloc_kb_per_request", "conn_heap_kb",
                                 "conn_stack_kb", "cpu_cv", "cpu_drift_cv", "cpu_drift_tau_s", "scrape_cpu_ms",
