@@ -14,9 +14,9 @@ from cfsim.validation.calibrate import read_params_files
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "data" / "lab" / "gc-limiter-quota" / "p007_near-p10_gomaxprocs=8"
-# the lab host's seven parameter files, as the README's validation takes them
+# the lab host's eight parameter files, as the README's validation takes them
 FILES = ["gc-memory", "lab-host-switches", "lab-host-memory", "gc-parallel", "lab-host-resume",
-         "lab-host-wakeplace", "lab-host-scavenge"]
+         "lab-host-wakeplace", "lab-host-scavenge", "lab-host-stopping"]
 
 
 @pytest.mark.skipif(not RUN.is_dir(), reason="the committed lab run is not in this checkout")
