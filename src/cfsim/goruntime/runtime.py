@@ -2388,9 +2388,7 @@ class GoRuntime(RuntimeReports):
             # the world is stopped once it has run its wake-up, and it starts the world again
             self.stw_coord_asleep = False
             self.stw_coord_done = False
-            self.m_wakes += 1
-            w = self._seg(coord, STWK, 0, self.c_wake + self._lock_ns() + coord.debt)
-            coord.debt = 0
+            w = self._coord_woken(coord)
             delay = max(self.wake_latency_ns, pending)
             if delay > 0:
                 self.engine.call_later(delay, self._run_coord, coord, w, coord.t_seg)
@@ -2412,10 +2410,15 @@ class GoRuntime(RuntimeReports):
         """The handshake of the stop begun at ``t0`` is over: the coordinator, woken, goes on."""
         if self.dead or not self.stw or self.stw_t0 != t0 or self.stw_coord is not m or self.engine.is_runnable(m.tid):
             return
+        self.engine.run(m.tid, self._coord_woken(m), self._on_done)
+
+    def _coord_woken(self, m: _M) -> int:
+        """The coordinator woken from ``sched.stopnote``: its wake-up segment, which pays the
+        wake-up's CPU and the park it owes."""
         self.m_wakes += 1
         w = self._seg(m, STWK, 0, self.c_wake + self._lock_ns() + m.debt)
         m.debt = 0
-        self.engine.run(m.tid, w, self._on_done)
+        return w
 
     def _run_coord(self, m: _M, w: int, t_seg: int) -> None:
         if self.dead or m.seg != STWK or m.t_seg != t_seg or self.engine.is_runnable(m.tid):
