@@ -233,12 +233,32 @@ class RuntimeReports:
         return pd.DataFrame(cols)
 
 
+#: the pauses the runtime keeps for ``debug.ReadGCStats``: ``memstats.pause_ns``'s ring (``src/runtime/mstats.go``)
+PAUSE_HISTORY = 256
+
+
 def _gc_duration_quantiles(cycles: list[tuple[int, int]], t0_ns: int, t1_ns: int) -> dict[str, float]:
-    """``go_gc_duration_seconds`` (client_golang's summary of per-cycle STW time) over the window."""
+    """``go_gc_duration_seconds`` (client_golang's Go collector: one sample a GC cycle, its two
+    stops together) as a scrape at ``t1_ns`` reads it. Count and sum over the window (the
+    counters' change, as the lab's summary reads ``_sum``); the quantiles as ``debug.ReadGCStats``
+    computes them (``src/runtime/debug/garbage.go``): over the last 256 cycles the runtime keeps
+    (``readGCStats_m``, ``src/runtime/mstats.go``), the window's and any before it (the heap's
+    build, the warm-up), each the sorted pauses' element at ``n * i / 4`` and the longest for 1,
+    not interpolated.
+
+    >>> q = _gc_duration_quantiles([(1, 10), (2, 30), (3, 20), (4, 40)], 2, 4)
+    >>> q["go_gc_duration_seconds_count"], round(q["go_gc_duration_seconds_q0.5"] * 1e9), round(q["go_gc_duration_seconds_q1"] * 1e9)
+    (2, 30, 40)
+    >>> round(q["go_gc_duration_seconds_q0"] * 1e9), round(q["go_gc_duration_seconds_q0.25"] * 1e9)
+    (10, 20)
+    """
     d = np.asarray([p for t, p in cycles if t0_ns < t <= t1_ns], dtype=float) / 1e9
     out = {"go_gc_duration_seconds_count": int(d.size), "go_gc_duration_seconds_sum": float(d.sum())}
-    for q, name in ((0.0, "0"), (0.25, "0.25"), (0.5, "0.5"), (0.75, "0.75"), (1.0, "1")):
-        out[f"go_gc_duration_seconds_q{name}"] = float(np.quantile(d, q)) if d.size else 0.0
+    kept = sorted([p for t, p in cycles if t <= t1_ns][-PAUSE_HISTORY:])   # the ring: the newest 256
+    n = len(kept)
+    for i, name in enumerate(("0", "0.25", "0.5", "0.75")):
+        out[f"go_gc_duration_seconds_q{name}"] = kept[n * i // 4] / 1e9 if n else 0.0
+    out["go_gc_duration_seconds_q1"] = kept[-1] / 1e9 if n else 0.0
     return out
 
 

@@ -74,6 +74,24 @@ def _oom(summary: Mapping[str, Any]) -> float | None:
     return None if v is None else float(v > 0)
 
 
+def _cycle_pause(quantile: str, lab_key: str) -> Callable[[Mapping[str, Any]], float | None]:
+    """A quantile of ``go_gc_duration_seconds``: one GC cycle's stop-the-world time (its two stops
+    together) over the last 256 cycles, as ``debug.ReadGCStats`` gives it to client_golang. The
+    lab's summary keeps it as ``lab_key`` (:mod:`cfsim.lab.summary`), the model's as
+    ``go_gc_duration_seconds_q<quantile>`` (its own ``gc_pause_p50_s`` and ``gc_pause_max_s`` are
+    one stop's, as the lab's ``gc_pause_p99_s`` is).
+
+    >>> p50 = _cycle_pause("0.5", "gc_pause_p50_s")
+    >>> p50({"gc_pause_p50_s": 2e-4}), p50({"gc_pause_p50_s": 1e-4, "go_gc_duration_seconds_q0.5": 3e-4})
+    (0.0002, 0.0003)
+    """
+    model_key = f"go_gc_duration_seconds_q{quantile}"
+
+    def get(summary: Mapping[str, Any]) -> float | None:
+        return _key(model_key if model_key in summary else lab_key)(summary)
+    return get
+
+
 #: GC and memory (issue 19): what the runtime's /gc/... metrics and the memory cgroup show
 GC_MEMORY_METRICS: tuple[Metric, ...] = (
     Metric("gc_cycles_per_s", "relative", _per_s("gc_cycles"), 0.10, "GC cycles per second of window"),
@@ -85,6 +103,11 @@ GC_MEMORY_METRICS: tuple[Metric, ...] = (
            "heap marked live by the last cycle (/gc/heap/live:bytes)"),
     Metric("gc_pause_s_per_s", "relative", _per_s("gc_pause_total_s"), None,
            "stop-the-world GC pause time per second (/sched/pauses/total/gc:seconds)"),
+    Metric("gc_cycle_pause_p50_s", "relative", _cycle_pause("0.5", "gc_pause_p50_s"), None,
+           "a typical GC cycle's stop-the-world time, both stops (go_gc_duration_seconds' 0.5 quantile over "
+           "the last 256 cycles: what a dashboard shows)"),
+    Metric("gc_cycle_pause_max_s", "relative", _cycle_pause("1", "gc_pause_max_s"), None,
+           "the longest GC cycle's stop-the-world time of the last 256 (go_gc_duration_seconds' quantile 1)"),
     Metric("memory_usage_mean_bytes", "relative", _key("memory_usage_mean_bytes"), 0.10,
            "memory cgroup usage averaged over the window (the heap's saw-tooth: 26-70 MiB within one "
            "second at 16 MiB live)"),
@@ -266,6 +289,7 @@ METRICS: tuple[Metric, ...] = (
 #: below this the observed value is too small for a relative error to mean anything
 _RELATIVE_FLOOR = {"throttled_s_per_s": 0.01, "backlog_final": 10.0, "lag_final_s": 0.05,
                    "latency_p50_s": 1e-4, "latency_p99_s": 1e-4, "gc_pause_s_per_s": 1e-5,
+                   "gc_cycle_pause_p50_s": 1e-6, "gc_cycle_pause_max_s": 1e-6,
                    "cpu_window_spread_cores": 1e-3}
 
 

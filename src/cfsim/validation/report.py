@@ -579,6 +579,16 @@ def _gc_markdown(report: ValidationReport) -> list[str]:
                   "|---|---|---|---|---|---|"]
         lines += [f"| {p['gomaxprocs']} | {'yes' if p['capped'] else 'no'} | {p['runs']} | {p['lab_us_per_stop']:g} | "
                   f"{p['model_us_per_stop']:g} | {p['model_over_lab']:.3f} |" for p in pauses]
+        if any(p.get("cycle_p50_runs") for p in pauses):
+            lines += ["", "A GC cycle's stop-the-world time as a dashboard shows it (go_gc_duration_seconds' 0.5 and 1 "
+                      "quantiles over the last 256 cycles: the typical cycle and the longest), lab against twin; "
+                      "medians of the same runs, model / lab the median of the runs' ratios", "",
+                      "| GOMAXPROCS | capped | runs | typical: lab [us] | model [us] | model / lab | longest: lab [us] "
+                      "| model [us] | model / lab |", "|---" * 9 + "|"]
+            lines += [f"| {p['gomaxprocs']} | {'yes' if p['capped'] else 'no'} | {p['cycle_p50_runs']} | "
+                      f"{_fmt(p['lab_us_cycle_p50'])} | {_fmt(p['model_us_cycle_p50'])} | {_fmt(p['cycle_p50_model_over_lab'])} | "
+                      f"{_fmt(p['lab_us_cycle_max'])} | {_fmt(p['model_us_cycle_max'])} | {_fmt(p['cycle_max_model_over_lab'])} |"
+                      for p in pauses if p.get("cycle_p50_runs")]
     return (lines + _spiral_markdown(report.gc.get("spiral") or {})
             + _spiral_markdown(report.gc.get("spiral_pooled") or {}, pooled=True))
 
