@@ -664,7 +664,35 @@ def test_a_run_the_hypervisor_stole_from_is_reported_apart_from_the_quiet_ones(t
     assert by["p_limit=1.0"]["steal_cores"] == 0.45
     split = rep.by_host_state()
     assert split["stolen"]["n"] == 1 and split["quiet"]["n"] == 1
-    assert "| stolen | 1 |" in to_markdown(rep)
+    text = to_markdown(rep)
+    assert "| stolen | 1 |" in text
+    assert "The same without the runs the hypervisor stole from" not in text   # both capped: no headline run
+
+
+def test_the_headline_also_stands_without_the_runs_the_hypervisor_stole_from(tmp_path):
+    """Where the model predicts, the report gives its errors over every run and again without the
+    runs whose host lost CPU to another guest during the run (nothing before a run tells it)."""
+    from cfsim.validation.report import to_markdown
+
+    root = tmp_path / "grid"
+    _write_run(root, ["cgroup.cpu_limit=null"], 1.25, "calib-start")
+    runs = {}
+    for lim, steal, factor in ((6.0, 0.01, 1.25), (7.0, 0.45, 1.6)):
+        runs[lim] = run = _write_run(root, [f"cgroup.cpu_limit={lim}"], factor, f"p_limit={lim}")
+        m = json.loads((run / "manifest.json").read_text())
+        m["host_cpu"] = {"steal_cores": steal, "pre_run": {"tenants_cores": 0.01}}
+        (run / "manifest.json").write_text(json.dumps(m))
+    rep = validate(root)
+    by = {r["run"].split("/")[-1]: r for r in rep.runs}
+    assert by["p_limit=6.0"]["regime"] == by["p_limit=7.0"]["regime"] == "uncapped"
+    assert rep.headline["uncapped"]["n"] == 2
+    clean = rep.headline_without_steal()
+    assert clean["uncapped"]["n"] == 1 and clean["contended"]["n"] == 0
+    quiet_err = abs(by["p_limit=6.0"]["errors"]["cpu_usage_cores"])
+    assert clean["uncapped"]["errors"]["cpu_usage_cores"]["median_abs"] == pytest.approx(quiet_err)
+    assert rep.headline["uncapped"]["errors"]["cpu_usage_cores"]["median_abs"] > quiet_err   # the stolen one's
+    assert rep.to_json()["headline_without_steal"] == clean
+    assert "The same without the runs the hypervisor stole from" in to_markdown(rep)
 
 
 def test_a_byte_beyond_the_cache_costs_its_miss_at_the_machines_speed_not_the_slower_scans():
