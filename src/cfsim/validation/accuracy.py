@@ -41,9 +41,10 @@ from cfsim.validation.regimes import GOMAXPROCS_BINS, gomaxprocs_bin, run_gomaxp
 
 #: the metrics the table carries (the README's questions)
 METRICS = ("cpu_usage_cores", "throughput_per_s", "throttled_ratio", "latency_p50_s", "latency_p99_s",
-           "gc_cycles_per_s", "gc_heap_goal_mean_bytes", "memory_usage_mean_bytes", "gc_pause_s_per_s")
-#: latencies also get a median factor
-FACTOR_METRICS = ("latency_p50_s", "latency_p99_s")
+           "gc_cycles_per_s", "gc_heap_goal_mean_bytes", "memory_usage_mean_bytes", "gc_pause_s_per_s",
+           "gc_cycle_pause_p50_s")
+#: latencies and a cycle's typical pause (off by factors at many Ps) also get a median factor
+FACTOR_METRICS = ("latency_p50_s", "latency_p99_s", "gc_cycle_pause_p50_s")
 #: the highest GOMAXPROCS the lab's grids ran
 LAB_MAX_GOMAXPROCS = 64
 #: all GOMAXPROCS of a regime pooled (the fallback of a thin cell)
